@@ -1,0 +1,317 @@
+// Package kubetest is the shared test harness for packages that need a real
+// Kubernetes API server.
+//
+// A package starts one Env in TestMain and gives each test its own namespace:
+//
+//	var env *kubetest.Env
+//
+//	func TestMain(m *testing.M) {
+//		var err error
+//		if env, err = kubetest.Start(); err != nil {
+//			fmt.Fprintln(os.Stderr, err)
+//			os.Exit(1)
+//		}
+//		code := m.Run()
+//		if err := env.Stop(); err != nil {
+//			fmt.Fprintln(os.Stderr, err)
+//		}
+//		os.Exit(code)
+//	}
+//
+// By default Start runs etcd and kube-apiserver through envtest, taking the
+// binaries from KUBEBUILDER_ASSETS or else from <repo root>/bin (`make
+// kube-bin` puts them there). Missing binaries are an error, never a skip:
+// a test suite that silently skips its cluster tests proves nothing.
+//
+// With OPM_TEST_EXISTING_CLUSTER=1 the same tests run against the cluster
+// that the default kubeconfig loading rules (KUBECONFIG, ~/.kube/config)
+// select, for example a kind cluster.
+//
+// envtest has no controller-manager: namespaces never finish terminating,
+// there is no garbage collection and workloads never become ready on their
+// own.
+package kubetest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+const (
+	// ExistingClusterEnv switches Start to the cluster of the current kubeconfig.
+	ExistingClusterEnv = "OPM_TEST_EXISTING_CLUSTER"
+	// ContextName is the context of the kubeconfig file that Env writes.
+	ContextName = "opm-test"
+	// NamespaceLabel marks namespaces created by Env.Namespace, so leftovers
+	// on a long-lived cluster can be found and removed.
+	NamespaceLabel = "opmodel.dev/kubetest"
+
+	adminUser = "opm-admin"
+	// Tests create many objects quickly; client-go's default 5/10 would
+	// throttle them for no benefit against a private API server.
+	qps   = 200
+	burst = 400
+)
+
+// Env is a running (or borrowed) API server and the ways to reach it.
+type Env struct {
+	// Config reaches the cluster as an administrator.
+	Config *rest.Config
+	// Kubeconfig is the path of a kubeconfig file for the same cluster and
+	// credentials, with current context ContextName, for CLI-level tests.
+	Kubeconfig string
+
+	env       *envtest.Environment
+	dir       string
+	clientset kubernetes.Interface
+}
+
+// Start brings up the test cluster, or connects to the existing one when
+// OPM_TEST_EXISTING_CLUSTER=1. The caller must Stop it.
+func Start() (*Env, error) {
+	dir, err := os.MkdirTemp("", "kubetest-")
+	if err != nil {
+		return nil, fmt.Errorf("create kubetest temp dir: %w", err)
+	}
+	e := &Env{dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig")}
+
+	var kubeconfig []byte
+	if os.Getenv(ExistingClusterEnv) == "1" {
+		e.Config, kubeconfig, err = existingCluster()
+	} else {
+		e.Config, kubeconfig, err = e.startEnvtest()
+	}
+	if err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	if err := os.WriteFile(e.Kubeconfig, kubeconfig, 0o600); err != nil {
+		return nil, errors.Join(fmt.Errorf("write test kubeconfig: %w", err), e.Stop())
+	}
+	if e.clientset, err = kubernetes.NewForConfig(e.Config); err != nil {
+		return nil, errors.Join(fmt.Errorf("build test clientset: %w", err), e.Stop())
+	}
+	return e, nil
+}
+
+// startEnvtest runs etcd and kube-apiserver and provisions the admin user.
+func (e *Env) startEnvtest() (*rest.Config, []byte, error) {
+	assets, err := assetsDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	apiserver := filepath.Join(assets, "kube-apiserver")
+	etcd := filepath.Join(assets, "etcd")
+	for _, bin := range []string{apiserver, etcd} {
+		if err := checkExecutable(bin); err != nil {
+			return nil, nil, fmt.Errorf("test control plane: %w; run `make kube-bin` (or set KUBEBUILDER_ASSETS, or %s=1 to use the current kubeconfig's cluster)", err, ExistingClusterEnv)
+		}
+	}
+
+	useExisting := false
+	e.env = &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		UseExistingCluster:    &useExisting,
+		// Two cores run several test binaries at once; the default 20s can
+		// be too tight for etcd plus a cold API server.
+		ControlPlaneStartTimeout: time.Minute,
+	}
+	// Explicit paths, so TEST_ASSET_* variables cannot pick other binaries
+	// than the ones checked above.
+	e.env.ControlPlane.GetAPIServer().Path = apiserver
+	e.env.ControlPlane.Etcd = &envtest.Etcd{Path: etcd}
+	if _, err := e.env.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start envtest control plane from %s: %w", assets, err)
+	}
+
+	user, err := e.env.AddUser(envtest.User{Name: adminUser, Groups: []string{"system:masters"}}, &rest.Config{QPS: qps, Burst: burst})
+	if err != nil {
+		return nil, nil, fmt.Errorf("provision test admin user: %w", err)
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("render test admin kubeconfig: %w", err)
+	}
+	kc, err := clientcmd.Load(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse envtest kubeconfig: %w", err)
+	}
+	kubeconfig, err := renameCurrentContext(kc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rest.CopyConfig(user.Config()), kubeconfig, nil
+}
+
+// existingCluster loads the current kubeconfig context and writes a
+// self-contained copy of it (certificates inlined) for CLI-level tests.
+func existingCluster() (*rest.Config, []byte, error) {
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s=1: load kubeconfig: %w", ExistingClusterEnv, err)
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s=1: read kubeconfig: %w", ExistingClusterEnv, err)
+	}
+	if err := clientcmdapi.MinifyConfig(&raw); err != nil {
+		return nil, nil, fmt.Errorf("%s=1: reduce kubeconfig to its current context: %w", ExistingClusterEnv, err)
+	}
+	if err := clientcmdapi.FlattenConfig(&raw); err != nil {
+		return nil, nil, fmt.Errorf("%s=1: inline kubeconfig certificates: %w", ExistingClusterEnv, err)
+	}
+	kubeconfig, err := renameCurrentContext(&raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, kubeconfig, nil
+}
+
+// renameCurrentContext makes ContextName the current context, so tests can
+// name it regardless of where the cluster came from.
+func renameCurrentContext(kc *clientcmdapi.Config) ([]byte, error) {
+	cur, ok := kc.Contexts[kc.CurrentContext]
+	if !ok {
+		return nil, fmt.Errorf("test kubeconfig: current context %q is not defined", kc.CurrentContext)
+	}
+	delete(kc.Contexts, kc.CurrentContext)
+	kc.Contexts[ContextName] = cur
+	kc.CurrentContext = ContextName
+	out, err := clientcmd.Write(*kc)
+	if err != nil {
+		return nil, fmt.Errorf("serialise test kubeconfig: %w", err)
+	}
+	return out, nil
+}
+
+// Stop stops the control plane (when Start started one) and removes the
+// kubeconfig file.
+func (e *Env) Stop() error {
+	var errs []error
+	if e.env != nil {
+		if err := e.env.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop envtest control plane: %w", err))
+		}
+	}
+	if err := os.RemoveAll(e.dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove kubetest temp dir: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Namespace creates a namespace named after the test, unique across runs,
+// and deletes it when the test ends. Deletion is not awaited: without a
+// namespace controller (envtest) it never completes.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	name, err := namespaceName(t.Name())
+	if err != nil {
+		t.Fatalf("namespace name: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   name,
+		Labels: map[string]string{NamespaceLabel: "true"},
+	}}
+	if _, err := e.clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create test namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		// t.Context() is already cancelled when cleanups run.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err := e.clientset.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete test namespace %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+const suffixLen = 5
+
+// namespaceName turns a test name into a DNS-1123 label (≤63 chars) with a
+// random suffix, so reruns against an existing cluster never collide with
+// namespaces still terminating from the last run.
+func namespaceName(testName string) (string, error) {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(testName) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	base := b.String()
+	if limit := 63 - 1 - suffixLen; len(base) > limit {
+		base = base[:limit]
+	}
+	base = strings.Trim(base, "-")
+	if base == "" {
+		base = "test"
+	}
+
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	suffix := make([]byte, suffixLen)
+	for i := range suffix {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			return "", fmt.Errorf("random suffix: %w", err)
+		}
+		suffix[i] = alphabet[n.Int64()]
+	}
+	return base + "-" + string(suffix), nil
+}
+
+// assetsDir is KUBEBUILDER_ASSETS, else bin/ at the root of this module.
+func assetsDir() (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("locate repository root: %w", err)
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "bin"), nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("locate repository root: no go.mod above %s; set KUBEBUILDER_ASSETS", wd)
+		}
+	}
+}
+
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%s is missing", path)
+	}
+	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
+}

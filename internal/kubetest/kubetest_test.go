@@ -1,0 +1,120 @@
+package kubetest
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+var env *Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// TestConfigAndKubeconfigReachSameCluster writes through Env.Config and
+// reads back through the kubeconfig file, as a CLI under test would.
+func TestConfigAndKubeconfigReachSameCluster(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+
+	cs, err := kubernetes.NewForConfig(env.Config)
+	assert.NilError(t, err)
+	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+		Data:       map[string]string{"written-by": "rest.Config"},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+
+	kc, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	assert.NilError(t, err)
+	assert.Equal(t, kc.CurrentContext, ContextName)
+
+	fileCfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
+	assert.NilError(t, err)
+	fileCS, err := kubernetes.NewForConfig(fileCfg)
+	assert.NilError(t, err)
+	got, err := fileCS.CoreV1().ConfigMaps(ns).Get(ctx, "probe", metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, got.Data, map[string]string{"written-by": "rest.Config"})
+
+	// The file's credentials must be an administrator's, not merely valid.
+	_, err = fileCS.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	assert.NilError(t, err)
+}
+
+func TestNamespaceIsCreatedLabelledAndDeleted(t *testing.T) {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	assert.NilError(t, err)
+
+	var name string
+	t.Run("inner", func(t *testing.T) {
+		name = env.Namespace(t)
+		ns, err := cs.CoreV1().Namespaces().Get(t.Context(), name, metav1.GetOptions{})
+		assert.NilError(t, err)
+		assert.Equal(t, ns.Labels[NamespaceLabel], "true")
+		assert.Assert(t, ns.DeletionTimestamp == nil)
+	})
+
+	// After the subtest's cleanup the namespace is terminating (envtest has
+	// no namespace controller to finish the job) or gone.
+	ns, err := cs.CoreV1().Namespaces().Get(t.Context(), name, metav1.GetOptions{})
+	if err == nil {
+		assert.Assert(t, ns.DeletionTimestamp != nil, "namespace %s was not deleted", name)
+	}
+}
+
+func TestNamespaceName(t *testing.T) {
+	label := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	for _, tc := range []struct{ in, prefix string }{
+		{"TestApply/Some_Case#01", "testapply-some-case-01-"},
+		{"Test__x__", "test-x-"},
+		{"///", "test-"},
+		{strings.Repeat("A", 100), strings.Repeat("a", 57) + "-"},
+		{strings.Repeat("a", 56) + "/b", strings.Repeat("a", 56) + "-"},
+	} {
+		got, err := namespaceName(tc.in)
+		assert.NilError(t, err)
+		assert.Check(t, len(got) <= 63, "%q is %d chars", got, len(got))
+		assert.Check(t, is.Regexp(label, got))
+		assert.Check(t, strings.HasPrefix(got, tc.prefix), "%q lacks prefix %q", got, tc.prefix)
+		assert.Check(t, is.Len(got, len(tc.prefix)+suffixLen))
+	}
+
+	a, err := namespaceName("TestSame")
+	assert.NilError(t, err)
+	b, err := namespaceName("TestSame")
+	assert.NilError(t, err)
+	assert.Check(t, a != b, "two calls gave the same name %q", a)
+}
+
+func TestStartFailsWithoutBinaries(t *testing.T) {
+	t.Setenv(ExistingClusterEnv, "")
+	t.Setenv("KUBEBUILDER_ASSETS", t.TempDir())
+	e, err := Start()
+	if err == nil {
+		_ = e.Stop()
+	}
+	assert.ErrorContains(t, err, "make kube-bin")
+}
