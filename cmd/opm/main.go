@@ -1,0 +1,75 @@
+// Command opm renders, diffs, applies and prunes OPM releases. It is a thin
+// front door: every command parses flags, calls one pipeline operation and
+// prints its result.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/opmodel/pipeline/engine/fault"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the CLI with args and returns the process exit code:
+// 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ec exitCode
+	if errors.As(err, &ec) {
+		return int(ec)
+	}
+	fmt.Fprintf(stderr, "Error: %v\n", err)
+	if isUsage(err) {
+		return fault.Validation.ExitCode()
+	}
+	return fault.KindOf(err).ExitCode()
+}
+
+// exitCode ends a command with a code and no error message (diff
+// --exit-code, status not healthy).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit code %d", int(e)) }
+
+// usageError marks flag and argument mistakes, which are validation errors.
+type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "opm",
+		Short:         "Render, diff, apply and prune Open Platform Model releases",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newRenderCmd())
+	return root
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/opmodel/pipeline/pipeline"
+)
+
+func newRenderCmd() *cobra.Command {
+	var sel selectionFlags
+	var output string
+	cmd := &cobra.Command{
+		Use:   "render [DIR]",
+		Short: "Render releases to Kubernetes manifests",
+		Long: `Render the releases of a deployment directory (default ".") to Kubernetes
+manifests in apply order. -o yaml (default) prints a multi-document stream on
+stdout and one summary line per release on stderr; -o json prints one object
+with every release, its identity, digest, change ID, values and resources.`,
+		Args: dirArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "yaml" && output != "json" {
+				return usageError{fmt.Errorf("-o must be yaml or json, not %q", output)}
+			}
+			res, err := pipeline.Render(cmd.Context(), pipeline.RenderOptions{Selection: sel.selection(args)})
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			y, err := res.YAML()
+			if err != nil {
+				return err
+			}
+			if _, err := cmd.OutOrStdout().Write(y); err != nil {
+				return err
+			}
+			for _, r := range res.Releases {
+				fmt.Fprintln(cmd.ErrOrStderr(), r.Summary())
+			}
+			return nil
+		},
+	}
+	sel.register(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	return cmd
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/opmodel/pipeline/pipeline"
+)
+
+// selectionFlags are the flags every command that reads a deployment
+// directory shares: [DIR] --env --release -f.
+type selectionFlags struct {
+	env      string
+	releases []string
+	files    []string
+}
+
+func (s *selectionFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&s.env, "env", "e", "", "environment to render the releases in (environments[NAME])")
+	fs.StringArrayVarP(&s.releases, "release", "r", nil, "release to select (repeatable; default all)")
+	fs.StringArrayVarP(&s.files, "values", "f", nil, "values file (CUE, JSON or YAML) merged last; needs exactly one release (repeatable)")
+}
+
+func (s *selectionFlags) selection(args []string) pipeline.Selection {
+	dir := "."
+	if len(args) > 0 {
+		dir = args[0]
+	}
+	return pipeline.Selection{Dir: dir, Environment: s.env, Releases: s.releases, ValuesFiles: s.files}
+}
+
+// dirArg accepts zero or one DIR argument.
+var dirArg cobra.PositionalArgs = func(cmd *cobra.Command, args []string) error {
+	if err := cobra.MaximumNArgs(1)(cmd, args); err != nil {
+		return usageError{err}
+	}
+	return nil
+}

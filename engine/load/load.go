@@ -1,0 +1,87 @@
+// Package load reads a deployment directory — a CUE module whose root
+// package declares `environments` and `releases` — into CUE values, serving
+// the OPM catalog (opmodel.dev/core@v0) from the binary so no registry or
+// network is needed for it. Other dependencies resolve through CUE_REGISTRY
+// exactly as the cue command does.
+package load
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/build"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/load"
+
+	"github.com/opmodel/pipeline/catalog"
+	"github.com/opmodel/pipeline/engine/fault"
+)
+
+// Deployment is a loaded deployment directory.
+type Deployment struct {
+	// Dir is the directory's absolute path.
+	Dir string
+	// ModulePath is the deployment's CUE module path (cue.mod/module.cue).
+	ModulePath string
+	// Root is the root package: it holds environments and releases.
+	Root cue.Value
+	// Catalog is the embedded opmodel.dev/core@v0 package.
+	Catalog cue.Value
+	// Context owns both values; everything rendered from them must use it.
+	Context *cue.Context
+}
+
+// Load reads the deployment directory dir. Errors are classified as
+// validation errors and carry CUE positions (file:line:col).
+func Load(ctx context.Context, dir string) (*Deployment, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fault.Validationf("deployment directory %q: %v", dir, err)
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return nil, fault.Validationf("deployment directory %q does not exist or is not a directory: pass the directory that holds cue.mod/ (for example: opm render examples)", dir)
+	}
+	modFile := filepath.Join(abs, "cue.mod", "module.cue")
+	if _, err := os.Stat(modFile); err != nil {
+		return nil, fault.Validationf("%s is not a CUE module: %s is missing (create it with `cue mod init <module-path>`)", dir, modFile)
+	}
+	reg, err := newRegistry(os.Environ())
+	if err != nil {
+		return nil, err
+	}
+	overlay := map[string]load.Source{}
+	if err := catalogOverlay(overlay); err != nil {
+		return nil, fmt.Errorf("preparing the embedded catalog: %w", err)
+	}
+	pinned, err := pinCatalog(modFile)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading %s: %w", modFile, err))
+	}
+	overlay[modFile] = load.FromBytes(pinned)
+
+	cfg := &load.Config{Dir: abs, ModuleRoot: abs, Registry: reg, Overlay: overlay}
+	insts := load.Instances([]string{".", catalog.ModulePath}, cfg)
+	if len(insts) != 2 {
+		return nil, fmt.Errorf("loading %s: expected 2 instances, got %d", dir, len(insts))
+	}
+	for _, inst := range insts {
+		if inst.Err != nil {
+			return nil, fault.Wrap(fault.Validation, fmt.Errorf("loading %s:\n%s", dir, Describe(inst.Err)))
+		}
+	}
+	cctx := cuecontext.New()
+	vals, err := cctx.BuildInstances(insts)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("evaluating %s:\n%s", dir, Describe(err)))
+	}
+	d := &Deployment{Dir: abs, ModulePath: modulePath(insts[0]), Root: vals[0], Catalog: vals[1], Context: cctx}
+	if !d.Root.LookupPath(cue.ParsePath("releases")).Exists() {
+		return nil, fault.Validationf("%s: the root package declares no `releases`; declare `releases: [Name=string]: core.#ModuleRelease` and at least one release", dir)
+	}
+	return d, nil
+}
+
+func modulePath(inst *build.Instance) string { return inst.Module }

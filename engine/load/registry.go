@@ -1,0 +1,132 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sync"
+
+	"cuelang.org/go/cue/load"
+	"cuelang.org/go/mod/modconfig"
+	"cuelang.org/go/mod/modfile"
+	"cuelang.org/go/mod/module"
+
+	"github.com/opmodel/pipeline/catalog"
+)
+
+// embeddedRoot is a synthetic absolute directory under which the catalog's
+// files are placed in the loader's overlay. The loader reads a fetched
+// module from disk at OSRoot()/Dir plus the overlay, so the catalog must
+// appear to live at a real-looking absolute path (nothing is written there).
+const embeddedRoot = "/__opm_embedded__/" + catalog.ModulePath
+
+// registry answers for the embedded catalog and hands every other module to
+// CUE's own registry client, which honours CUE_REGISTRY, caches and logins.
+type registry struct {
+	catalogMod *modfile.File
+	env        []string
+
+	once     sync.Once
+	fallback modconfig.Registry
+	fallErr  error
+}
+
+func newRegistry(env []string) (*registry, error) {
+	data, err := fs.ReadFile(catalog.FS(), "cue.mod/module.cue")
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded catalog's module.cue: %w", err)
+	}
+	mf, err := modfile.Parse(data, "cue.mod/module.cue")
+	if err != nil {
+		return nil, fmt.Errorf("parsing the embedded catalog's module.cue: %w", err)
+	}
+	return &registry{catalogMod: mf, env: env}, nil
+}
+
+func (r *registry) isCatalog(mv module.Version) bool { return mv.Path() == catalog.ModulePath }
+
+func (r *registry) other() (modconfig.Registry, error) {
+	r.once.Do(func() {
+		r.fallback, r.fallErr = modconfig.NewRegistry(&modconfig.Config{Env: r.env})
+	})
+	return r.fallback, r.fallErr
+}
+
+func (r *registry) ModFile(ctx context.Context, mv module.Version) (*modfile.File, error) {
+	if r.isCatalog(mv) {
+		return r.catalogMod, nil
+	}
+	o, err := r.other()
+	if err != nil {
+		return nil, err
+	}
+	return o.ModFile(ctx, mv)
+}
+
+func (r *registry) Fetch(ctx context.Context, mv module.Version) (module.SourceLoc, error) {
+	if r.isCatalog(mv) {
+		return module.SourceLoc{FS: osRootFS{fsys: catalog.FS(), root: embeddedRoot}, Dir: "."}, nil
+	}
+	o, err := r.other()
+	if err != nil {
+		return module.SourceLoc{}, err
+	}
+	return o.Fetch(ctx, mv)
+}
+
+func (r *registry) ModuleVersions(ctx context.Context, mpath string) ([]string, error) {
+	if mpath == catalog.ModulePath {
+		return []string{catalog.Version}, nil
+	}
+	o, err := r.other()
+	if err != nil {
+		return nil, err
+	}
+	return o.ModuleVersions(ctx, mpath)
+}
+
+// osRootFS presents the embedded files as if rooted at an OS directory.
+type osRootFS struct {
+	fsys fs.FS
+	root string
+}
+
+func (f osRootFS) Open(name string) (fs.File, error) { return f.fsys.Open(name) }
+func (f osRootFS) OSRoot() string                   { return f.root }
+
+// catalogOverlay places every embedded catalog file under embeddedRoot.
+func catalogOverlay(overlay map[string]load.Source) error {
+	return fs.WalkDir(catalog.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(catalog.FS(), p)
+		if err != nil {
+			return err
+		}
+		overlay[path.Join(embeddedRoot, p)] = load.FromBytes(b)
+		return nil
+	})
+}
+
+// pinCatalog returns the deployment's module.cue with the catalog declared
+// as a dependency at the embedded version. The loader only asks the registry
+// for declared modules, and the engine always renders with the catalog it
+// was built with, whatever version the directory names.
+func pinCatalog(modFilePath string) ([]byte, error) {
+	data, err := os.ReadFile(modFilePath)
+	if err != nil {
+		return nil, err
+	}
+	mf, err := modfile.ParseNonStrict(data, modFilePath)
+	if err != nil {
+		return nil, err
+	}
+	if mf.Deps == nil {
+		mf.Deps = map[string]*modfile.Dep{}
+	}
+	mf.Deps[catalog.ModulePath] = &modfile.Dep{Version: catalog.Version}
+	return modfile.Format(mf)
+}

@@ -1,0 +1,47 @@
+package render
+
+import (
+	"encoding/json"
+
+	"github.com/opmodel/pipeline/engine/manifest"
+)
+
+// Module describes the module a release deploys.
+type Module struct {
+	// Path is the module's CUE path (its metadata.apiVersion).
+	Path    string `json:"path"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	FQN     string `json:"fqn"`
+	// ID is the module identity: UUIDv5(OPM namespace, "fqn:version").
+	ID string `json:"id"`
+}
+
+// Cluster is what an environment says about the cluster to deploy to.
+type Cluster struct {
+	KubeContext string `json:"kubeContext,omitempty"`
+	KubeConfig  string `json:"kubeConfig,omitempty"`
+}
+
+// Release is one rendered release.
+type Release struct {
+	// Key is the release's key in the deployment's `releases` map.
+	Key       string `json:"-"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// Environment is the environment name, empty when none was used.
+	Environment string `json:"environment,omitempty"`
+	// Cluster is the environment's cluster, zero when it names none.
+	Cluster Cluster `json:"-"`
+	// ReleaseID is UUIDv5(OPM namespace, "fqn:name:namespace[:env]").
+	ReleaseID string `json:"releaseId"`
+	Module    Module `json:"module"`
+	// Values are the resolved values as JSON (for machines) and as CUE
+	// text (the change ID input, stored in the inventory).
+	Values     json.RawMessage `json:"values"`
+	ValuesText string          `json:"-"`
+	// Resources are in apply order.
+	Resources      []manifest.Resource `json:"-"`
+	ManifestDigest string              `json:"manifestDigest"`
+	ChangeID       string              `json:"changeId"`
+}

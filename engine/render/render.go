@@ -1,0 +1,322 @@
+// Package render turns a deployment directory into rendered releases: it
+// selects releases and an environment, merges values (release < environment
+// < -f files), validates them against the module's #config, runs the
+// catalog's transformers over every component, and computes the manifest
+// digest and change ID.
+//
+// It never talks to a cluster. Every error about the user's input is a
+// fault.Validation error that names the release, environment or file and
+// carries CUE positions.
+package render
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/format"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/values"
+)
+
+// Options select what to render.
+type Options struct {
+	// Dir is the deployment directory.
+	Dir string
+	// Environment unifies every release with `#environment: environments[Environment]`.
+	// Empty renders releases as written.
+	Environment string
+	// Releases selects releases by their key in `releases`; empty means all.
+	Releases []string
+	// ValuesFiles are merged last, in order; they need exactly one release.
+	ValuesFiles []string
+}
+
+var (
+	pathEnvironment = cue.MakePath(cue.Def("#environment"))
+	pathModule      = cue.MakePath(cue.Def("#module"))
+	pathConfig      = cue.MakePath(cue.Def("#config"))
+	pathComponents  = cue.MakePath(cue.Def("#components"))
+	pathProvider    = cue.MakePath(cue.Def("#KubernetesProvider"))
+)
+
+// Render loads dir and renders the selected releases, sorted by key.
+func Render(ctx context.Context, opts Options) ([]*Release, error) {
+	d, err := load.Load(ctx, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return FromDeployment(ctx, d, opts)
+}
+
+// FromDeployment renders releases of an already loaded deployment.
+func FromDeployment(ctx context.Context, d *load.Deployment, opts Options) ([]*Release, error) {
+	keys, err := selectReleases(d, opts.Releases)
+	if err != nil {
+		return nil, err
+	}
+	if len(opts.ValuesFiles) > 0 && len(keys) != 1 {
+		return nil, fault.Validationf("-f values files apply to exactly one release, but %d are selected (%s): add --release NAME", len(keys), strings.Join(keys, ", "))
+	}
+	var env cue.Value
+	if opts.Environment != "" {
+		if env, err = selectEnvironment(d, opts.Environment); err != nil {
+			return nil, err
+		}
+	}
+	var files []*values.Set
+	for _, f := range opts.ValuesFiles {
+		s, err := values.ReadFile(d.Context, f)
+		if err != nil {
+			return nil, fault.Wrap(fault.Validation, err)
+		}
+		files = append(files, s)
+	}
+	transformers, err := loadTransformers(d)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Release, 0, len(keys))
+	for _, key := range keys {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rel := d.Root.LookupPath(cue.MakePath(cue.Str("releases"), cue.Str(key)))
+		if env.Exists() {
+			rel = rel.FillPath(pathEnvironment, env)
+		}
+		r, err := renderRelease(d, key, rel, files, transformers)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func selectReleases(d *load.Deployment, want []string) ([]string, error) {
+	all, err := fieldNames(d.Root.LookupPath(cue.ParsePath("releases")))
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading releases:\n%s", load.Describe(err)))
+	}
+	if len(want) == 0 {
+		if len(all) == 0 {
+			return nil, fault.Validationf("%s declares no releases", d.Dir)
+		}
+		return all, nil
+	}
+	var keys []string
+	for _, w := range want {
+		if !slices.Contains(all, w) {
+			return nil, fault.Validationf("release %q is not declared in %s; releases: %s", w, d.Dir, strings.Join(all, ", "))
+		}
+		if !slices.Contains(keys, w) {
+			keys = append(keys, w)
+		}
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+func selectEnvironment(d *load.Deployment, name string) (cue.Value, error) {
+	envs := d.Root.LookupPath(cue.ParsePath("environments"))
+	all, _ := fieldNames(envs)
+	if !slices.Contains(all, name) {
+		known := "none are declared"
+		if len(all) > 0 {
+			known = "environments: " + strings.Join(all, ", ")
+		}
+		return cue.Value{}, fault.Validationf("environment %q is not declared in %s; %s", name, d.Dir, known)
+	}
+	env := envs.LookupPath(cue.MakePath(cue.Str(name)))
+	if err := env.Validate(); err != nil {
+		return cue.Value{}, fault.Wrap(fault.Validation, fmt.Errorf("environment %q is invalid:\n%s", name, load.Describe(err)))
+	}
+	return env, nil
+}
+
+// fieldNames lists a struct's regular field names, sorted.
+func fieldNames(v cue.Value) ([]string, error) {
+	if !v.Exists() {
+		return nil, nil
+	}
+	it, err := v.Fields()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for it.Next() {
+		names = append(names, it.Selector().Unquoted())
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer) (*Release, error) {
+	where := fmt.Sprintf("release %q", key)
+	envName := ""
+	if e := rel.LookupPath(pathEnvironment); e.Exists() {
+		envName, _ = e.LookupPath(cue.ParsePath("metadata.name")).String()
+		where += fmt.Sprintf(" in environment %q", envName)
+	}
+	if err := rel.Validate(cue.Hidden(true)); err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s is invalid:\n%s", where, load.Describe(err)))
+	}
+	if !concrete(rel.LookupPath(cue.ParsePath("metadata.namespace"))) {
+		hint := "set metadata.namespace in the release, or render with --env and an environment that sets namespace"
+		return nil, fault.Validationf("%s has no namespace (at %s): %s", where, rel.Pos(), hint)
+	}
+	meta, err := readMetadata(rel)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", where, err))
+	}
+	r := &Release{Key: key, Name: meta.name, Namespace: meta.namespace, Environment: envName, ReleaseID: meta.identity, Module: meta.module}
+	if envName != "" {
+		r.Cluster.KubeContext, _ = rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("cluster"), cue.Str("kubeContext"))).String()
+		r.Cluster.KubeConfig, _ = rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("cluster"), cue.Str("kubeConfig"))).String()
+	}
+
+	effective, err := effectiveValues(d, rel, where, key, envName, files)
+	if err != nil {
+		return nil, err
+	}
+	if r.Values, err = effective.MarshalJSON(); err != nil {
+		return nil, fmt.Errorf("%s: encoding values: %w", where, err)
+	}
+	text, err := format.Node(effective.Syntax(cue.Final(), cue.Concrete(true)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: formatting values: %w", where, err)
+	}
+	r.ValuesText = string(text)
+
+	module := rel.LookupPath(pathModule).FillPath(pathConfig, effective)
+	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata")))}
+	if r.Resources, err = renderComponents(module.LookupPath(pathComponents), rc, transformers, where); err != nil {
+		return nil, err
+	}
+	manifest.Sort(r.Resources)
+	if r.ManifestDigest, err = manifest.Digest(r.Resources); err != nil {
+		return nil, err
+	}
+	r.ChangeID = manifest.ChangeID(r.Module.Path, r.Module.Version, r.ValuesText, r.ManifestDigest)
+	return r, nil
+}
+
+// effectiveValues merges release < environment < files and validates the
+// result against the module's closed #config.
+func effectiveValues(d *load.Deployment, rel cue.Value, where, key, envName string, files []*values.Set) (cue.Value, error) {
+	set, err := values.FromCUE(rel.LookupPath(cue.ParsePath("values")), fmt.Sprintf("release %q", key))
+	if err != nil {
+		return cue.Value{}, fault.Wrap(fault.Validation, err)
+	}
+	if envName != "" {
+		ev, err := values.FromCUE(rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("values"))), fmt.Sprintf("environment %q", envName))
+		if err != nil {
+			return cue.Value{}, fault.Wrap(fault.Validation, err)
+		}
+		set.Merge(ev)
+	}
+	for _, f := range files {
+		set.Merge(f)
+	}
+	data, err := set.JSON()
+	if err != nil {
+		return cue.Value{}, fmt.Errorf("%s: encoding merged values: %w", where, err)
+	}
+	merged := d.Context.CompileBytes(data, cue.Filename("merged-values.json"))
+	effective := rel.LookupPath(pathModule).LookupPath(pathConfig).Unify(merged)
+	if err := effective.Validate(cue.Concrete(true), cue.Final()); err != nil {
+		return cue.Value{}, fault.Wrap(fault.Validation, fmt.Errorf("%s: the merged values do not satisfy the module's #config:\n%s", where, describeValues(err, set)))
+	}
+	return effective, nil
+}
+
+func describeValues(err error, set *values.Set) string {
+	var b strings.Builder
+	b.WriteString(load.Describe(err))
+	seen := map[string]bool{}
+	for _, p := range errorPaths(err) {
+		if o, ok := set.Origin(p); ok && !seen[p] {
+			seen[p] = true
+			fmt.Fprintf(&b, "\n  values.%s was set by %s", p, o)
+		}
+	}
+	return b.String()
+}
+
+type releaseMeta struct {
+	name, namespace, identity string
+	fqn, version              string
+	labels, annotations       map[string]string
+	module                    Module
+}
+
+func readMetadata(rel cue.Value) (releaseMeta, error) {
+	var m releaseMeta
+	md := rel.LookupPath(cue.ParsePath("metadata"))
+	str := func(v cue.Value, p string) (string, error) {
+		f := v.LookupPath(cue.ParsePath(p))
+		if d, ok := f.Default(); ok {
+			f = d
+		}
+		s, err := f.String()
+		if err != nil {
+			return "", fmt.Errorf("metadata %s is not set: %s", p, load.Describe(err))
+		}
+		return s, nil
+	}
+	var err error
+	for _, f := range []struct {
+		dst  *string
+		v    cue.Value
+		path string
+	}{
+		{&m.name, md, "name"}, {&m.namespace, md, "namespace"}, {&m.identity, md, "identity"},
+		{&m.fqn, md, "fqn"}, {&m.version, md, "version"},
+	} {
+		if *f.dst, err = str(f.v, f.path); err != nil {
+			return m, err
+		}
+	}
+	if m.labels, err = stringMap(md.LookupPath(cue.ParsePath("labels"))); err != nil {
+		return m, err
+	}
+	if m.annotations, err = stringMap(md.LookupPath(cue.ParsePath("annotations"))); err != nil {
+		return m, err
+	}
+	mm := rel.LookupPath(pathModule).LookupPath(cue.ParsePath("metadata"))
+	for _, f := range []struct {
+		dst  *string
+		path string
+	}{{&m.module.Path, "apiVersion"}, {&m.module.Name, "name"}, {&m.module.Version, "version"}, {&m.module.FQN, "fqn"}, {&m.module.ID, "identity"}} {
+		if *f.dst, err = str(mm, f.path); err != nil {
+			return m, fmt.Errorf("module: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func stringMap(v cue.Value) (map[string]string, error) {
+	out := map[string]string{}
+	if !v.Exists() {
+		return out, nil
+	}
+	if err := v.Decode(&out); err != nil {
+		return nil, fmt.Errorf("decoding %v: %s", v.Path(), load.Describe(err))
+	}
+	return out, nil
+}
+
+
+// concrete reports whether v exists and has a concrete (or default) value.
+func concrete(v cue.Value) bool {
+	if d, ok := v.Default(); ok {
+		v = d
+	}
+	return v.Exists() && v.IsConcrete()
+}

@@ -1,0 +1,103 @@
+package pipeline
+
+// Change classifies one object in a diff or review.
+type Change string
+
+// Object change classes.
+const (
+	// Added: rendered, not on the cluster (or not in the base ref).
+	Added Change = "added"
+	// Modified: rendered and present, with differences.
+	Modified Change = "modified"
+	// Unchanged: rendered and present, no differences.
+	Unchanged Change = "unchanged"
+	// Stale: recorded in the inventory (or rendered by the base ref) but no
+	// longer rendered, after the component-rename check: apply would prune it.
+	Stale Change = "stale"
+	// Ghost: carries the release's labels on the cluster but is in neither
+	// the inventory nor the render (a failed apply left it, RFC scenario F).
+	Ghost Change = "ghost"
+)
+
+// ObjectRef names one Kubernetes object and the component that made it.
+type ObjectRef struct {
+	Group     string `json:"group,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Component string `json:"component,omitempty"`
+}
+
+// ObjectChange is one object's class and, when modified (or added/removed
+// in a review), a unified diff of its YAML. Secret values never appear: a
+// changed value shows as a masked marker with before/after hashes.
+type ObjectChange struct {
+	Object ObjectRef `json:"object"`
+	Change Change    `json:"change"`
+	Diff   string    `json:"diff,omitempty"`
+	// Warning explains why a stale object would not be pruned as things
+	// stand (Namespace, PersistentVolumeClaim protection).
+	Warning string `json:"warning,omitempty"`
+}
+
+// Revision is a release's content identity on one side of a comparison.
+type Revision struct {
+	ManifestDigest string `json:"manifestDigest,omitempty"`
+	ChangeID       string `json:"changeId,omitempty"`
+}
+
+// Counts sums object classes.
+type Counts struct {
+	Added     int `json:"added"`
+	Modified  int `json:"modified"`
+	Unchanged int `json:"unchanged"`
+	Stale     int `json:"stale"`
+	Ghost     int `json:"ghost"`
+}
+
+// Add counts one change.
+func (c *Counts) Add(ch Change) {
+	switch ch {
+	case Added:
+		c.Added++
+	case Modified:
+		c.Modified++
+	case Unchanged:
+		c.Unchanged++
+	case Stale:
+		c.Stale++
+	case Ghost:
+		c.Ghost++
+	}
+}
+
+// Changed reports whether anything would change.
+func (c Counts) Changed() bool { return c.Added+c.Modified+c.Stale > 0 }
+
+// ReleaseChanges is the diff or review of one release.
+type ReleaseChanges struct {
+	Name        string `json:"name"`
+	Namespace   string `json:"namespace"`
+	Environment string `json:"environment,omitempty"`
+	ReleaseID   string `json:"releaseId"`
+	// Base is the live inventory's current change (diff) or the base ref's
+	// render (review); nil when there is none (first install, new release).
+	Base *Revision `json:"base,omitempty"`
+	Head Revision  `json:"head"`
+	// Objects lists every object with its class, in apply order, stale and
+	// ghosts last.
+	Objects  []ObjectChange `json:"objects"`
+	Counts   Counts         `json:"counts"`
+	Warnings []string       `json:"warnings,omitempty"`
+	// Error is set when this release could not be compared (for example an
+	// environment's kubeContext missing from the kubeconfig); the others
+	// are still reported.
+	Error string `json:"error,omitempty"`
+}
+
+// ChangeSet is the result of Diff and Review: every selected release.
+type ChangeSet struct {
+	Releases []ReleaseChanges `json:"releases"`
+	Counts   Counts           `json:"counts"`
+}

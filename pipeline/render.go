@@ -1,0 +1,131 @@
+// Package pipeline holds the operations every front door calls — the opm
+// CLI, the GitHub Action and the Dagger module: Render, Diff, Apply, Prune,
+// Status and Delete. Options are typed, results are JSON-serialisable, and
+// no front door holds logic of its own: what a user can do through one
+// door, they can do through the others.
+//
+// Data flows one way: front door → pipeline → engine → Kubernetes.
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// Selection says which releases of which deployment directory, in which
+// environment, with which extra values files.
+type Selection struct {
+	// Dir is the deployment directory (a CUE module); default ".".
+	Dir string `json:"dir"`
+	// Environment selects `environments[Environment]`; empty renders releases as written.
+	Environment string `json:"environment,omitempty"`
+	// Releases selects releases by key; empty selects all.
+	Releases []string `json:"releases,omitempty"`
+	// ValuesFiles are merged last (release < environment < files), one release only.
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
+}
+
+func (s Selection) renderOptions() render.Options {
+	dir := s.Dir
+	if dir == "" {
+		dir = "."
+	}
+	return render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles}
+}
+
+// RenderOptions are the options of Render.
+type RenderOptions struct {
+	Selection
+}
+
+// RenderResult is what Render returns; its JSON form is the machine
+// interface `opm render -o json` prints and the Action and Dagger reuse.
+type RenderResult struct {
+	Releases []RenderedRelease `json:"releases"`
+}
+
+// RenderedRelease is one rendered release with its objects in apply order.
+type RenderedRelease struct {
+	Name           string           `json:"name"`
+	Namespace      string           `json:"namespace"`
+	Environment    string           `json:"environment"`
+	ReleaseID      string           `json:"releaseId"`
+	ModuleID       string           `json:"moduleId"`
+	Module         ModuleRef        `json:"module"`
+	Values         json.RawMessage  `json:"values"`
+	ManifestDigest string           `json:"manifestDigest"`
+	ChangeID       string           `json:"changeId"`
+	Resources      []map[string]any `json:"resources"`
+
+	release *render.Release
+}
+
+// ModuleRef names the module a release deploys.
+type ModuleRef struct {
+	Path    string `json:"path"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	FQN     string `json:"fqn"`
+}
+
+// Render renders the selected releases.
+func Render(ctx context.Context, opts RenderOptions) (*RenderResult, error) {
+	rels, err := render.Render(ctx, opts.renderOptions())
+	if err != nil {
+		return nil, err
+	}
+	res := &RenderResult{Releases: make([]RenderedRelease, 0, len(rels))}
+	for _, r := range rels {
+		res.Releases = append(res.Releases, newRenderedRelease(r))
+	}
+	return res, nil
+}
+
+func newRenderedRelease(r *render.Release) RenderedRelease {
+	out := RenderedRelease{
+		Name: r.Name, Namespace: r.Namespace, Environment: r.Environment,
+		ReleaseID: r.ReleaseID, ModuleID: r.Module.ID,
+		Module:         ModuleRef{Path: r.Module.Path, Name: r.Module.Name, Version: r.Module.Version, FQN: r.Module.FQN},
+		Values:         r.Values,
+		ManifestDigest: r.ManifestDigest, ChangeID: r.ChangeID,
+		Resources: make([]map[string]any, 0, len(r.Resources)),
+		release:   r,
+	}
+	for _, res := range r.Resources {
+		out.Resources = append(out.Resources, res.Object.Object)
+	}
+	return out
+}
+
+// Summary is the one-line description of a rendered release.
+func (r RenderedRelease) Summary() string {
+	env := r.Environment
+	if env == "" {
+		env = "-"
+	}
+	return fmt.Sprintf("release %s env=%s namespace=%s id=%s digest=%s change=%s resources=%d",
+		r.Name, env, r.Namespace, r.ReleaseID, r.ManifestDigest, r.ChangeID, len(r.Resources))
+}
+
+// YAML returns the manifests of every release as one multi-document
+// stream in apply order.
+func (r *RenderResult) YAML() ([]byte, error) {
+	var b bytes.Buffer
+	for _, rel := range r.Releases {
+		for _, obj := range rel.Resources {
+			y, err := yaml.Marshal(obj)
+			if err != nil {
+				return nil, fmt.Errorf("encoding %s/%v as YAML: %w", rel.Name, obj["kind"], err)
+			}
+			b.WriteString("---\n")
+			b.Write(y)
+		}
+	}
+	return b.Bytes(), nil
+}
