@@ -94,7 +94,7 @@ type osRootFS struct {
 }
 
 func (f osRootFS) Open(name string) (fs.File, error) { return f.fsys.Open(name) }
-func (f osRootFS) OSRoot() string                   { return f.root }
+func (f osRootFS) OSRoot() string                    { return f.root }
 
 // catalogOverlay places every embedded catalog file under embeddedRoot.
 func catalogOverlay(overlay map[string]load.Source) error {

@@ -312,7 +312,6 @@ func stringMap(v cue.Value) (map[string]string, error) {
 	return out, nil
 }
 
-
 // concrete reports whether v exists and has a concrete (or default) value.
 func concrete(v cue.Value) bool {
 	if d, ok := v.Default(); ok {
