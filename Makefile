@@ -42,6 +42,7 @@ bin/etcd:
 		echo "etcd not found at $(ETCD); installing the etcd-server package"; \
 		$(SUDO) apt-get update; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends etcd-server; \
+		[ -x "$(ETCD)" ] || { echo "etcd-server is installed but $(ETCD) is not there; set ETCD=/path/to/etcd" >&2; exit 1; }; \
 	fi
 	ln -sf "$(ETCD)" $@
 
