@@ -1,0 +1,52 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// ClusterOptions say how to reach the cluster. Each release's environment
+// may name a kubeContext (and kubeConfig); the rule is: the kubeconfig is
+// Kubeconfig/KubeconfigData, else the environment's, else the default
+// loading rules; the context is Context, else the environment's, else the
+// current one. An environment context missing from the kubeconfig is an
+// error, never a fall-back to the current context.
+type ClusterOptions struct {
+	// Kubeconfig is a kubeconfig file path.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// KubeconfigData is kubeconfig content (from a CI secret); it wins over
+	// Kubeconfig and is never written to disk or printed.
+	KubeconfigData []byte `json:"-"`
+	// Context overrides every environment's kubeContext.
+	Context string `json:"context,omitempty"`
+	// QPS and Burst override the client rate limits (defaults 200/400).
+	QPS   float32 `json:"qps,omitempty"`
+	Burst int     `json:"burst,omitempty"`
+}
+
+// clusters connects once per distinct cluster selection, so releases of
+// one environment share clients and discovery caches.
+type clusters struct {
+	opts  ClusterOptions
+	cache map[kube.EnvCluster]*kube.Cluster
+}
+
+func newClusters(opts ClusterOptions) *clusters {
+	return &clusters{opts: opts, cache: map[kube.EnvCluster]*kube.Cluster{}}
+}
+
+// For returns the cluster a rendered release deploys to.
+func (c *clusters) For(ctx context.Context, r *render.Release) (*kube.Cluster, error) {
+	env := kube.EnvCluster{Name: r.Environment, KubeContext: r.Cluster.KubeContext, KubeConfig: r.Cluster.KubeConfig}
+	if cl, ok := c.cache[env]; ok {
+		return cl, nil
+	}
+	cl, err := kube.Connect(ctx, kube.Selection{Kubeconfig: c.opts.Kubeconfig, KubeconfigData: c.opts.KubeconfigData, Context: c.opts.Context}, env, kube.Options{QPS: c.opts.QPS, Burst: c.opts.Burst})
+	if err != nil {
+		return nil, err
+	}
+	c.cache[env] = cl
+	return cl, nil
+}
