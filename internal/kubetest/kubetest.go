@@ -19,8 +19,9 @@
 //	}
 //
 // By default Start runs etcd and kube-apiserver through envtest, taking the
-// binaries from KUBEBUILDER_ASSETS or else from <repo root>/bin (`make
-// kube-bin` puts them there). Missing binaries are an error, never a skip:
+// binaries from KUBEBUILDER_ASSETS (a relative path counts from the module
+// root) or else from <module root>/bin, where `make kube-bin` puts them.
+// Missing binaries are an error, never a skip:
 // a test suite that silently skips its cluster tests proves nothing.
 //
 // With OPM_TEST_EXISTING_CLUSTER=1 the same tests run against the cluster
@@ -287,20 +288,34 @@ func namespaceName(testName string) (string, error) {
 }
 
 // assetsDir is KUBEBUILDER_ASSETS, else bin/ at the root of this module.
+// go test runs each package in its own directory, so a relative
+// KUBEBUILDER_ASSETS (KUBEBUILDER_ASSETS=bin) is taken from the module root.
 func assetsDir() (string, error) {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if filepath.IsAbs(dir) {
 		return dir, nil
 	}
+	if dir == "" {
+		dir = "bin"
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, dir), nil
+}
+
+func moduleRoot() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("locate repository root: %w", err)
+		return "", fmt.Errorf("locate module root: %w", err)
 	}
 	for dir := wd; ; dir = filepath.Dir(dir) {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "bin"), nil
+			return dir, nil
 		}
 		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("locate repository root: no go.mod above %s; set KUBEBUILDER_ASSETS", wd)
+			return "", fmt.Errorf("locate module root: no go.mod above %s; set KUBEBUILDER_ASSETS to an absolute path", wd)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package kubetest
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -117,4 +118,22 @@ func TestStartFailsWithoutBinaries(t *testing.T) {
 		_ = e.Stop()
 	}
 	assert.ErrorContains(t, err, "make kube-bin")
+}
+
+func TestAssetsDir(t *testing.T) {
+	root, err := moduleRoot()
+	assert.NilError(t, err)
+	_, err = os.Stat(filepath.Join(root, "go.mod"))
+	assert.NilError(t, err)
+
+	for _, tc := range []struct{ env, want string }{
+		{"", filepath.Join(root, "bin")},
+		{"bin", filepath.Join(root, "bin")},
+		{"/opt/k8s", "/opt/k8s"},
+	} {
+		t.Setenv("KUBEBUILDER_ASSETS", tc.env)
+		got, err := assetsDir()
+		assert.NilError(t, err)
+		assert.Check(t, is.Equal(got, tc.want), "KUBEBUILDER_ASSETS=%q", tc.env)
+	}
 }
