@@ -1,15 +1,69 @@
 package load
 
 import (
+	"fmt"
 	"strings"
 
 	"cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/token"
 )
 
 // Describe renders a CUE error as one block per problem: the path and the
-// message, then every position it has (file:line:col), indented, so a user
-// can jump straight to it.
+// message, then the positions (file:line:col) in the user's files, so a
+// user can jump straight to them. Positions inside the embedded catalog are
+// shown only when a problem has no other.
 func Describe(err error) string {
-	d := strings.TrimRight(errors.Details(err, nil), "\n")
-	return "  " + strings.ReplaceAll(d, "\n", "\n  ")
+	return DescribeWith(err, nil)
+}
+
+// DescribeWith is Describe with a hook that may rewrite each problem's path
+// and add positions (for example where a value was set).
+func DescribeWith(err error, rewrite func(path []string) (string, []token.Pos)) string {
+	var b strings.Builder
+	for i, e := range errors.Errors(err) {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		format, args := e.Msg()
+		msg := fmt.Sprintf(format, args...)
+		path := strings.Join(e.Path(), ".")
+		var extra []token.Pos
+		if rewrite != nil {
+			if p, pos := rewrite(e.Path()); p != "" {
+				path, extra = p, pos
+			}
+		}
+		if path != "" {
+			msg = path + ": " + msg
+		}
+		b.WriteString("  " + msg)
+		for _, p := range userPositions(append(extra, errors.Positions(e)...)) {
+			b.WriteString("\n      " + p)
+		}
+	}
+	return b.String()
+}
+
+func userPositions(all []token.Pos) []string {
+	var user, catalog []string
+	seen := map[string]bool{}
+	for _, p := range all {
+		if !p.IsValid() {
+			continue
+		}
+		s := p.String()
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		if strings.HasPrefix(p.Filename(), "/__opm_embedded__/") {
+			catalog = append(catalog, strings.TrimPrefix(s, "/__opm_embedded__/"))
+			continue
+		}
+		user = append(user, s)
+	}
+	if len(user) == 0 && len(catalog) > 0 {
+		return catalog[:1]
+	}
+	return user
 }

@@ -2,10 +2,10 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
-	cueerrors "cuelang.org/go/cue/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opmodel/pipeline/engine/fault"
@@ -150,18 +150,12 @@ func outputs(v cue.Value) ([]*unstructured.Unstructured, error) {
 	return objs, nil
 }
 
-// errorPaths lists the value paths (below `values`/#config) a CUE error
-// is about, dotted.
-func errorPaths(err error) []string {
-	var out []string
-	for _, e := range cueerrors.Errors(err) {
-		p := e.Path()
-		for len(p) > 0 && (strings.HasPrefix(p[0], "#") || p[0] == "values") {
-			p = p[1:]
-		}
-		if len(p) > 0 {
-			out = append(out, strings.Join(p, "."))
-		}
+// valuePath is the dotted path below #config of a CUE error path
+// (releases.x.#module.#config.a.b → a.b), or "" when it is not about values.
+func valuePath(path []string) string {
+	i := slices.Index(path, "#config")
+	if i < 0 {
+		return ""
 	}
-	return out
+	return strings.Join(path[i+1:], ".")
 }

@@ -17,6 +17,7 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/format"
+	"cuelang.org/go/cue/token"
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/load"
@@ -165,7 +166,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 		where += fmt.Sprintf(" in environment %q", envName)
 	}
 	if err := rel.Validate(cue.Hidden(true)); err != nil {
-		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s is invalid:\n%s", where, load.Describe(err)))
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s is invalid:\n%s", where, describeRelease(err, rel, envName)))
 	}
 	if !concrete(rel.LookupPath(cue.ParsePath("metadata.namespace"))) {
 		hint := "set metadata.namespace in the release, or render with --env and an environment that sets namespace"
@@ -231,22 +232,42 @@ func effectiveValues(d *load.Deployment, rel cue.Value, where, key, envName stri
 	merged := d.Context.CompileBytes(data, cue.Filename("merged-values.json"))
 	effective := rel.LookupPath(pathModule).LookupPath(pathConfig).Unify(merged)
 	if err := effective.Validate(cue.Concrete(true), cue.Final()); err != nil {
-		return cue.Value{}, fault.Wrap(fault.Validation, fmt.Errorf("%s: the merged values do not satisfy the module's #config:\n%s", where, describeValues(err, set)))
+		return cue.Value{}, fault.Wrap(fault.Validation, fmt.Errorf("%s: the merged values (release < environment < -f files) do not satisfy the module's #config:\n%s", where, describeValues(err, set)))
 	}
 	return effective, nil
 }
 
+// describeValues names value paths as users write them (values.x.y) and
+// says which source set each offending value and where.
 func describeValues(err error, set *values.Set) string {
-	var b strings.Builder
-	b.WriteString(load.Describe(err))
-	seen := map[string]bool{}
-	for _, p := range errorPaths(err) {
-		if o, ok := set.Origin(p); ok && !seen[p] {
-			seen[p] = true
-			fmt.Fprintf(&b, "\n  values.%s was set by %s", p, o)
+	return load.DescribeWith(err, func(path []string) (string, []token.Pos) {
+		p := valuePath(path)
+		if p == "" {
+			return "", nil
 		}
-	}
-	return b.String()
+		if o, ok := set.Origin(p); ok {
+			return fmt.Sprintf("values.%s (set by %s)", p, o.Source), []token.Pos{o.Pos}
+		}
+		return "values." + p, nil
+	})
+}
+
+// describeRelease turns the catalog's hidden environment type check into
+// the environment's own path and position.
+func describeRelease(err error, rel cue.Value, envName string) string {
+	return load.DescribeWith(err, func(path []string) (string, []token.Pos) {
+		i := slices.Index(path, "_envValuesTypeCheck")
+		if i < 0 || envName == "" {
+			return "", nil
+		}
+		sub := path[i+1:]
+		sels := []cue.Selector{cue.Def("#environment"), cue.Str("values")}
+		for _, s := range sub {
+			sels = append(sels, cue.Str(s))
+		}
+		pos := rel.LookupPath(cue.MakePath(sels...)).Pos()
+		return fmt.Sprintf("environments.%s.values.%s", envName, strings.Join(sub, ".")), []token.Pos{pos}
+	})
 }
 
 type releaseMeta struct {
