@@ -1,0 +1,194 @@
+// Package diff turns two versions of one Kubernetes object into a unified
+// diff of their YAML, the text every front door shows for a changed object
+// (opm diff, the pull-request review, the job summary).
+//
+// Both sides are normalised first: fields the API server manages
+// (managedFields, resourceVersion, uid, generation, creationTimestamp,
+// selfLink, status and kubectl's last-applied-configuration annotation) are
+// removed, so only what a user wrote can differ. Secret values are masked
+// here, not by callers: every value of a Secret's data and stringData is
+// replaced by a marker carrying a short SHA-256 of the value, so a changed
+// value shows as two different hashes and an unchanged one as two equal
+// markers, and no caller can forget to mask.
+package diff
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// Options tune Unified.
+type Options struct {
+	// FromFile and ToFile label the two sides in the diff header
+	// ("--- FromFile", "+++ ToFile"); defaults "before" and "after".
+	FromFile string
+	ToFile   string
+	// Context is the number of unchanged lines shown around each change;
+	// 0 means 3, a negative value means none.
+	Context int
+}
+
+// MaskPrefix starts every masked Secret value.
+const MaskPrefix = "(masked, sha256:"
+
+// lastApplied holds the whole object as kubectl last applied it (a
+// Secret's values in clear text): it must never reach a diff.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// serverFields are metadata fields the API server sets or manages.
+var serverFields = []string{"managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink"}
+
+// Unified returns a unified diff of the YAML of before and after, or ""
+// when they are equal once normalised. A nil before is an added object
+// (every line added), a nil after a removed one; both nil is an error.
+func Unified(before, after *unstructured.Unstructured, opts Options) (string, error) {
+	if before == nil && after == nil {
+		return "", errors.New("diff: both objects are nil")
+	}
+	a, err := YAML(before)
+	if err != nil {
+		return "", fmt.Errorf("encoding the old version of %s: %w", name(before), err)
+	}
+	b, err := YAML(after)
+	if err != nil {
+		return "", fmt.Errorf("encoding the new version of %s: %w", name(after), err)
+	}
+	if a == b {
+		return "", nil
+	}
+	ctxLines := opts.Context
+	switch {
+	case ctxLines == 0:
+		ctxLines = 3
+	case ctxLines < 0:
+		ctxLines = 0
+	}
+	ud := difflib.UnifiedDiff{
+		A: splitLines(a), B: splitLines(b),
+		FromFile: cmp.Or(opts.FromFile, "before"), ToFile: cmp.Or(opts.ToFile, "after"),
+		Context: ctxLines,
+	}
+	out, err := difflib.GetUnifiedDiffString(ud)
+	if err != nil {
+		return "", fmt.Errorf("diffing %s: %w", name(cmpObj(before, after)), err)
+	}
+	return out, nil
+}
+
+// YAML returns the normalised object (see Normalize) as YAML with sorted
+// keys; "" for nil.
+func YAML(obj *unstructured.Unstructured) (string, error) {
+	if obj == nil {
+		return "", nil
+	}
+	b, err := yaml.Marshal(Normalize(obj).Object)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// Normalize returns a copy of obj without server-managed fields and with
+// Secret values masked: the form in which objects are compared and shown.
+// obj is not modified; nil gives nil.
+func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if obj == nil {
+		return nil
+	}
+	out := obj.DeepCopy()
+	delete(out.Object, "status")
+	if meta, ok := out.Object["metadata"].(map[string]any); ok {
+		for _, f := range serverFields {
+			delete(meta, f)
+		}
+		if ann, ok := meta["annotations"].(map[string]any); ok {
+			delete(ann, lastApplied)
+			if len(ann) == 0 {
+				delete(meta, "annotations")
+			}
+		}
+	}
+	if isSecret(out) {
+		maskField(out.Object, "data", true)
+		maskField(out.Object, "stringData", false)
+	}
+	return out
+}
+
+// Mask returns the marker that stands for a Secret value: the first 12 hex
+// characters of its SHA-256. Equal values give equal markers.
+func Mask(value []byte) string {
+	sum := sha256.Sum256(value)
+	return MaskPrefix + hex.EncodeToString(sum[:])[:12] + ")"
+}
+
+func isSecret(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	return gvk.Group == "" && gvk.Kind == "Secret"
+}
+
+// maskField masks every value of the map at field. data values are base64
+// and are hashed decoded, so the same value in data and in stringData gets
+// the same marker. Anything that is not a map of strings is masked whole.
+func maskField(obj map[string]any, field string, b64 bool) {
+	v, ok := obj[field]
+	if !ok || v == nil {
+		return
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		obj[field] = "(masked)"
+		return
+	}
+	for k, v := range m {
+		s, ok := v.(string)
+		if !ok {
+			m[k] = "(masked)"
+			continue
+		}
+		raw := []byte(s)
+		if b64 {
+			if dec, err := base64.StdEncoding.DecodeString(s); err == nil {
+				raw = dec
+			}
+		}
+		m[k] = Mask(raw)
+	}
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	lines := strings.SplitAfter(s, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+func name(obj *unstructured.Unstructured) string {
+	if obj == nil {
+		return "nothing"
+	}
+	if ns := obj.GetNamespace(); ns != "" {
+		return fmt.Sprintf("%s %s/%s", obj.GetKind(), ns, obj.GetName())
+	}
+	return fmt.Sprintf("%s %s", obj.GetKind(), obj.GetName())
+}
+
+func cmpObj(a, b *unstructured.Unstructured) *unstructured.Unstructured {
+	if a != nil {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,162 @@
+package diff
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func obj(m map[string]any) *unstructured.Unstructured { return &unstructured.Unstructured{Object: m} }
+
+func configMap(value string) *unstructured.Unstructured {
+	return obj(map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings", "namespace": "staging"},
+		"data":     map[string]any{"title": value, "other": "same"},
+	})
+}
+
+func secret(data map[string]any, stringData map[string]any) *unstructured.Unstructured {
+	o := map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+		"metadata": map[string]any{"name": "db", "namespace": "staging"},
+	}
+	if data != nil {
+		o["data"] = data
+	}
+	if stringData != nil {
+		o["stringData"] = stringData
+	}
+	return obj(o)
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+func TestUnifiedModified(t *testing.T) {
+	got, err := Unified(configMap("old title"), configMap("new title"), Options{FromFile: "base/cm", ToFile: "head/cm"})
+	assert.NilError(t, err)
+	assert.Assert(t, strings.HasPrefix(got, "--- base/cm\n+++ head/cm\n@@ "), got)
+	assert.Assert(t, is.Contains(got, "\n-  title: old title\n"))
+	assert.Assert(t, is.Contains(got, "\n+  title: new title\n"))
+	assert.Assert(t, is.Contains(got, "\n   other: same\n"), "unchanged neighbours are context lines")
+}
+
+func TestUnifiedEqualIsEmpty(t *testing.T) {
+	got, err := Unified(configMap("x"), configMap("x"), Options{})
+	assert.NilError(t, err)
+	assert.Equal(t, got, "")
+}
+
+func TestUnifiedAddedAndRemoved(t *testing.T) {
+	added, err := Unified(nil, configMap("x"), Options{})
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(added, "@@ -0,0 +1,"))
+	for _, l := range strings.Split(strings.TrimSuffix(added, "\n"), "\n")[3:] {
+		assert.Assert(t, strings.HasPrefix(l, "+"), "every body line of an added object is an addition: %q", l)
+	}
+	removed, err := Unified(configMap("x"), nil, Options{})
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(removed, "+0,0 @@"))
+	for _, l := range strings.Split(strings.TrimSuffix(removed, "\n"), "\n")[3:] {
+		assert.Assert(t, strings.HasPrefix(l, "-"), "every body line of a removed object is a removal: %q", l)
+	}
+	_, err = Unified(nil, nil, Options{})
+	assert.ErrorContains(t, err, "both objects are nil")
+}
+
+func TestUnifiedDropsServerFields(t *testing.T) {
+	live := configMap("x")
+	meta := live.Object["metadata"].(map[string]any)
+	meta["managedFields"] = []any{map[string]any{"manager": "opm"}}
+	meta["resourceVersion"] = "42"
+	meta["uid"] = "0b7c"
+	meta["generation"] = int64(3)
+	meta["creationTimestamp"] = "2026-01-01T00:00:00Z"
+	meta["selfLink"] = "/api/v1/x"
+	meta["annotations"] = map[string]any{lastApplied: `{"data":{"title":"x"}}`}
+	live.Object["status"] = map[string]any{"phase": "Active"}
+
+	got, err := Unified(live, configMap("x"), Options{})
+	assert.NilError(t, err)
+	assert.Equal(t, got, "", "only server-managed fields differ")
+
+	// Normalize works on a copy.
+	assert.Equal(t, live.Object["metadata"].(map[string]any)["resourceVersion"], "42")
+
+	// A user annotation next to last-applied stays.
+	meta["annotations"].(map[string]any)["team"] = "blue"
+	got, err = Unified(live, configMap("x"), Options{})
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(got, "-    team: blue"))
+	assert.Assert(t, !strings.Contains(got, lastApplied))
+}
+
+func TestUnifiedContext(t *testing.T) {
+	before := configMap("a")
+	after := configMap("b")
+	none, err := Unified(before, after, Options{Context: -1})
+	assert.NilError(t, err)
+	assert.Assert(t, !strings.Contains(none, "other: same"), none)
+	wide, err := Unified(before, after, Options{Context: 100})
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(wide, " apiVersion: v1"))
+}
+
+// The core promise: a Secret change shows that a value changed, never the
+// value, in clear text or base64, on either side.
+func TestUnifiedMasksSecretValues(t *testing.T) {
+	const oldPass, newPass, keep = "hunter2-old-password", "correct-horse-battery", "unchanged-token-value"
+	before := secret(map[string]any{"password": b64(oldPass), "token": b64(keep)}, map[string]any{"extra": oldPass})
+	after := secret(map[string]any{"password": b64(newPass), "token": b64(keep)}, map[string]any{"extra": newPass})
+	// kubectl's annotation carries the values in clear text too.
+	before.SetAnnotations(map[string]string{lastApplied: `{"stringData":{"extra":"` + oldPass + `"}}`})
+
+	got, err := Unified(before, after, Options{})
+	assert.NilError(t, err)
+	for _, secretText := range []string{oldPass, newPass, keep, b64(oldPass), b64(newPass), b64(keep)} {
+		assert.Assert(t, !strings.Contains(got, secretText), "secret material %q leaked:\n%s", secretText, got)
+	}
+	assert.Assert(t, is.Contains(got, "-  password: "+Mask([]byte(oldPass))))
+	assert.Assert(t, is.Contains(got, "+  password: "+Mask([]byte(newPass))))
+	assert.Assert(t, is.Contains(got, "-  extra: "+Mask([]byte(oldPass))))
+	// An unchanged value is the same marker on both sides: a context line.
+	assert.Assert(t, is.Contains(got, "\n   token: "+Mask([]byte(keep))+"\n"))
+	// The same value in data and stringData hashes the same.
+	assert.Equal(t, Mask([]byte(oldPass)), Normalize(before).Object["data"].(map[string]any)["password"])
+	assert.Assert(t, strings.HasPrefix(Mask([]byte("x")), MaskPrefix))
+	assert.Equal(t, len(Mask([]byte("x"))), len(MaskPrefix)+12+1)
+}
+
+func TestUnifiedMasksAddedAndRemovedSecrets(t *testing.T) {
+	const pass = "s3cr3t-value-for-added"
+	s := secret(map[string]any{"p": b64(pass), "odd": int64(7)}, nil)
+	for _, pair := range [][2]*unstructured.Unstructured{{nil, s}, {s, nil}} {
+		got, err := Unified(pair[0], pair[1], Options{})
+		assert.NilError(t, err)
+		assert.Assert(t, !strings.Contains(got, pass) && !strings.Contains(got, b64(pass)), got)
+		assert.Assert(t, is.Contains(got, Mask([]byte(pass))))
+		assert.Assert(t, is.Contains(got, "odd: (masked)"), "a non-string value is masked whole")
+	}
+	// A malformed data field is masked whole as well.
+	bad := secret(nil, nil)
+	bad.Object["data"] = "cGxhaW4="
+	y, err := YAML(bad)
+	assert.NilError(t, err)
+	assert.Assert(t, !strings.Contains(y, "cGxhaW4="), y)
+}
+
+func TestNonSecretsAreNotMasked(t *testing.T) {
+	// A custom resource called Secret in another group is not a core Secret.
+	cr := obj(map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Secret",
+		"metadata": map[string]any{"name": "x"},
+		"data":     map[string]any{"k": "visible"},
+	})
+	y, err := YAML(cr)
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(y, "k: visible"))
+}
