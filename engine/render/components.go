@@ -64,14 +64,19 @@ type releaseContext struct {
 }
 
 var (
-	pathCtx           = cue.Def("#context")
+	pathContext       = cue.MakePath(cue.Def("#context"))
 	pathComponent     = cue.MakePath(cue.Def("#component"))
-	pathCtxRelease    = cue.MakePath(pathCtx, cue.Def("#moduleReleaseMetadata"))
-	pathCtxComponent  = cue.MakePath(pathCtx, cue.Def("#componentMetadata"))
-	pathCtxEnironment = cue.MakePath(pathCtx, cue.Def("#environmentMetadata"))
+	pathCtxDef        = cue.MakePath(cue.Def("#TransformerContext"))
+	pathCtxRelease    = cue.MakePath(cue.Def("#moduleReleaseMetadata"))
+	pathCtxComponent  = cue.MakePath(cue.Def("#componentMetadata"))
+	pathCtxEnironment = cue.MakePath(cue.Def("#environmentMetadata"))
 )
 
-func renderComponents(comps cue.Value, rc releaseContext, transformers []transformer, where string) ([]manifest.Resource, error) {
+// renderComponents runs the transformers over every component. The
+// transformer context is built once per release and once per component:
+// every FillPath re-evaluates the value it fills, so filling the context
+// piecewise into each transformer made rendering several times slower.
+func renderComponents(catalog, comps cue.Value, rc releaseContext, transformers []transformer, where string) ([]manifest.Resource, error) {
 	names, err := fieldNames(comps)
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: reading components:\n%s", where, load.Describe(err)))
@@ -83,6 +88,10 @@ func renderComponents(comps cue.Value, rc releaseContext, transformers []transfo
 	if len(rc.release.annotations) > 0 {
 		relMeta["annotations"] = rc.release.annotations
 	}
+	relCtx := catalog.LookupPath(pathCtxDef).FillPath(pathCtxRelease, relMeta)
+	if rc.env.Exists() {
+		relCtx = relCtx.FillPath(pathCtxEnironment, rc.env)
+	}
 	var out []manifest.Resource
 	seen := map[manifest.ID]string{}
 	for _, name := range names {
@@ -91,18 +100,14 @@ func renderComponents(comps cue.Value, rc releaseContext, transformers []transfo
 		if err := comp.Validate(cue.Concrete(true)); err != nil {
 			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s is incomplete or invalid:\n%s", compWhere, load.Describe(err)))
 		}
+		compCtx := relCtx.FillPath(pathCtxComponent, comp.LookupPath(cue.ParsePath("metadata")))
 		matched := 0
 		for _, t := range transformers {
 			if !t.matches(comp) {
 				continue
 			}
 			matched++
-			tv := t.value.FillPath(pathComponent, comp).
-				FillPath(pathCtxRelease, relMeta).
-				FillPath(pathCtxComponent, comp.LookupPath(cue.ParsePath("metadata")))
-			if rc.env.Exists() {
-				tv = tv.FillPath(pathCtxEnironment, rc.env)
-			}
+			tv := t.value.FillPath(pathComponent, comp).FillPath(pathContext, compCtx)
 			objs, err := outputs(tv.LookupPath(cue.ParsePath("output")))
 			if err != nil {
 				return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, transformer %q:\n%s", compWhere, t.name, load.Describe(err)))
