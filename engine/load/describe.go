@@ -1,7 +1,6 @@
 package load
 
 import (
-	"fmt"
 	"strings"
 
 	"cuelang.org/go/cue/errors"
@@ -24,9 +23,10 @@ func DescribeWith(err error, rewrite func(path []string) (string, []token.Pos)) 
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		format, args := e.Msg()
-		msg := fmt.Sprintf(format, args...)
+		// Error() keeps wrapped causes that Msg() drops ("import failed:
+		// cannot find package …"); the path is put back below.
 		path := strings.Join(e.Path(), ".")
+		msg := strings.TrimPrefix(e.Error(), path+": ")
 		var extra []token.Pos
 		if rewrite != nil {
 			if p, pos := rewrite(e.Path()); p != "" {
