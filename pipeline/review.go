@@ -1,0 +1,347 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"cuelang.org/go/cue"
+
+	"github.com/opmodel/pipeline/engine/diff"
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// ReviewOptions are the options of Review.
+type ReviewOptions struct {
+	// Selection is the head side: the deployment directory as proposed,
+	// the releases to review (default all, on either side) and values
+	// files (applied to both sides). Selection.Environment is used when
+	// Environments is empty.
+	Selection
+	// BaseDir is the same deployment directory as of the base ref (for
+	// example inside a gitref worktree). A directory that does not exist
+	// means the deployment is new: every release is added.
+	BaseDir string `json:"baseDir"`
+	// Environments are reviewed one after the other; default all declared
+	// on either side, or none when neither declares any.
+	Environments []string `json:"environments,omitempty"`
+	// PruneNamespaces and PrunePVCs are apply's protection flags: the
+	// warnings say what apply would do with them as given.
+	PruneNamespaces bool `json:"pruneNamespaces,omitempty"`
+	PrunePVCs       bool `json:"prunePVCs,omitempty"`
+}
+
+// Review compares two versions of a deployment directory without a
+// cluster: every selected release × environment is rendered on both sides
+// and, per release, objects are classified as added, modified (with a
+// diff), unchanged or stale. Stale is the base's objects minus the head's
+// after the component-rename check — what apply would prune if the base
+// was what the cluster runs. A release that fails to render on one side
+// gets Error and the others are still reviewed; Review itself fails only
+// when neither side can be loaded or the selection names something that
+// does not exist.
+func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
+	head := loadReviewSide(ctx, "head", opts.Selection.renderOptions().Dir, true)
+	base := loadReviewSide(ctx, "base", opts.BaseDir, false)
+	if head.err != nil && base.d == nil {
+		// Nothing to review against: report the head's error itself.
+		return nil, head.err
+	}
+	envs, err := reviewEnvironments(opts, head, base)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := reviewReleases(opts, head, base)
+	if err != nil {
+		return nil, err
+	}
+	if len(opts.ValuesFiles) > 0 && len(keys) != 1 {
+		return nil, fault.Validationf("values files apply to exactly one release, but %d are selected: select one release", len(keys))
+	}
+	cs := &ChangeSet{Releases: []ReleaseChanges{}}
+	for _, env := range envs {
+		for _, key := range keys {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			rc, ok := reviewRelease(ctx, opts, head, base, key, env)
+			if !ok {
+				continue
+			}
+			cs.Releases = append(cs.Releases, rc)
+			cs.Counts.Added += rc.Counts.Added
+			cs.Counts.Modified += rc.Counts.Modified
+			cs.Counts.Unchanged += rc.Counts.Unchanged
+			cs.Counts.Stale += rc.Counts.Stale
+			cs.Counts.Ghost += rc.Counts.Ghost
+		}
+	}
+	return cs, nil
+}
+
+// side is one loaded version of the deployment directory.
+type reviewSide struct {
+	name     string
+	d        *load.Deployment
+	err      error // loading failed; every release on this side errs
+	releases []string
+	envs     []string
+}
+
+// loadReviewSide loads dir. A missing base directory is an empty side (the
+// deployment is new), not an error.
+func loadReviewSide(ctx context.Context, name, dir string, required bool) *reviewSide {
+	s := &reviewSide{name: name}
+	if !required {
+		if dir == "" {
+			return s
+		}
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			return s
+		}
+	}
+	d, err := load.Load(ctx, dir)
+	if err != nil {
+		s.err = fmt.Errorf("loading the %s: %w", name, err)
+		return s
+	}
+	s.d = d
+	if s.releases, err = reviewNames(d.Root.LookupPath(cue.ParsePath("releases"))); err != nil {
+		s.err = fault.Wrap(fault.Validation, fmt.Errorf("reading the %s's releases:\n%s", name, load.Describe(err)))
+	}
+	if s.envs, err = reviewNames(d.Root.LookupPath(cue.ParsePath("environments"))); err != nil {
+		s.err = fault.Wrap(fault.Validation, fmt.Errorf("reading the %s's environments:\n%s", name, load.Describe(err)))
+	}
+	return s
+}
+
+// declares reports whether the side declares release key in env.
+func (s *reviewSide) declares(key, env string) bool {
+	return s.d != nil && slices.Contains(s.releases, key) && (env == "" || slices.Contains(s.envs, env))
+}
+
+func reviewEnvironments(opts ReviewOptions, head, base *reviewSide) ([]string, error) {
+	want := opts.Environments
+	if len(want) == 0 && opts.Environment != "" {
+		want = []string{opts.Environment}
+	}
+	all := reviewUnion(head.envs, base.envs)
+	if len(want) == 0 {
+		if len(all) == 0 {
+			return []string{""}, nil
+		}
+		return all, nil
+	}
+	var out []string
+	for _, e := range want {
+		if !slices.Contains(all, e) && head.err == nil {
+			return nil, fault.Validationf("environment %q is declared neither in the head nor in the base; environments: %v", e, all)
+		}
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func reviewReleases(opts ReviewOptions, head, base *reviewSide) ([]string, error) {
+	all := reviewUnion(head.releases, base.releases)
+	if len(opts.Releases) == 0 {
+		return all, nil
+	}
+	var out []string
+	for _, r := range opts.Releases {
+		if !slices.Contains(all, r) && head.err == nil {
+			return nil, fault.Validationf("release %q is declared neither in the head nor in the base; releases: %v", r, all)
+		}
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// renderOne renders one release of a side in one environment.
+func (s *reviewSide) renderOne(ctx context.Context, key, env string, valuesFiles []string) (*render.Release, error) {
+	rels, err := render.FromDeployment(ctx, s.d, render.Options{Dir: s.d.Dir, Environment: env, Releases: []string{key}, ValuesFiles: valuesFiles})
+	if err != nil {
+		return nil, err
+	}
+	if len(rels) != 1 {
+		return nil, fmt.Errorf("rendering %s: got %d releases, want 1", key, len(rels))
+	}
+	return rels[0], nil
+}
+
+// reviewRelease reviews one release in one environment; ok is false when
+// neither side declares it there (an environment of one side crossed with
+// a release of the other), which is nothing to report.
+func reviewRelease(ctx context.Context, opts ReviewOptions, head, base *reviewSide, key, env string) (rc ReleaseChanges, ok bool) {
+	if head.err == nil && base.err == nil && !head.declares(key, env) && !base.declares(key, env) {
+		return rc, false
+	}
+	rc = ReleaseChanges{Name: key, Environment: env, Objects: []ObjectChange{}}
+	var headRel, baseRel *render.Release
+	var errs []error
+	for _, sd := range []struct {
+		s   *reviewSide
+		out **render.Release
+	}{{head, &headRel}, {base, &baseRel}} {
+		switch {
+		case sd.s.err != nil:
+			errs = append(errs, sd.s.err)
+		case sd.s.declares(key, env):
+			r, err := sd.s.renderOne(ctx, key, env, opts.ValuesFiles)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("rendering the %s: %w", sd.s.name, err))
+				continue
+			}
+			*sd.out = r
+		}
+	}
+	for _, r := range []*render.Release{baseRel, headRel} { // head wins
+		if r != nil {
+			rc.Name, rc.Namespace, rc.ReleaseID = r.Name, r.Namespace, r.ReleaseID
+		}
+	}
+	if len(errs) > 0 {
+		rc.Error = errors.Join(errs...).Error()
+		return rc, true
+	}
+	if headRel != nil {
+		rc.Head = Revision{ManifestDigest: headRel.ManifestDigest, ChangeID: headRel.ChangeID}
+	}
+	if baseRel != nil {
+		rc.Base = &Revision{ManifestDigest: baseRel.ManifestDigest, ChangeID: baseRel.ChangeID}
+	}
+	var headRes, baseRes []manifest.Resource
+	if headRel != nil {
+		headRes = headRel.Resources
+	}
+	if baseRel != nil {
+		baseRes = baseRel.Resources
+	}
+	if err := reviewCompare(&rc, baseRes, headRes, opts); err != nil {
+		rc.Error = err.Error()
+		rc.Objects = []ObjectChange{}
+		rc.Counts = Counts{}
+		return rc, true
+	}
+	switch {
+	case headRel == nil && baseRel != nil:
+		rc.Warnings = append(rc.Warnings, fmt.Sprintf(
+			"release %s is not declared in the head for this environment: the %d objects it rendered in the base are stale, and apply does not touch releases it no longer renders; remove them with `opm delete --name %s -n %s`",
+			key, len(baseRes), baseRel.Name, baseRel.Namespace))
+	case headRel != nil && len(headRes) == 0 && len(baseRes) > 0:
+		rc.Warnings = append(rc.Warnings, fmt.Sprintf(
+			"the head renders no objects for release %s: applying it would prune all %d objects the base rendered", key, len(baseRes)))
+	}
+	return rc, true
+}
+
+// compareResources classifies head objects against base objects by
+// Kubernetes identity, then adds the stale set in delete order.
+func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, opts ReviewOptions) error {
+	baseByID := make(map[manifest.ID]manifest.Resource, len(baseRes))
+	for _, r := range baseRes {
+		baseByID[r.ID()] = r
+	}
+	for _, r := range headRes {
+		oc := ObjectChange{Object: reviewRef(inventory.EntryOf(r))}
+		var before = baseByID[r.ID()].Object // nil when the base lacks it
+		text, err := diff.Unified(before, r.Object, reviewDiffOptions(r.ID()))
+		if err != nil {
+			return err
+		}
+		switch {
+		case before == nil:
+			oc.Change = Added
+		case text == "":
+			oc.Change = Unchanged
+		default:
+			oc.Change = Modified
+		}
+		oc.Diff = text
+		rc.Objects = append(rc.Objects, oc)
+		rc.Counts.Add(oc.Change)
+	}
+	for _, e := range inventory.Stale(inventory.Entries(baseRes), inventory.Entries(headRes)) {
+		oc := ObjectChange{Object: reviewRef(e), Change: Stale}
+		text, err := diff.Unified(baseByID[e.ID()].Object, nil, reviewDiffOptions(e.ID()))
+		if err != nil {
+			return err
+		}
+		oc.Diff = text
+		if w, relWarn := reviewProtection(e, opts); w != "" {
+			oc.Warning = w
+			rc.Warnings = append(rc.Warnings, relWarn)
+		}
+		rc.Objects = append(rc.Objects, oc)
+		rc.Counts.Add(Stale)
+	}
+	return nil
+}
+
+// protection returns the per-object and per-release warnings apply's
+// Namespace and PersistentVolumeClaim protection gives for a stale entry.
+func reviewProtection(e inventory.Entry, opts ReviewOptions) (object, release string) {
+	if e.Group != "" {
+		return "", ""
+	}
+	id := e.ID().String()
+	switch e.Kind {
+	case "Namespace":
+		if opts.PruneNamespaces {
+			return "pruning deletes the Namespace and everything in it",
+				fmt.Sprintf("%s would be pruned, with everything in it (--prune-namespaces)", id)
+		}
+		return "kept: apply prunes a Namespace only with --prune-namespaces",
+			fmt.Sprintf("%s is no longer rendered; apply keeps it (pass --prune-namespaces to delete it and everything in it)", id)
+	case "PersistentVolumeClaim":
+		if opts.PrunePVCs {
+			return "pruning deletes the claim and, with a Delete reclaim policy, its data",
+				fmt.Sprintf("%s would be pruned, and its volume's data with it under a Delete reclaim policy (--prune-pvcs)", id)
+		}
+		return "kept: apply prunes a PersistentVolumeClaim only with --prune-pvcs",
+			fmt.Sprintf("%s is no longer rendered; apply keeps it and its data (pass --prune-pvcs to delete it)", id)
+	}
+	return "", ""
+}
+
+func reviewDiffOptions(id manifest.ID) diff.Options {
+	return diff.Options{FromFile: "base/" + id.String(), ToFile: "head/" + id.String()}
+}
+
+func reviewRef(e inventory.Entry) ObjectRef {
+	return ObjectRef{Group: e.Group, Version: e.V, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, Component: e.Component}
+}
+
+// reviewNames lists a struct's regular field names, sorted.
+func reviewNames(v cue.Value) ([]string, error) {
+	if !v.Exists() {
+		return nil, nil
+	}
+	it, err := v.Fields()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for it.Next() {
+		names = append(names, it.Selector().Unquoted())
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+func reviewUnion(a, b []string) []string {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
