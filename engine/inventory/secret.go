@@ -1,0 +1,313 @@
+package inventory
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Names, labels and limits of the inventory Secret (RFC 004, "Secret
+// Structure Overview" and "Labels on the Inventory Secret").
+const (
+	SecretType = "opmodel.dev/release"
+
+	LabelManagedBy       = "app.kubernetes.io/managed-by"
+	ManagedByOPM         = "open-platform-model"
+	LabelModuleName      = "module.opmodel.dev/name"
+	LabelModuleNamespace = "module.opmodel.dev/namespace"
+	LabelReleaseName     = "module-release.opmodel.dev/name"
+	LabelReleaseUUID     = "module-release.opmodel.dev/uuid"
+	LabelEnvironment     = "environment.opmodel.dev/name"
+	// LabelComponent marks OPM infrastructure objects; it is not the
+	// component.opmodel.dev/name label of rendered objects (decision 3).
+	LabelComponent     = "opmodel.dev/component"
+	ComponentInventory = "inventory"
+
+	MetadataKind       = "ModuleRelease"
+	MetadataAPIVersion = "core.opmodel.dev/v1alpha1"
+
+	keyMetadata  = "metadata"
+	keyIndex     = "index"
+	changePrefix = "change-sha1-"
+
+	// DefaultMaxHistory is how many changes a Secret keeps by default.
+	DefaultMaxHistory = 10
+	// MaxSecretBytes is where values start being dropped from old changes:
+	// etcd refuses objects over 1 MiB and the rest of the object needs room.
+	MaxSecretBytes = 800 * 1024
+)
+
+// Release identifies the release an inventory belongs to.
+type Release struct {
+	Name      string
+	Namespace string
+	ReleaseID string
+	// Environment is empty when the release was rendered without one.
+	Environment string
+}
+
+// SecretName is the inventory Secret's name: opm.<release>.<release-id>.
+func SecretName(releaseName, releaseID string) string {
+	return "opm." + releaseName + "." + releaseID
+}
+
+// Metadata is data.metadata: the release, typed so the format can evolve
+// into a ModuleRelease custom resource.
+type Metadata struct {
+	Kind               string `json:"kind"`
+	APIVersion         string `json:"apiVersion"`
+	Name               string `json:"name"`
+	Namespace          string `json:"namespace"`
+	ReleaseID          string `json:"releaseId"`
+	LastTransitionTime string `json:"lastTransitionTime"`
+}
+
+// ModuleRef is the module a change deployed.
+type ModuleRef struct {
+	Path    string `json:"path"`
+	Version string `json:"version,omitempty"`
+	Name    string `json:"name"`
+	// Local replaces Version for a module applied without one.
+	Local bool `json:"local,omitempty"`
+}
+
+// Change is one data.change-sha1-<8hex> entry.
+type Change struct {
+	Module ModuleRef `json:"module"`
+	// Values is the resolved values as CUE text; empty after it was dropped
+	// to keep the Secret under MaxSecretBytes.
+	Values         string    `json:"values,omitempty"`
+	ManifestDigest string    `json:"manifestDigest"`
+	Timestamp      string    `json:"timestamp"`
+	Inventory      EntryList `json:"inventory"`
+}
+
+// EntryList is the inventory of one change.
+type EntryList struct {
+	Entries []Entry `json:"entries"`
+}
+
+// Inventory is the decoded inventory Secret of one release.
+type Inventory struct {
+	Release  Release
+	Metadata Metadata
+	// Index lists change IDs, newest first.
+	Index   []string
+	Changes map[string]*Change
+
+	name   string
+	labels map[string]string
+	// resourceVersion is what the Secret had when read; only Decode sets
+	// it, so a write can never carry a fabricated version (decision 11).
+	resourceVersion string
+}
+
+// New returns the empty inventory of a release that has none yet.
+func New(rel Release) *Inventory {
+	return &Inventory{
+		Release: rel,
+		Metadata: Metadata{
+			Kind: MetadataKind, APIVersion: MetadataAPIVersion,
+			Name: rel.Name, Namespace: rel.Namespace, ReleaseID: rel.ReleaseID,
+		},
+		Changes: map[string]*Change{},
+		name:    SecretName(rel.Name, rel.ReleaseID),
+	}
+}
+
+// Name is the Secret's name.
+func (inv *Inventory) Name() string { return inv.name }
+
+// Namespace is the Secret's namespace, the release's.
+func (inv *Inventory) Namespace() string { return inv.Release.Namespace }
+
+// ResourceVersion is the version the Secret had when it was read, empty
+// for an inventory that is not stored yet.
+func (inv *Inventory) ResourceVersion() string { return inv.resourceVersion }
+
+// Latest returns the newest change and its ID; ok is false when there is none.
+func (inv *Inventory) Latest() (id string, c *Change, ok bool) {
+	if len(inv.Index) == 0 {
+		return "", nil, false
+	}
+	c, ok = inv.Changes[inv.Index[0]]
+	return inv.Index[0], c, ok
+}
+
+// LatestEntries returns the newest change's entries, nil when there is none.
+func (inv *Inventory) LatestEntries() []Entry {
+	if _, c, ok := inv.Latest(); ok {
+		return c.Inventory.Entries
+	}
+	return nil
+}
+
+// Record makes c the newest change under id: a new ID is prepended, a
+// known one is overwritten and moved to the front (an idempotent re-apply
+// does not grow the history). Changes beyond maxHistory (DefaultMaxHistory
+// when < 1) are removed, oldest first.
+func (inv *Inventory) Record(id string, c Change, now time.Time, maxHistory int) {
+	if maxHistory < 1 {
+		maxHistory = DefaultMaxHistory
+	}
+	ts := now.UTC().Format(time.RFC3339)
+	c.Timestamp = ts
+	inv.Metadata.LastTransitionTime = ts
+	inv.Changes[id] = &c
+	inv.Index = slices.DeleteFunc(inv.Index, func(s string) bool { return s == id })
+	inv.Index = slices.Insert(inv.Index, 0, id)
+	for len(inv.Index) > maxHistory {
+		delete(inv.Changes, inv.Index[len(inv.Index)-1])
+		inv.Index = inv.Index[:len(inv.Index)-1]
+	}
+}
+
+// SetLatestEntries replaces the newest change's entries (prune removes
+// what it deleted) and stamps the transition time.
+func (inv *Inventory) SetLatestEntries(entries []Entry, now time.Time) error {
+	_, c, ok := inv.Latest()
+	if !ok {
+		return fmt.Errorf("inventory %s/%s has no change to update", inv.Namespace(), inv.name)
+	}
+	c.Inventory.Entries = entries
+	inv.Metadata.LastTransitionTime = now.UTC().Format(time.RFC3339)
+	return nil
+}
+
+// Labels are the Secret's labels.
+func (inv *Inventory) Labels() map[string]string {
+	l := maps.Clone(inv.labels)
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[LabelManagedBy] = ManagedByOPM
+	l[LabelModuleName] = inv.Release.Name
+	l[LabelModuleNamespace] = inv.Release.Namespace
+	l[LabelReleaseName] = inv.Release.Name
+	l[LabelReleaseUUID] = inv.Release.ReleaseID
+	l[LabelComponent] = ComponentInventory
+	if inv.Release.Environment != "" {
+		l[LabelEnvironment] = inv.Release.Environment
+	}
+	return l
+}
+
+// Encode builds the Secret. When the data would exceed MaxSecretBytes,
+// values are dropped from changes, oldest first; an inventory still too
+// big is an error. The returned Secret carries the read resourceVersion.
+func (inv *Inventory) Encode() (*corev1.Secret, error) {
+	for _, id := range inv.Index {
+		if _, ok := inv.Changes[id]; !ok {
+			return nil, fmt.Errorf("inventory %s/%s: index names %s, which has no entry", inv.Namespace(), inv.name, id)
+		}
+	}
+	data, err := inv.encodeData()
+	if err != nil {
+		return nil, err
+	}
+	for i := len(inv.Index) - 1; i >= 0 && dataSize(data) > MaxSecretBytes; i-- {
+		id := inv.Index[i]
+		if inv.Changes[id].Values == "" {
+			continue
+		}
+		inv.Changes[id].Values = ""
+		if data[id], err = json.Marshal(inv.Changes[id]); err != nil {
+			return nil, fmt.Errorf("encode inventory change %s: %w", id, err)
+		}
+	}
+	if n := dataSize(data); n > MaxSecretBytes {
+		return nil, fmt.Errorf("inventory Secret %s/%s would be %d bytes even without stored values, over the %d byte limit: lower --max-history", inv.Namespace(), inv.name, n, MaxSecretBytes)
+	}
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: inv.name, Namespace: inv.Namespace(),
+			Labels: inv.Labels(), ResourceVersion: inv.resourceVersion,
+		},
+		Type: SecretType,
+		Data: data,
+	}, nil
+}
+
+func (inv *Inventory) encodeData() (map[string][]byte, error) {
+	data := make(map[string][]byte, len(inv.Index)+2)
+	var err error
+	if data[keyMetadata], err = json.Marshal(inv.Metadata); err != nil {
+		return nil, fmt.Errorf("encode inventory metadata: %w", err)
+	}
+	index := inv.Index
+	if index == nil {
+		index = []string{}
+	}
+	if data[keyIndex], err = json.Marshal(index); err != nil {
+		return nil, fmt.Errorf("encode inventory index: %w", err)
+	}
+	for _, id := range inv.Index {
+		c := inv.Changes[id]
+		if c.Inventory.Entries == nil {
+			c.Inventory.Entries = []Entry{}
+		}
+		if data[id], err = json.Marshal(c); err != nil {
+			return nil, fmt.Errorf("encode inventory change %s: %w", id, err)
+		}
+	}
+	return data, nil
+}
+
+// dataSize is what the data costs in the stored object: keys plus base64 values.
+func dataSize(data map[string][]byte) int {
+	n := 0
+	for k, v := range data {
+		n += len(k) + (len(v)+2)/3*4
+	}
+	return n
+}
+
+// Decode reads an inventory Secret. Changes the index does not name are
+// ignored; an index naming a missing change is an error, because pruning
+// from a half-read inventory could delete the wrong objects.
+func Decode(s *corev1.Secret) (*Inventory, error) {
+	where := fmt.Sprintf("inventory Secret %s/%s", s.Namespace, s.Name)
+	if s.Type != SecretType {
+		return nil, fmt.Errorf("%s has type %q, not %q", where, s.Type, SecretType)
+	}
+	inv := &Inventory{
+		Changes:         map[string]*Change{},
+		name:            s.Name,
+		labels:          maps.Clone(s.Labels),
+		resourceVersion: s.ResourceVersion,
+	}
+	if err := json.Unmarshal(s.Data[keyMetadata], &inv.Metadata); err != nil {
+		return nil, fmt.Errorf("%s: decode data.%s: %w", where, keyMetadata, err)
+	}
+	inv.Release = Release{
+		Name: inv.Metadata.Name, Namespace: s.Namespace, ReleaseID: inv.Metadata.ReleaseID,
+		Environment: s.Labels[LabelEnvironment],
+	}
+	if raw, ok := s.Data[keyIndex]; ok {
+		if err := json.Unmarshal(raw, &inv.Index); err != nil {
+			return nil, fmt.Errorf("%s: decode data.%s: %w", where, keyIndex, err)
+		}
+	}
+	for _, id := range inv.Index {
+		if !strings.HasPrefix(id, changePrefix) {
+			return nil, fmt.Errorf("%s: index entry %q is not a change ID", where, id)
+		}
+		raw, ok := s.Data[id]
+		if !ok {
+			return nil, fmt.Errorf("%s: index names %s, but data has no such key", where, id)
+		}
+		c := &Change{}
+		if err := json.Unmarshal(raw, c); err != nil {
+			return nil, fmt.Errorf("%s: decode data.%s: %w", where, id, err)
+		}
+		inv.Changes[id] = c
+	}
+	return inv, nil
+}
