@@ -1,0 +1,412 @@
+package objects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/internal/kubetest"
+)
+
+var env *kubetest.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = kubetest.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+func cluster(t *testing.T) *kube.Cluster {
+	t.Helper()
+	cl, err := kube.FromConfig(env.Config, kubetest.ContextName, kube.Options{})
+	assert.NilError(t, err)
+	return cl
+}
+
+func newClient(t *testing.T, opts Options) *Client {
+	t.Helper()
+	return New(cluster(t), opts)
+}
+
+// res parses a YAML object; the namespace placeholder NS is replaced.
+func res(t *testing.T, ns, y string) manifest.Resource {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(strings.ReplaceAll(y, "NS", ns)))
+	assert.NilError(t, err)
+	u := &unstructured.Unstructured{}
+	assert.NilError(t, u.UnmarshalJSON(j))
+	return manifest.Resource{Object: u, Component: "app"}
+}
+
+func get(t *testing.T, c *Client, r manifest.Resource) (*unstructured.Unstructured, error) {
+	t.Helper()
+	return c.Get(t.Context(), r.GVK(), r.Object.GetNamespace(), r.Object.GetName())
+}
+
+func configMap(t *testing.T, ns, name, value string) manifest.Resource {
+	return res(t, ns, fmt.Sprintf(`
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: %s, namespace: NS}
+data: {key: %q}
+`, name, value))
+}
+
+func TestMappingUsesRESTMapper(t *testing.T) {
+	c := newClient(t, Options{})
+	for kind, want := range map[schema.GroupKind]string{
+		{Group: "networking.k8s.io", Kind: "Ingress"}:       "ingresses",
+		{Group: "networking.k8s.io", Kind: "NetworkPolicy"}: "networkpolicies",
+		{Group: "policy", Kind: "PodDisruptionBudget"}:      "poddisruptionbudgets",
+		{Kind: "Endpoints"}:                                 "endpoints",
+	} {
+		m, err := c.Mapping(kind, "")
+		assert.NilError(t, err)
+		assert.Equal(t, m.Resource.Resource, want)
+	}
+	_, err := c.Mapping(schema.GroupKind{Group: "example.com", Kind: "Nothing"}, "v1")
+	assert.ErrorContains(t, err, "serves no kind Nothing")
+	assert.Equal(t, fault.KindOf(err), fault.NotFound)
+}
+
+func TestApplyCreatedConfiguredUnchanged(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	c := newClient(t, Options{})
+
+	r := configMap(t, ns, "settings", "a")
+	got := c.Apply(ctx, r, nil, false)
+	assert.NilError(t, got.Err)
+	assert.Equal(t, got.Action, Created)
+	live, err := get(t, c, r)
+	assert.NilError(t, err)
+	rv := live.GetResourceVersion()
+	assert.Equal(t, live.GetManagedFields()[0].Manager, FieldManager)
+
+	got = c.Apply(ctx, configMap(t, ns, "settings", "a"), nil, false)
+	assert.NilError(t, got.Err)
+	assert.Equal(t, got.Action, Unchanged)
+	live, err = get(t, c, r)
+	assert.NilError(t, err)
+	assert.Equal(t, live.GetResourceVersion(), rv, "an unchanged object is not written")
+
+	got = c.Apply(ctx, configMap(t, ns, "settings", "b"), nil, false)
+	assert.NilError(t, got.Err)
+	assert.Equal(t, got.Action, Configured)
+	live, err = get(t, c, r)
+	assert.NilError(t, err)
+	assert.Assert(t, live.GetResourceVersion() != rv)
+	v, _, _ := unstructured.NestedString(live.Object, "data", "key")
+	assert.Equal(t, v, "b")
+}
+
+func TestApplyDryRunWritesNothing(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	dry := newClient(t, Options{DryRun: true})
+	real := newClient(t, Options{})
+
+	got := dry.Apply(ctx, configMap(t, ns, "new", "a"), nil, false)
+	assert.NilError(t, got.Err)
+	assert.Equal(t, got.Action, Created)
+	_, err := get(t, real, configMap(t, ns, "new", "a"))
+	assert.Assert(t, apierrors.IsNotFound(err), "dry run must not create: %v", err)
+
+	assert.NilError(t, real.Apply(ctx, configMap(t, ns, "old", "a"), nil, false).Err)
+	before, err := get(t, real, configMap(t, ns, "old", "a"))
+	assert.NilError(t, err)
+	got = dry.Apply(ctx, configMap(t, ns, "old", "b"), nil, false)
+	assert.Equal(t, got.Action, Configured)
+	assert.Equal(t, dry.Apply(ctx, configMap(t, ns, "old", "a"), nil, false).Action, Unchanged)
+	after, err := get(t, real, configMap(t, ns, "old", "a"))
+	assert.NilError(t, err)
+	assert.Equal(t, after.GetResourceVersion(), before.GetResourceVersion())
+}
+
+func TestApplyRefusesTerminatingObject(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	c := newClient(t, Options{})
+	r := res(t, ns, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: held, namespace: NS, finalizers: [example.com/hold]}
+data: {key: a}
+`)
+	assert.NilError(t, c.Apply(ctx, r, nil, false).Err)
+	releaseFinalizer(t, c, r)
+	assert.NilError(t, c.cluster.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns).Delete(ctx, "held", metav1.DeleteOptions{}))
+
+	got := c.Apply(ctx, r, nil, false)
+	assert.Equal(t, got.Action, Failed)
+	var te *TerminatingError
+	assert.Assert(t, errors.As(got.Err, &te))
+	assert.ErrorContains(t, got.Err, "is being deleted")
+}
+
+// releaseFinalizer removes r's finalizers when the test ends, so the
+// namespace can go.
+func releaseFinalizer(t *testing.T, c *Client, r manifest.Resource) {
+	t.Cleanup(func() {
+		ri, _, err := c.resource(r.GVK(), r.Object.GetNamespace())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_, err = ri.Patch(context.Background(), r.Object.GetName(), "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+	})
+}
+
+func deployment(t *testing.T, ns, app string) manifest.Resource {
+	return res(t, ns, fmt.Sprintf(`
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: NS}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      containers: [{name: web, image: "nginx:1.27"}]
+`, app))
+}
+
+func TestImmutableFieldIsReportedWithTheField(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	c := newClient(t, Options{})
+	assert.NilError(t, c.Apply(ctx, deployment(t, ns, "a"), nil, false).Err)
+
+	got := c.Apply(ctx, deployment(t, ns, "b"), nil, false)
+	assert.Equal(t, got.Action, Failed)
+	var ie *ImmutableError
+	assert.Assert(t, errors.As(got.Err, &ie), "%v", got.Err)
+	assert.DeepEqual(t, ie.Fields, []string{"spec.selector"})
+	assert.ErrorContains(t, got.Err, "Deployment.apps/"+ns+"/web")
+	assert.ErrorContains(t, got.Err, "--force")
+	assert.Equal(t, fault.KindOf(got.Err), fault.Validation)
+}
+
+func TestImmutableFieldWithForceRecreates(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	assert.NilError(t, newClient(t, Options{}).Apply(ctx, deployment(t, ns, "a"), nil, false).Err)
+	before, err := get(t, newClient(t, Options{}), deployment(t, ns, "a"))
+	assert.NilError(t, err)
+
+	// A dry run says what would happen and does nothing.
+	got := newClient(t, Options{Force: true, DryRun: true}).Apply(ctx, deployment(t, ns, "b"), nil, false)
+	assert.NilError(t, got.Err)
+	assert.Equal(t, got.Action, Recreated)
+	same, err := get(t, newClient(t, Options{}), deployment(t, ns, "a"))
+	assert.NilError(t, err)
+	assert.Equal(t, same.GetUID(), before.GetUID())
+
+	got = newClient(t, Options{Force: true}).Apply(ctx, deployment(t, ns, "b"), nil, false)
+	assert.NilError(t, got.Err)
+	assert.Equal(t, got.Action, Recreated)
+	assert.Assert(t, strings.Contains(got.Reason, "spec.selector"), got.Reason)
+	after, err := get(t, newClient(t, Options{}), deployment(t, ns, "b"))
+	assert.NilError(t, err)
+	assert.Assert(t, after.GetUID() != before.GetUID(), "re-created")
+	sel, _, _ := unstructured.NestedString(after.Object, "spec", "selector", "matchLabels", "app")
+	assert.Equal(t, sel, "b")
+}
+
+func TestImmutableServiceClusterIP(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	svc := func(ip string) manifest.Resource {
+		return res(t, ns, fmt.Sprintf(`
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: NS}
+spec: {clusterIP: %q, ports: [{port: 5432}]}
+`, ip))
+	}
+	c := newClient(t, Options{})
+	// A second address in the service range, so parallel tests do not collide.
+	ip := fmt.Sprintf("10.0.0.%d", 100+time.Now().Nanosecond()%100)
+	assert.NilError(t, c.Apply(ctx, svc(ip), nil, false).Err)
+	got := c.Apply(ctx, svc("10.0.0.250"), nil, false)
+	var ie *ImmutableError
+	assert.Assert(t, errors.As(got.Err, &ie), "%v", got.Err)
+	assert.Assert(t, is.Contains(strings.Join(ie.Fields, ","), "spec.clusterIPs"))
+}
+
+func TestDeleteUsesPreferredVersion(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	c := newClient(t, Options{})
+	d := deployment(t, ns, "a")
+	assert.NilError(t, c.Apply(ctx, d, nil, false).Err)
+
+	got, err := c.Delete(ctx, d.ID())
+	assert.NilError(t, err)
+	assert.Equal(t, got.Action, Deleted)
+	assert.Equal(t, got.Version, "v1")
+	assert.Equal(t, got.Reason, "")
+	_, err = get(t, c, d)
+	assert.Assert(t, apierrors.IsNotFound(err))
+
+	got, err = c.Delete(ctx, d.ID())
+	assert.NilError(t, err, "a missing object counts as deleted")
+	assert.Equal(t, got.Reason, "already gone")
+
+	got, err = c.Delete(ctx, manifest.ID{Group: "example.com", Kind: "Gone", Namespace: ns, Name: "x"})
+	assert.NilError(t, err, "a kind no longer served has no objects left")
+	assert.Equal(t, got.Action, Deleted)
+}
+
+func TestDeleteDryRun(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	c := newClient(t, Options{})
+	r := configMap(t, ns, "keep", "a")
+	assert.NilError(t, c.Apply(ctx, r, nil, false).Err)
+	got, err := newClient(t, Options{DryRun: true}).Delete(ctx, r.ID())
+	assert.NilError(t, err)
+	assert.Equal(t, got.Action, Deleted)
+	_, err = get(t, c, r)
+	assert.NilError(t, err, "still there")
+}
+
+func crd(t *testing.T, group string) manifest.Resource {
+	return res(t, "", fmt.Sprintf(`
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.%[1]s}
+spec:
+  group: %[1]s
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+`, group))
+}
+
+// The core of RFC scenario N: a CRD and a custom resource of it in one
+// set apply on the first try, because the CRD stage waits for Established.
+func TestApplyAllWaitsForCRDs(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	group := ns + ".example.com"
+	cr := res(t, ns, fmt.Sprintf(`
+apiVersion: %s/v1
+kind: Widget
+metadata: {name: w, namespace: NS}
+spec: {size: 3}
+`, group))
+	cm := configMap(t, ns, "cm", "a")
+	rs := []manifest.Resource{crd(t, group), cm, cr}
+	manifest.Sort(rs)
+	t.Cleanup(func() {
+		_, _ = newClient(t, Options{}).Delete(context.Background(), rs[0].ID())
+	})
+
+	// Dry run first: the custom resource cannot be checked yet, and says so.
+	dry, err := newClient(t, Options{DryRun: true}).ApplyAll(ctx, rs, ApplyOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, len(dry), 3)
+	assert.Equal(t, dry[2].Action, Created)
+	assert.Assert(t, strings.Contains(dry[2].Reason, "CustomResourceDefinition"), dry[2].Reason)
+
+	var events []Result
+	c := newClient(t, Options{})
+	got, err := c.ApplyAll(ctx, rs, ApplyOptions{Progress: func(r Result) { events = append(events, r) }})
+	assert.NilError(t, err)
+	assert.Equal(t, len(got), 3)
+	assert.Equal(t, len(events), 3)
+	for i, r := range got {
+		assert.Equal(t, r.ID, rs[i].ID(), "results in input order")
+		assert.Equal(t, r.Action, Created)
+	}
+	assert.Equal(t, events[0].ID.Kind, "CustomResourceDefinition", "CRDs are applied first")
+	live, err := get(t, c, cr)
+	assert.NilError(t, err)
+	size, _, _ := unstructured.NestedInt64(live.Object, "spec", "size")
+	assert.Equal(t, size, int64(3))
+}
+
+func TestApplyAllStopsAfterAFailedStage(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	bad := res(t, ns, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: bad, namespace: NS}
+data: {"not a valid key": x}
+`)
+	good := configMap(t, ns, "good", "a")
+	svc := res(t, ns, `
+apiVersion: v1
+kind: Service
+metadata: {name: later, namespace: NS}
+spec: {ports: [{port: 80}]}
+`)
+	rs := []manifest.Resource{bad, good, svc}
+	manifest.Sort(rs)
+	c := newClient(t, Options{})
+	got, err := c.ApplyAll(ctx, rs, ApplyOptions{})
+	assert.ErrorContains(t, err, "ConfigMap/"+ns+"/bad")
+	assert.Equal(t, fault.KindOf(err), fault.Validation)
+	assert.Equal(t, len(got), 2, "the Service stage never started")
+	_, err = get(t, c, svc)
+	assert.Assert(t, apierrors.IsNotFound(err))
+	_, err = get(t, c, good)
+	assert.NilError(t, err, "the rest of the failing stage is applied")
+}
+
+func TestApplyAllBoundedConcurrency(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	var rs []manifest.Resource
+	for i := range 40 {
+		rs = append(rs, configMap(t, ns, fmt.Sprintf("cm-%02d", i), "v"))
+	}
+	c := newClient(t, Options{Concurrency: 4})
+	got, err := c.ApplyAll(ctx, rs, ApplyOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, len(got), 40)
+	got, err = c.ApplyAll(ctx, rs, ApplyOptions{})
+	assert.NilError(t, err)
+	for _, r := range got {
+		assert.Equal(t, r.Action, Unchanged)
+	}
+}

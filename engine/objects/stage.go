@@ -1,0 +1,233 @@
+package objects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/opmodel/pipeline/engine/manifest"
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+func isCRD(id manifest.ID) bool {
+	return id.Group == "apiextensions.k8s.io" && id.Kind == "CustomResourceDefinition"
+}
+
+func isNamespace(id manifest.ID) bool { return id.Group == "" && id.Kind == "Namespace" }
+
+// ApplyOptions tune ApplyAll.
+type ApplyOptions struct {
+	// Live holds objects already read (nil value: known to be absent);
+	// objects not in it are read before applying.
+	Live map[manifest.ID]*unstructured.Unstructured
+	// Progress is called once per object as it finishes, never
+	// concurrently.
+	Progress func(Result)
+}
+
+// ApplyAll applies rs in stages: CRDs and Namespaces first, then (once
+// every applied CRD is Established and its kind resolves) each remaining
+// weight in ascending order. Objects within a stage are applied
+// concurrently, at most Concurrency at a time. A stage with a failure is
+// finished, then no later stage starts. Results are in the order of rs
+// (objects never reached are absent); the error joins every failure.
+func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts ApplyOptions) ([]Result, error) {
+	var mu sync.Mutex
+	report := func(r Result) {
+		if opts.Progress == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		opts.Progress(r)
+	}
+	results := make([]*Result, len(rs))
+	// CRDs this apply creates, by the group/kind they define: in a dry run
+	// their custom resources cannot be checked by the server.
+	defined := map[schema.GroupKind]bool{}
+	var crds []string
+	for _, r := range rs {
+		if isCRD(r.ID()) {
+			crds = append(crds, r.Object.GetName())
+			if gk, ok := definedKind(r.Object); ok {
+				defined[gk] = true
+			}
+		}
+	}
+
+	var stages [][]int
+	var first []int
+	byWeight := map[int][]int{}
+	for i, r := range rs {
+		id := r.ID()
+		if isCRD(id) || isNamespace(id) {
+			first = append(first, i)
+			continue
+		}
+		w := manifest.Weight(id.GroupKind())
+		byWeight[w] = append(byWeight[w], i)
+	}
+	if len(first) > 0 {
+		stages = append(stages, first)
+	}
+	weights := make([]int, 0, len(byWeight))
+	for w := range byWeight {
+		weights = append(weights, w)
+	}
+	slices.Sort(weights)
+	for _, w := range weights {
+		stages = append(stages, byWeight[w])
+	}
+
+	var errs []error
+	for si, stage := range stages {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(c.opts.Concurrency)
+		var emu sync.Mutex
+		for _, i := range stage {
+			g.Go(func() error {
+				r := rs[i]
+				var res Result
+				if c.opts.DryRun && defined[r.ID().GroupKind()] {
+					res = c.dryRunPendingCR(gctx, r, opts.Live)
+				} else {
+					live, known := opts.Live[r.ID()]
+					res = c.Apply(gctx, r, live, known)
+				}
+				results[i] = &res
+				if res.Err != nil {
+					emu.Lock()
+					errs = append(errs, res.Err)
+					emu.Unlock()
+				}
+				report(res)
+				return nil
+			})
+		}
+		_ = g.Wait()
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+		}
+		if len(errs) > 0 {
+			break
+		}
+		if si == 0 && len(first) > 0 && len(crds) > 0 && !c.opts.DryRun {
+			if err := c.WaitEstablished(ctx, crds); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	out := make([]Result, 0, len(rs))
+	for _, r := range results {
+		if r != nil {
+			out = append(out, *r)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// dryRunPendingCR reports a custom resource whose CRD this apply creates:
+// if the kind is already served it is checked like any object, otherwise
+// the server cannot judge it until the CRD exists.
+func (c *Client) dryRunPendingCR(ctx context.Context, r manifest.Resource, liveKnown map[manifest.ID]*unstructured.Unstructured) Result {
+	if _, err := c.Mapping(r.ID().GroupKind(), r.GVK().Version); err == nil {
+		live, known := liveKnown[r.ID()]
+		return c.Apply(ctx, r, live, known)
+	}
+	return Result{ID: r.ID(), Version: r.GVK().Version, Component: r.Component, Action: Created,
+		Reason: "its CustomResourceDefinition is created by this apply; the server cannot check it in a dry run"}
+}
+
+// definedKind returns the group and kind a CRD object defines.
+func definedKind(crd *unstructured.Unstructured) (schema.GroupKind, bool) {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	return schema.GroupKind{Group: group, Kind: kind}, group != "" && kind != ""
+}
+
+// WaitEstablished waits until every named CRD has condition Established
+// and the kind it defines resolves through the RESTMapper, so custom
+// resources of it can be applied next.
+func (c *Client) WaitEstablished(ctx context.Context, names []string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.WaitTimeout)
+	defer cancel()
+	ri := c.cluster.Dynamic.Resource(crdGVR)
+	for _, name := range names {
+		for {
+			crd, err := ri.Get(ctx, name, metav1.GetOptions{})
+			if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+				return fmt.Errorf("wait for CustomResourceDefinition %s: %w", name, err)
+			}
+			if err == nil && established(crd) {
+				gk, ok := definedKind(crd)
+				if !ok {
+					break
+				}
+				if _, err := c.Mapping(gk, ""); err == nil {
+					break
+				} else if !meta.IsNoMatchError(err) {
+					return fmt.Errorf("wait for CustomResourceDefinition %s: %w", name, err)
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("CustomResourceDefinition %s is not Established after %s: %w", name, c.opts.WaitTimeout, ctx.Err())
+			case <-time.After(pollInterval):
+			}
+		}
+	}
+	return nil
+}
+
+func established(crd *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// GetAll reads the live state of rs concurrently. The map has an entry for
+// every object: nil when it does not exist, or when its kind is not served
+// yet (a custom resource whose CRD this apply creates).
+func (c *Client) GetAll(ctx context.Context, rs []manifest.Resource) (map[manifest.ID]*unstructured.Unstructured, error) {
+	out := make(map[manifest.ID]*unstructured.Unstructured, len(rs))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.opts.Concurrency)
+	for _, r := range rs {
+		g.Go(func() error {
+			id := r.ID()
+			live, err := c.Get(gctx, r.GVK(), id.Namespace, id.Name)
+			switch {
+			case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+				live = nil
+			case err != nil:
+				return fmt.Errorf("get %s: %w", id, err)
+			}
+			mu.Lock()
+			out[id] = live
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
