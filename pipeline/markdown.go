@@ -1,0 +1,503 @@
+package pipeline
+
+import (
+	"cmp"
+	"fmt"
+	"html"
+	"slices"
+	"strings"
+)
+
+// MaxCommentLength is the longest body GitHub accepts for a comment
+// (longer ones get 422 "Body is too long").
+const MaxCommentLength = 65536
+
+// DefaultMarkdownLimit leaves room under MaxCommentLength for a caller's
+// own additions (a marker, a footer).
+const DefaultMarkdownLimit = MaxCommentLength - 512
+
+// MarkdownOptions tune (*ChangeSet).Markdown.
+type MarkdownOptions struct {
+	// Title starts the heading; default "opm review".
+	Title string
+	// Environments are named in the heading; default those of the
+	// releases, in order of appearance.
+	Environments []string
+	// Marker is written first, verbatim, and counted in Limit: the hidden
+	// HTML comment a pull-request comment is found again by.
+	Marker string
+	// BaseLabel and HeadLabel name the two sides; default "base" and
+	// "head" (a cluster diff says "live" and "render").
+	BaseLabel string
+	HeadLabel string
+	// Limit is the maximum length in bytes (never fewer than GitHub's
+	// characters); 0 means DefaultMarkdownLimit, negative means none.
+	// Over it, diffs are cut largest first, then whole releases, and
+	// every code fence and <details> stays closed.
+	Limit int
+	// SummaryURL, when set, is linked as the place with the full review
+	// when something had to be cut.
+	SummaryURL string
+	// CutHint replaces the sentence that says where the full review is.
+	CutHint string
+}
+
+// Markdown renders the change set for a pull-request comment, a job
+// summary or `opm diff -o markdown`: a heading with the environments, a
+// summary line with counts, a table of releases, warnings, then a
+// <details> per release with its stale set and a diff per changed object.
+// The output depends only on the change set and the options.
+func (cs *ChangeSet) Markdown(opts MarkdownOptions) string {
+	opts.Title = cmp.Or(opts.Title, "opm review")
+	opts.BaseLabel = cmp.Or(opts.BaseLabel, "base")
+	opts.HeadLabel = cmp.Or(opts.HeadLabel, "head")
+	limit := opts.Limit
+	if limit == 0 {
+		limit = DefaultMarkdownLimit
+	}
+	d := newMDDoc(cs, opts)
+	full := d.render(-1, nil)
+	if limit < 0 || len(full) <= limit {
+		return full
+	}
+	// Cut diffs to at most c bytes each: the largest are cut first and
+	// small ones survive whole. Find the largest c that fits.
+	if fit := d.render(0, nil); len(fit) <= limit {
+		lo, hi := 0, d.maxDiff // render(lo) fits, render(hi) does not
+		for hi-lo > 1 {
+			mid := lo + (hi-lo)/2
+			if len(d.render(mid, nil)) <= limit {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return d.render(lo, nil)
+	}
+	// Even without diffs it is too long: collapse releases, those that
+	// save the most first. Sizes are added up rather than re-rendered, so
+	// thousands of releases stay cheap; the result is checked at the end.
+	n := len(d.releases)
+	blocks, stubs := make([]string, n), make([]string, n)
+	total, diffs := 0, 0
+	for i := range n {
+		var cut int
+		blocks[i], cut = d.releaseBlockCut(i, 0)
+		diffs += cut
+		if blocks[i] != "" {
+			stubs[i] = d.collapsedStub(i)
+		}
+		total += len(blocks[i])
+	}
+	var hdr strings.Builder
+	d.writeHeader(&hdr, mdCutStats{diffs: diffs, releases: n})
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	saving := func(i int) int { return len(blocks[i]) - len(stubs[i]) }
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(saving(b), saving(a)) })
+	collapsed := map[int]bool{}
+	for _, i := range order {
+		if hdr.Len()+total <= limit || saving(i) <= 0 {
+			break
+		}
+		collapsed[i] = true
+		total -= saving(i)
+	}
+	out := d.render(0, collapsed)
+	if len(out) <= limit {
+		return out
+	}
+	// Still too long (thousands of releases or warnings): cut the text and
+	// close whatever is open.
+	return mdHardCut(out, limit)
+}
+
+// mdDoc holds what Markdown renders, so it can be rendered again with
+// different cuts.
+type mdDoc struct {
+	cs       *ChangeSet
+	opts     MarkdownOptions
+	releases []ReleaseChanges
+	maxDiff  int
+}
+
+func newMDDoc(cs *ChangeSet, opts MarkdownOptions) *mdDoc {
+	d := &mdDoc{cs: cs, opts: opts, releases: cs.Releases}
+	for _, r := range cs.Releases {
+		for _, o := range r.Objects {
+			d.maxDiff = max(d.maxDiff, len(o.Diff))
+		}
+	}
+	return d
+}
+
+// mdCutStats counts what a render left out.
+type mdCutStats struct {
+	diffs, releases int
+}
+
+// render writes the document with every diff cut to at most diffCap bytes
+// (negative: no cap) and the collapsed releases reduced to one line.
+func (d *mdDoc) render(diffCap int, collapsed map[int]bool) string {
+	var body strings.Builder
+	var cut mdCutStats
+	for i := range d.releases {
+		if collapsed[i] {
+			body.WriteString(d.collapsedStub(i))
+			cut.releases++
+			continue
+		}
+		block, n := d.releaseBlockCut(i, diffCap)
+		body.WriteString(block)
+		cut.diffs += n
+	}
+	var b strings.Builder
+	d.writeHeader(&b, cut)
+	b.WriteString(body.String())
+	return strings.TrimRight(b.String(), "\n") + "\n"
+}
+
+func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
+	cs, o := d.cs, d.opts
+	if o.Marker != "" {
+		b.WriteString(o.Marker)
+		b.WriteString("\n")
+	}
+	envs := o.Environments
+	if len(envs) == 0 {
+		for _, r := range cs.Releases {
+			if r.Environment != "" && !slices.Contains(envs, r.Environment) {
+				envs = append(envs, r.Environment)
+			}
+		}
+	}
+	b.WriteString("## " + o.Title)
+	if len(envs) > 0 {
+		b.WriteString(": " + strings.Join(envs, ", "))
+	}
+	b.WriteString("\n\n")
+
+	if cut.diffs+cut.releases > 0 {
+		var what []string
+		if cut.diffs > 0 {
+			what = append(what, mdPlural(cut.diffs, "diff", "diffs")+" shortened or left out")
+		}
+		if cut.releases > 0 {
+			what = append(what, mdPlural(cut.releases, "release's details", "releases' details")+" left out")
+		}
+		hint := o.CutHint
+		if hint == "" {
+			hint = "The full review is in this run's job summary."
+			if o.SummaryURL != "" {
+				hint = fmt.Sprintf("The full review is in the [job summary](%s).", o.SummaryURL)
+			}
+		}
+		fmt.Fprintf(b, "> [!WARNING]\n> This review was cut to stay under the length limit: %s. %s\n\n", strings.Join(what, ", "), hint)
+	}
+
+	errs := 0
+	for _, r := range cs.Releases {
+		if r.Error != "" {
+			errs++
+		}
+	}
+	rels := mdPlural(len(cs.Releases), "release", "releases")
+	c := cs.Counts
+	switch {
+	case len(cs.Releases) == 0:
+		b.WriteString("**No changes.** No release is selected.\n\n")
+	case !c.Changed() && c.Ghost == 0 && errs == 0:
+		fmt.Fprintf(b, "**No changes.** %s, %s unchanged (%s → %s).\n\n", rels, mdPlural(c.Unchanged, "object", "objects"), o.BaseLabel, o.HeadLabel)
+	case !c.Changed() && c.Ghost == 0:
+		fmt.Fprintf(b, "**No changes** in the releases that could be compared; %s could not be compared (see below).\n\n", mdPlural(errs, "release", "releases"))
+	default:
+		parts := []string{
+			fmt.Sprintf("**%d** to add", c.Added),
+			fmt.Sprintf("**%d** to change", c.Modified),
+			fmt.Sprintf("**%d** to prune", c.Stale),
+			fmt.Sprintf("%d unchanged", c.Unchanged),
+		}
+		if c.Ghost > 0 {
+			parts = append(parts, mdPlural(c.Ghost, "ghost", "ghosts"))
+		}
+		if errs > 0 {
+			parts = append(parts, mdPlural(errs, "error", "errors"))
+		}
+		fmt.Fprintf(b, "%s in %s (%s → %s).\n\n", strings.Join(parts, " · "), rels, o.BaseLabel, o.HeadLabel)
+	}
+
+	if len(cs.Releases) > 0 {
+		fmt.Fprintf(b, "| Release | Environment | Namespace | Change ID (%s → %s) | Digest (%s → %s) | + | ~ | − |\n",
+			o.BaseLabel, o.HeadLabel, o.BaseLabel, o.HeadLabel)
+		b.WriteString("| --- | --- | --- | --- | --- | ---: | ---: | ---: |\n")
+		for _, r := range cs.Releases {
+			if r.Error != "" {
+				fmt.Fprintf(b, "| %s | %s | %s | ❌ error | | | | |\n", mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace))
+				continue
+			}
+			var baseRev Revision
+			if r.Base != nil {
+				baseRev = *r.Base
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %d | %d | %d |\n",
+				mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace),
+				mdTransition(baseRev.ChangeID, r.Head.ChangeID, r.Base != nil, func(s string) string { return s }),
+				mdTransition(baseRev.ManifestDigest, r.Head.ManifestDigest, r.Base != nil, mdShortDigest),
+				r.Counts.Added, r.Counts.Modified, r.Counts.Stale)
+		}
+		b.WriteString("\n")
+	}
+
+	var warns []string
+	for _, r := range cs.Releases {
+		who := fmt.Sprintf("**%s** (%s)", mdEscape(r.Name), mdEscape(mdEnvLabel(r.Environment)))
+		if r.Error != "" {
+			warns = append(warns, fmt.Sprintf("❌ %s could not be compared: %s", who, mdEscape(mdFirstLine(r.Error))))
+		}
+		for _, w := range r.Warnings {
+			warns = append(warns, fmt.Sprintf("⚠️ %s: %s", who, mdEscape(w)))
+		}
+		for _, obj := range r.Objects {
+			if obj.Change == Ghost {
+				warns = append(warns, fmt.Sprintf("👻 %s: ghost %s carries the release's labels but is in neither the inventory nor the render", who, mdCode(mdObjectName(obj.Object))))
+			}
+		}
+	}
+	if len(warns) > 0 {
+		b.WriteString("### Warnings\n\n")
+		for _, w := range warns {
+			b.WriteString("- " + w + "\n")
+		}
+		b.WriteString("\n")
+	}
+}
+
+// collapsedStub stands for the details of release i when they were cut.
+func (d *mdDoc) collapsedStub(i int) string {
+	r := d.releases[i]
+	return fmt.Sprintf("<details>\n<summary><b>%s</b> · %s · details cut</summary>\n\n_The details of this release were cut to stay under the length limit._\n\n</details>\n\n",
+		html.EscapeString(r.Name), html.EscapeString(mdEnvLabel(r.Environment)))
+}
+
+// releaseBlockCut is the <details> of release i with diffs capped at
+// diffCap bytes ("" when the release has nothing to show) and how many
+// diffs the cap shortened.
+func (d *mdDoc) releaseBlockCut(i, diffCap int) (string, int) {
+	r := d.releases[i]
+	hasStale, hasGhost, changed := false, false, false
+	for _, o := range r.Objects {
+		switch o.Change {
+		case Stale:
+			hasStale = true
+		case Ghost:
+			hasGhost = true
+		}
+		if o.Change != Unchanged {
+			changed = true
+		}
+	}
+	if !changed && r.Error == "" {
+		return "", 0
+	}
+	var b strings.Builder
+	summary := fmt.Sprintf("<b>%s</b> · %s", html.EscapeString(r.Name), html.EscapeString(mdEnvLabel(r.Environment)))
+	if r.Error != "" {
+		summary += " · ❌ error"
+	} else {
+		summary += fmt.Sprintf(" · +%d ~%d −%d", r.Counts.Added, r.Counts.Modified, r.Counts.Stale)
+	}
+	fmt.Fprintf(&b, "<details>\n<summary>%s</summary>\n\n", summary)
+	if r.Error != "" {
+		b.WriteString(mdFenced("text", r.Error))
+		b.WriteString("\n")
+	}
+	if hasStale {
+		b.WriteString("**Stale:** apply would prune these, in this order.\n\n")
+		mdObjectTable(&b, r.Objects, Stale)
+	}
+	if hasGhost {
+		b.WriteString("**Ghosts:** on the cluster with this release's labels, in neither the inventory nor the render.\n\n")
+		mdObjectTable(&b, r.Objects, Ghost)
+	}
+	cut := 0
+	for _, o := range r.Objects {
+		if o.Change == Unchanged {
+			continue
+		}
+		sym := map[Change]string{Added: "+", Modified: "~", Stale: "−", Ghost: "👻"}[o.Change]
+		fmt.Fprintf(&b, "<details>\n<summary>%s %s <code>%s</code></summary>\n\n", sym, o.Change, html.EscapeString(mdObjectName(o.Object)))
+		text := o.Diff
+		if diffCap >= 0 && len(text) > diffCap {
+			keep := text[:diffCap]
+			keep = keep[:strings.LastIndexByte(keep, '\n')+1]
+			cutLines := strings.Count(text[len(keep):], "\n")
+			if !strings.HasSuffix(text, "\n") {
+				cutLines++
+			}
+			if keep != "" {
+				b.WriteString(mdFenced("diff", keep))
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(&b, "_✂️ %s of this diff cut (%s)._\n\n", mdPlural(cutLines, "line", "lines"), mdByteSize(len(text)-len(keep)))
+			cut++
+		} else if text != "" {
+			b.WriteString(mdFenced("diff", text))
+			b.WriteString("\n")
+		} else {
+			b.WriteString("_No diff._\n\n")
+		}
+		b.WriteString("</details>\n\n")
+	}
+	b.WriteString("</details>\n\n")
+	return b.String(), cut
+}
+
+func mdObjectTable(b *strings.Builder, objs []ObjectChange, class Change) {
+	b.WriteString("| Kind | Namespace | Name | Component | Note |\n| --- | --- | --- | --- | --- |\n")
+	for _, o := range objs {
+		if o.Change != class {
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", mdCell(o.Object.Kind), mdCell(o.Object.Namespace), mdCell(o.Object.Name), mdCell(o.Object.Component), mdCell(o.Warning))
+	}
+	b.WriteString("\n")
+}
+
+// fenced wraps text in a code fence longer than any backtick run inside
+// it, so the text can never close the fence early.
+func mdFenced(lang, text string) string {
+	run, longest := 0, 0
+	for _, c := range text {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	return fence + lang + "\n" + text + fence + "\n"
+}
+
+// hardCut cuts md to at most limit bytes at a line boundary and closes
+// the code fence and <details> elements left open.
+func mdHardCut(md string, limit int) string {
+	const note = "\n_✂️ The rest of this review was cut to stay under the length limit._\n"
+	const reserve = 2048 // room for the closers and the note
+	cutAt := max(0, limit-reserve)
+	if cutAt < len(md) {
+		md = md[:cutAt]
+		md = md[:strings.LastIndexByte(md, '\n')+1]
+	}
+	fence, depth := mdOpenStructures(md)
+	var b strings.Builder
+	b.WriteString(md)
+	if fence != "" {
+		b.WriteString(fence + "\n")
+	}
+	b.WriteString(note)
+	for range depth {
+		b.WriteString("\n</details>\n")
+	}
+	out := b.String()
+	if len(out) > limit { // a limit smaller than the closers themselves
+		return out[:max(0, limit)]
+	}
+	return out
+}
+
+// openStructures scans md and returns the code fence still open ("" if
+// none) and how many <details> are open outside code.
+func mdOpenStructures(md string) (fence string, depth int) {
+	for _, line := range strings.Split(md, "\n") {
+		if fence != "" {
+			if strings.TrimRight(line, " ") == fence {
+				fence = ""
+			}
+			continue
+		}
+		if strings.HasPrefix(line, "```") {
+			n := len(line) - len(strings.TrimLeft(line, "`"))
+			fence = line[:n]
+			continue
+		}
+		depth += strings.Count(line, "<details>") - strings.Count(line, "</details>")
+	}
+	return fence, max(depth, 0)
+}
+
+func mdTransition(from, to string, hasBase bool, short func(string) string) string {
+	f, t := "—", "—"
+	if hasBase && from != "" {
+		f = mdCode(short(from))
+	}
+	if to != "" {
+		t = mdCode(short(to))
+	}
+	if hasBase && from == to && to != "" {
+		return t + " (same)"
+	}
+	return f + " → " + t
+}
+
+// shortDigest keeps the first 12 hex characters of "sha256:<hex>".
+func mdShortDigest(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
+func mdObjectName(o ObjectRef) string {
+	if o.Namespace == "" {
+		return o.Kind + " " + o.Name
+	}
+	return o.Kind + " " + o.Namespace + "/" + o.Name
+}
+
+func mdEnvLabel(env string) string { return cmp.Or(env, "-") }
+
+func mdCode(s string) string { return "`" + strings.ReplaceAll(s, "`", "'") + "`" }
+
+// cell escapes text for a table cell.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "|", "\\|")
+	s = strings.ReplaceAll(s, "\r", "")
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// mdEscape keeps user text (errors, warnings) on one line and from
+// opening HTML elements in the comment.
+func mdEscape(s string) string {
+	s = strings.ReplaceAll(s, "<", "&lt;")
+	s = strings.ReplaceAll(s, ">", "&gt;")
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+func mdFirstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSuffix(s, ":")
+}
+
+func mdPlural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func mdByteSize(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

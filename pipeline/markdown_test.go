@@ -1,0 +1,218 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"gotest.tools/v3/golden"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/opmodel/pipeline/engine/diff"
+	"github.com/opmodel/pipeline/pipeline"
+)
+
+// checkBalanced fails unless every code fence is closed and every
+// <details> outside code is closed, in order.
+func checkBalanced(t *testing.T, md string) {
+	t.Helper()
+	fence, depth := "", 0
+	for i, line := range strings.Split(md, "\n") {
+		if fence != "" {
+			if strings.TrimRight(line, " ") != "" && strings.Trim(line, "`") == "" && len(line) >= len(fence) {
+				fence = ""
+			}
+			continue
+		}
+		if strings.HasPrefix(line, "```") {
+			fence = line[:len(line)-len(strings.TrimLeft(line, "`"))]
+			continue
+		}
+		depth += strings.Count(line, "<details>")
+		depth -= strings.Count(line, "</details>")
+		assert.Assert(t, depth >= 0, "line %d closes a <details> that is not open", i+1)
+	}
+	assert.Equal(t, fence, "", "a code fence is left open")
+	assert.Equal(t, depth, 0, "a <details> is left open")
+}
+
+func TestMarkdownGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		baseEdit, edit func(string)
+		opts           pipeline.ReviewOptions
+	}{
+		{name: "rename", edit: renameMinecraft(t)},
+		{name: "component-rename", edit: moveSettings(t), opts: pipeline.ReviewOptions{Environments: []string{"production"}}},
+		{name: "no-change"},
+		{
+			name: "secret-change", baseEdit: blogSecret(reviewOldPassword),
+			edit: func(dir string) { reviewEdit(t, dir, "modules/blog/blog.cue", reviewOldPassword, reviewNewPassword) },
+			opts: pipeline.ReviewOptions{Environments: []string{"staging"}, Selection: pipeline.Selection{Releases: []string{"blog"}}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, head := reviewDirs(t, tc.baseEdit, tc.edit)
+			cs := review(t, base, head, tc.opts)
+			md := cs.Markdown(pipeline.MarkdownOptions{Marker: "<!-- opm:pr-review:test -->"})
+			checkBalanced(t, md)
+			for _, s := range reviewSecretMaterial() {
+				assert.Assert(t, !strings.Contains(md, s), "secret material %q in the Markdown", s)
+			}
+			golden.Assert(t, md, "review/"+tc.name+".md")
+			assert.Equal(t, md, cs.Markdown(pipeline.MarkdownOptions{Marker: "<!-- opm:pr-review:test -->"}), "deterministic")
+		})
+	}
+}
+
+func TestMarkdownStatesNoChanges(t *testing.T) {
+	cs := &pipeline.ChangeSet{Releases: []pipeline.ReleaseChanges{{
+		Name: "blog", Namespace: "staging", Environment: "staging",
+		Base: &pipeline.Revision{ManifestDigest: "sha256:0123456789abcdef", ChangeID: "change-sha1-aaaaaaaa"},
+		Head: pipeline.Revision{ManifestDigest: "sha256:0123456789abcdef", ChangeID: "change-sha1-aaaaaaaa"},
+		Objects: []pipeline.ObjectChange{{Object: pipeline.ObjectRef{Kind: "Service", Name: "web"}, Change: pipeline.Unchanged}},
+		Counts:  pipeline.Counts{Unchanged: 1},
+	}}, Counts: pipeline.Counts{Unchanged: 1}}
+	md := cs.Markdown(pipeline.MarkdownOptions{})
+	assert.Assert(t, is.Contains(md, "**No changes.**"))
+	assert.Assert(t, is.Contains(md, "`change-sha1-aaaaaaaa` (same)"))
+	assert.Assert(t, is.Contains(md, "`0123456789ab` (same)"), "digests are shortened to 12 hex characters")
+	assert.Assert(t, !strings.Contains(md, "<details>"), "nothing to expand")
+
+	empty := (&pipeline.ChangeSet{}).Markdown(pipeline.MarkdownOptions{})
+	assert.Assert(t, is.Contains(empty, "**No changes.**"))
+}
+
+func TestMarkdownErrorsGhostsAndLabels(t *testing.T) {
+	cs := &pipeline.ChangeSet{Releases: []pipeline.ReleaseChanges{
+		{Name: "blog", Namespace: "production", Environment: "production", Error: "selecting the cluster: context \"production\" is not in the kubeconfig\n  more detail <here>"},
+		{
+			Name: "minecraft", Namespace: "staging", Environment: "staging",
+			Head: pipeline.Revision{ManifestDigest: "sha256:ffffffffffffffff", ChangeID: "change-sha1-bbbbbbbb"},
+			Objects: []pipeline.ObjectChange{
+				{Object: pipeline.ObjectRef{Kind: "Deployment", Namespace: "staging", Name: "leftover"}, Change: pipeline.Ghost},
+				{Object: pipeline.ObjectRef{Kind: "ConfigMap", Namespace: "staging", Name: "odd"}, Change: pipeline.Modified, Diff: "--- a\n+++ b\n@@ -1 +1 @@\n-x: ```\n+x: ````\n"},
+			},
+			Counts: pipeline.Counts{Ghost: 1, Modified: 1},
+		},
+	}, Counts: pipeline.Counts{Ghost: 1, Modified: 1}}
+	md := cs.Markdown(pipeline.MarkdownOptions{Title: "opm diff", BaseLabel: "live", HeadLabel: "render"})
+	checkBalanced(t, md)
+	assert.Assert(t, strings.HasPrefix(md, "## opm diff: production, staging\n"))
+	assert.Assert(t, is.Contains(md, "| blog | production | production | ❌ error |"))
+	assert.Assert(t, is.Contains(md, "❌ **blog** (production) could not be compared: selecting the cluster"))
+	assert.Assert(t, is.Contains(md, "more detail <here>"), "the full error is in a code block")
+	assert.Assert(t, is.Contains(md, "👻 **minecraft** (staging): ghost `Deployment staging/leftover`"))
+	assert.Assert(t, is.Contains(md, "Change ID (live → render)"))
+	assert.Assert(t, is.Contains(md, "— → `change-sha1-bbbbbbbb`"), "no base revision")
+	assert.Assert(t, is.Contains(md, "\n`````diff\n"), "the fence is longer than any backtick run in the diff")
+}
+
+// bigConfigMap returns a ConfigMap whose data has n lines of about 50
+// bytes, each made unique by tag.
+func bigConfigMap(n int, tag string) *unstructured.Unstructured {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "line %07d of the %s version of a very large file\n", i, tag)
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "big", "namespace": "staging"},
+		"data":     map[string]any{"file": b.String()},
+	}}
+}
+
+func changeSetWith(t *testing.T, objs ...[2]*unstructured.Unstructured) *pipeline.ChangeSet {
+	t.Helper()
+	r := pipeline.ReleaseChanges{Name: "blog", Namespace: "staging", Environment: "staging", Head: pipeline.Revision{ChangeID: "change-sha1-11111111"}}
+	for _, pair := range objs {
+		d, err := diff.Unified(pair[0], pair[1], diff.Options{})
+		assert.NilError(t, err)
+		o := pair[1]
+		if o == nil {
+			o = pair[0]
+		}
+		ch := pipeline.Modified
+		if pair[0] == nil {
+			ch = pipeline.Added
+		}
+		r.Objects = append(r.Objects, pipeline.ObjectChange{Object: pipeline.ObjectRef{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}, Change: ch, Diff: d})
+		r.Counts.Add(ch)
+	}
+	return &pipeline.ChangeSet{Releases: []pipeline.ReleaseChanges{r}, Counts: r.Counts}
+}
+
+func TestMarkdownCutsTheLargestDiffFirst(t *testing.T) {
+	big := [2]*unstructured.Unstructured{bigConfigMap(20000, "old"), bigConfigMap(20000, "new")}
+	small := [2]*unstructured.Unstructured{nil, bigConfigMap(3, "small")}
+	small[1].SetName("small")
+	cs := changeSetWith(t, big, small)
+	diffLen := len(cs.Releases[0].Objects[0].Diff)
+	assert.Assert(t, diffLen > 2<<20, "the test needs a diff over 2 MB, got %d", diffLen)
+
+	md := cs.Markdown(pipeline.MarkdownOptions{Marker: "<!-- m -->", SummaryURL: "https://example.com/run/1"})
+	t.Logf("diff %d bytes → comment %d bytes", diffLen, len(md))
+	assert.Assert(t, len(md) <= pipeline.DefaultMarkdownLimit, "%d bytes", len(md))
+	assert.Assert(t, len(md) > pipeline.DefaultMarkdownLimit-4096, "the budget is used, not thrown away: %d", len(md))
+	checkBalanced(t, md)
+	assert.Assert(t, strings.HasPrefix(md, "<!-- m -->\n"))
+	assert.Assert(t, strings.Contains(md, "1 diff shortened or left out"), "missing %q", "1 diff shortened or left out")
+	assert.Assert(t, strings.Contains(md, "[job summary](https://example.com/run/1)"), "missing %q", "[job summary](https://example.com/run/1)")
+	assert.Assert(t, regexp.MustCompile(`_✂️ [0-9]+ lines of this diff cut \([0-9.]+ MiB\)\._`).MatchString(md), "no cut note")
+	// The small diff survives whole; the big one keeps its beginning.
+	assert.Assert(t, is.Contains(cs.Releases[0].Objects[1].Diff, "line 0000002 of the small version"))
+	assert.Assert(t, strings.Contains(md, "line 0000002 of the small version"), "missing %q", "line 0000002 of the small version")
+	assert.Assert(t, strings.Contains(md, "-    line 0000000 of the old version"), "missing %q", "-    line 0000000 of the old version")
+
+	// Without a limit nothing is cut.
+	full := cs.Markdown(pipeline.MarkdownOptions{Limit: -1})
+	assert.Assert(t, len(full) > diffLen)
+	assert.Assert(t, !strings.Contains(full, "✂️"))
+	checkBalanced(t, full)
+
+	// A summary-sized limit keeps more.
+	mib := cs.Markdown(pipeline.MarkdownOptions{Limit: 1 << 20, CutHint: "Run opm locally."})
+	assert.Assert(t, len(mib) <= 1<<20 && len(mib) > 1<<19)
+	assert.Assert(t, strings.Contains(mib, "Run opm locally."), "missing %q", "Run opm locally.")
+	checkBalanced(t, mib)
+}
+
+func TestMarkdownCollapsesReleasesWhenDiffsAreNotEnough(t *testing.T) {
+	cs := &pipeline.ChangeSet{}
+	for i := range 400 {
+		r := pipeline.ReleaseChanges{Name: fmt.Sprintf("release-%03d", i), Namespace: "ns", Environment: "staging"}
+		for j := range 5 {
+			r.Objects = append(r.Objects, pipeline.ObjectChange{
+				Object: pipeline.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%d", j)},
+				Change: pipeline.Stale, Diff: "-a: b\n", Warning: "a note",
+			})
+			r.Counts.Add(pipeline.Stale)
+		}
+		cs.Releases = append(cs.Releases, r)
+		cs.Counts.Stale += r.Counts.Stale
+	}
+	md := cs.Markdown(pipeline.MarkdownOptions{})
+	assert.Assert(t, len(md) <= pipeline.DefaultMarkdownLimit, "%d", len(md))
+	checkBalanced(t, md)
+	assert.Assert(t, strings.Contains(md, "releases' details left out"), "missing %q", "releases' details left out")
+	assert.Assert(t, strings.Contains(md, "| release-399 |"), "the summary table is whole")
+}
+
+func TestMarkdownHardCutStillCloses(t *testing.T) {
+	cs := &pipeline.ChangeSet{}
+	for i := range 3000 {
+		cs.Releases = append(cs.Releases, pipeline.ReleaseChanges{
+			Name: fmt.Sprintf("release-%04d", i), Namespace: "ns", Environment: "staging",
+			Warnings: []string{strings.Repeat("a long warning ", 5)},
+		})
+	}
+	for _, limit := range []int{pipeline.DefaultMarkdownLimit, 10000} {
+		md := cs.Markdown(pipeline.MarkdownOptions{Limit: limit})
+		assert.Assert(t, len(md) <= limit, "%d > %d", len(md), limit)
+		checkBalanced(t, md)
+		assert.Assert(t, strings.Contains(md, "The rest of this review was cut"), "missing %q", "The rest of this review was cut")
+	}
+}
