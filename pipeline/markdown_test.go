@@ -71,8 +71,8 @@ func TestMarkdownGolden(t *testing.T) {
 func TestMarkdownStatesNoChanges(t *testing.T) {
 	cs := &pipeline.ChangeSet{Releases: []pipeline.ReleaseChanges{{
 		Name: "blog", Namespace: "staging", Environment: "staging",
-		Base: &pipeline.Revision{ManifestDigest: "sha256:0123456789abcdef", ChangeID: "change-sha1-aaaaaaaa"},
-		Head: pipeline.Revision{ManifestDigest: "sha256:0123456789abcdef", ChangeID: "change-sha1-aaaaaaaa"},
+		Base:    &pipeline.Revision{ManifestDigest: "sha256:0123456789abcdef", ChangeID: "change-sha1-aaaaaaaa"},
+		Head:    pipeline.Revision{ManifestDigest: "sha256:0123456789abcdef", ChangeID: "change-sha1-aaaaaaaa"},
 		Objects: []pipeline.ObjectChange{{Object: pipeline.ObjectRef{Kind: "Service", Name: "web"}, Change: pipeline.Unchanged}},
 		Counts:  pipeline.Counts{Unchanged: 1},
 	}}, Counts: pipeline.Counts{Unchanged: 1}}
