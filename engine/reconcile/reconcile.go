@@ -1,0 +1,413 @@
+// Package reconcile runs the release inventory RFC's apply flow (004,
+// steps 4–8) for one rendered release on one cluster, and the prune-only
+// flow behind `opm prune`:
+//
+//  4. read the previous inventory Secret;
+//  5. stale set = previous − current on (group, kind, namespace, name,
+//     component), minus component renames; on a first apply, check that no
+//     rendered object is terminating or exists without this release's
+//     labels (unless adopting) — whatever NoPrune says;
+//  6. server-side apply in weight stages;
+//  7. on any apply error stop: nothing is pruned and the inventory is not
+//     written; otherwise prune the stale set in reverse weight order,
+//     skipping Namespaces and PersistentVolumeClaims unless asked, and
+//     treating a forbidden delete as a warning;
+//  8. write the inventory with a full PUT on the resourceVersion read in
+//     step 4, recording the rendered objects plus every stale object that
+//     was not deleted, so a later run tries again.
+//
+// A dry run does all of it with server-side dry-run requests and writes
+// nothing.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/objects"
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// Options tune Apply and Prune.
+type Options struct {
+	// DryRun sends every write as a server-side dry run and writes no inventory.
+	DryRun bool
+	// NoPrune applies without deleting the stale set (it stays recorded).
+	NoPrune bool
+	// PruneNamespaces allows deleting stale Namespaces (and all they hold).
+	PruneNamespaces bool
+	// PrunePVCs allows deleting stale PersistentVolumeClaims (their data).
+	PrunePVCs bool
+	// Force allows an empty render to prune a whole release, and recreates
+	// objects whose immutable fields change.
+	Force bool
+	// Adopt lets a first apply take over existing objects that do not carry
+	// this release's labels.
+	Adopt bool
+	// MaxHistory caps the changes kept; inventory.DefaultMaxHistory when < 1.
+	MaxHistory int
+	// Concurrency bounds parallel requests; objects.DefaultConcurrency when < 1.
+	Concurrency int
+	// WaitTimeout bounds waits for CRDs and re-creation; objects.DefaultWaitTimeout when zero.
+	WaitTimeout time.Duration
+	// Progress receives one event per object applied or pruned, never concurrently.
+	Progress func(Event)
+	// Now stamps the inventory; time.Now when nil.
+	Now func() time.Time
+}
+
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// run is the state of one Apply or Prune.
+type run struct {
+	cl     *kube.Cluster
+	rel    *render.Release
+	opts   Options
+	client *objects.Client
+	res    *Result
+	mu     sync.Mutex
+}
+
+func newRun(cl *kube.Cluster, rel *render.Release, opts Options) *run {
+	return &run{
+		cl: cl, rel: rel, opts: opts,
+		client: objects.New(cl, objects.Options{
+			Concurrency: opts.Concurrency, DryRun: opts.DryRun, Force: opts.Force, WaitTimeout: opts.WaitTimeout,
+		}),
+		res: &Result{
+			Release: rel.Name, Namespace: rel.Namespace, ReleaseID: rel.ReleaseID,
+			Cluster: cl.String(), Server: cl.Server, Context: cl.Context,
+			ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID, DryRun: opts.DryRun,
+			Applied: []Object{}, Stale: []Object{}, Pruned: []Object{}, Skipped: []Object{},
+			Inventory: InventoryRef{Name: inventory.SecretName(rel.Name, rel.ReleaseID), Namespace: rel.Namespace, ChangeIDs: []string{}},
+		},
+	}
+}
+
+func (r *run) emit(phase Phase, o Object) {
+	if r.opts.Progress == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.opts.Progress(Event{Release: r.rel.Name, Namespace: r.rel.Namespace, Phase: phase, Object: o, DryRun: r.opts.DryRun})
+}
+
+func (r *run) invRelease() inventory.Release {
+	return inventory.Release{Name: r.rel.Name, Namespace: r.rel.Namespace, ReleaseID: r.rel.ReleaseID, Environment: r.rel.Environment}
+}
+
+// where names the release and cluster in errors.
+func (r *run) where() string {
+	return fmt.Sprintf("release %s (namespace %s) on %s", r.rel.Name, r.rel.Namespace, r.cl)
+}
+
+// readInventory is step 4 and 5a/5b.
+func (r *run) readInventory(ctx context.Context) (*inventory.Inventory, []inventory.Entry, []inventory.Entry, error) {
+	prev, err := inventory.Read(ctx, r.cl.Clientset, r.invRelease())
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", r.where(), err)
+	}
+	var prevEntries []inventory.Entry
+	if prev != nil {
+		prevEntries = prev.LatestEntries()
+		r.res.Inventory.Name = prev.Name()
+		r.res.Inventory.ChangeIDs = slices.Clone(prev.Index)
+	}
+	stale := inventory.Stale(prevEntries, inventory.Entries(r.rel.Resources))
+	for _, e := range stale {
+		r.res.Stale = append(r.res.Stale, objectOfEntry(e))
+	}
+	r.res.Counts.Stale = len(stale)
+	return prev, prevEntries, stale, nil
+}
+
+// refuseEmpty is scenario P: an empty render would prune everything.
+func (r *run) refuseEmpty(prevEntries []inventory.Entry) error {
+	if len(r.rel.Resources) > 0 || len(prevEntries) == 0 || r.opts.Force {
+		return nil
+	}
+	return fault.Validationf("%s rendered no objects, but its inventory records %d: continuing would prune all of them; "+
+		"check the values and environment, or pass --force if removing everything is intended", r.where(), len(prevEntries))
+}
+
+// Apply runs the apply flow for rel on cl. The Result is returned even
+// with an error, describing what was done before the failure.
+func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Options) (*Result, error) {
+	start := time.Now()
+	r := newRun(cl, rel, opts)
+	defer func() { r.res.Duration = time.Since(start) }()
+
+	prev, prevEntries, stale, err := r.readInventory(ctx)
+	if err != nil {
+		return r.res, err
+	}
+	if err := r.refuseEmpty(prevEntries); err != nil {
+		return r.res, err
+	}
+
+	// 5c: first apply only; runs whatever NoPrune says.
+	var live map[manifest.ID]*unstructured.Unstructured
+	r.res.FirstApply = len(prevEntries) == 0
+	if r.res.FirstApply {
+		if live, err = r.client.GetAll(ctx, rel.Resources); err != nil {
+			return r.res, fmt.Errorf("%s: pre-apply check: %w", r.where(), err)
+		}
+		if err := r.preApplyCheck(live); err != nil {
+			return r.res, err
+		}
+	}
+
+	// 6: apply.
+	results, applyErr := r.client.ApplyAll(ctx, rel.Resources, objects.ApplyOptions{
+		Live:     live,
+		Progress: func(res objects.Result) { r.emit(PhaseApply, objectOf(res)) },
+	})
+	for _, res := range results {
+		r.res.Applied = append(r.res.Applied, objectOf(res))
+		r.res.Counts.add(res.Action)
+	}
+	if applyErr != nil {
+		return r.res, fmt.Errorf("%s: applying failed, so nothing was pruned and the inventory was not written: %w", r.where(), applyErr)
+	}
+
+	// 7: prune.
+	kept, _, pruneErr := r.prune(ctx, stale)
+
+	// 8: record what was rendered plus every stale object still there.
+	inv := prev
+	if inv == nil {
+		inv = inventory.New(r.invRelease())
+	}
+	entries := append(inventory.Entries(rel.Resources), kept...)
+	change := inventory.Change{
+		Module:         inventory.ModuleRef{Path: rel.Module.Path, Version: rel.Module.Version, Name: rel.Module.Name, Local: rel.Module.Version == ""},
+		Values:         rel.ValuesText,
+		ManifestDigest: rel.ManifestDigest,
+		Inventory:      inventory.EntryList{Entries: entries},
+	}
+	inv.Record(rel.ChangeID, change, opts.now(), opts.MaxHistory)
+	r.res.Inventory.Name = inv.Name()
+	r.res.Inventory.ChangeIDs = slices.Clone(inv.Index)
+	if !opts.DryRun {
+		if err := inventory.Write(ctx, cl.Clientset, inv); err != nil {
+			return r.res, errors.Join(fmt.Errorf("%s: %w", r.where(), err), pruneErr)
+		}
+		r.res.Inventory.Written = true
+	}
+	return r.res, pruneErr
+}
+
+// preApplyCheck is step 5c: a first apply must not touch objects that are
+// terminating, nor (unless adopting) objects this release does not own.
+func (r *run) preApplyCheck(live map[manifest.ID]*unstructured.Unstructured) error {
+	var errs []error
+	for _, res := range r.rel.Resources {
+		id := res.ID()
+		obj := live[id]
+		switch {
+		case obj == nil:
+		case obj.GetDeletionTimestamp() != nil:
+			errs = append(errs, &objects.TerminatingError{ID: id})
+		case !r.owns(obj) && !r.opts.Adopt:
+			errs = append(errs, fmt.Errorf("%s already exists but is not tracked by release %s (it lacks the labels %s=%s and %s=%s): delete it, or pass --adopt to take ownership",
+				id, r.rel.Name, inventory.LabelManagedBy, inventory.ManagedByOPM, inventory.LabelReleaseUUID, r.rel.ReleaseID))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: pre-apply check failed, nothing was applied:\n%w", r.where(), errors.Join(errs...))
+}
+
+// owns reports whether obj carries this release's OPM labels.
+func (r *run) owns(obj *unstructured.Unstructured) bool {
+	l := obj.GetLabels()
+	return l[inventory.LabelManagedBy] == inventory.ManagedByOPM &&
+		(l[inventory.LabelReleaseUUID] == r.rel.ReleaseID || l[inventory.LabelReleaseName] == r.rel.Name)
+}
+
+// prune deletes the stale set in reverse weight order (one weight at a
+// time, concurrently within it). It returns the entries not deleted
+// (skipped or failed), which must stay recorded, and those deleted. The
+// error joins failed deletes other than Forbidden, which is a warning.
+func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted []inventory.Entry, err error) {
+	var mu sync.Mutex
+	var errs []error
+	record := func(e inventory.Entry, o Object, keep bool, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch o.Action {
+		case objects.Deleted:
+			r.res.Pruned = append(r.res.Pruned, o)
+		default:
+			r.res.Skipped = append(r.res.Skipped, o)
+		}
+		r.res.Counts.add(o.Action)
+		if keep {
+			kept = append(kept, e)
+		} else {
+			deleted = append(deleted, e)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		r.emit(PhasePrune, o)
+	}
+
+	for _, stage := range deleteStages(stale) {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(r.client.Options().Concurrency)
+		for _, e := range stage {
+			o := objectOfEntry(e)
+			if reason := r.protected(e); reason != "" {
+				o.Action, o.Reason = objects.Skipped, reason
+				record(e, o, true, nil)
+				continue
+			}
+			g.Go(func() error {
+				res, err := r.client.Delete(gctx, e.ID())
+				o.Action, o.Reason = res.Action, res.Reason
+				if res.Version != "" {
+					o.Version = res.Version
+				}
+				switch {
+				case err == nil:
+					record(e, o, false, nil)
+				case apierrors.IsForbidden(err):
+					o.Action, o.Reason = objects.Skipped, "delete forbidden: "+err.Error()
+					mu.Lock()
+					r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s was not pruned: the delete was forbidden (RBAC); it stays in the inventory", e.ID()))
+					mu.Unlock()
+					record(e, o, true, nil)
+				default:
+					o.Reason = err.Error()
+					record(e, o, true, err)
+				}
+				return nil
+			})
+		}
+		_ = g.Wait()
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+	}
+	// Concurrent deletes finish in any order; report in delete order.
+	order := func(a, b Object) int { return manifest.CompareIDs(b.ID(), a.ID()) }
+	slices.SortStableFunc(r.res.Pruned, order)
+	slices.SortStableFunc(r.res.Skipped, order)
+	inventory.SortForDelete(kept)
+	if len(errs) > 0 {
+		return kept, deleted, fmt.Errorf("%s: pruning failed for %d object(s), which stay in the inventory: %w", r.where(), len(errs), errors.Join(errs...))
+	}
+	return kept, deleted, nil
+}
+
+// protected says why a stale entry must not be deleted, or "".
+func (r *run) protected(e inventory.Entry) string {
+	switch {
+	case r.opts.NoPrune:
+		return "pruning is off (--no-prune)"
+	case e.Group == "" && e.Kind == "Namespace" && !r.opts.PruneNamespaces:
+		return "Namespaces are pruned only with --prune-namespaces (deleting one deletes everything in it)"
+	case e.Group == "" && e.Kind == "PersistentVolumeClaim" && !r.opts.PrunePVCs:
+		return "PersistentVolumeClaims are pruned only with --prune-pvcs (deleting one deletes its data)"
+	}
+	return ""
+}
+
+// deleteStages groups entries (already in delete order) by weight.
+func deleteStages(es []inventory.Entry) [][]inventory.Entry {
+	var stages [][]inventory.Entry
+	last := 0
+	for i, e := range es {
+		w := manifest.Weight(e.ID().GroupKind())
+		if i == 0 || w != last {
+			stages = append(stages, nil)
+			last = w
+		}
+		stages[len(stages)-1] = append(stages[len(stages)-1], e)
+	}
+	return stages
+}
+
+// Prune deletes the stale set of rel (what the inventory's latest change
+// recorded that rel no longer renders) without applying anything, with the
+// same protections as Apply, then rewrites the latest change without the
+// objects it deleted. A release without an inventory has nothing to prune.
+func Prune(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Options) (*Result, error) {
+	start := time.Now()
+	r := newRun(cl, rel, opts)
+	defer func() { r.res.Duration = time.Since(start) }()
+
+	inv, prevEntries, stale, err := r.readInventory(ctx)
+	if err != nil {
+		return r.res, err
+	}
+	if inv == nil {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s has no inventory Secret: nothing to prune", r.where()))
+		return r.res, nil
+	}
+	if err := r.refuseEmpty(prevEntries); err != nil {
+		return r.res, err
+	}
+	_, deleted, pruneErr := r.prune(ctx, stale)
+	if len(deleted) == 0 || opts.DryRun {
+		return r.res, pruneErr
+	}
+	gone := map[manifest.Key]bool{}
+	for _, e := range deleted {
+		gone[e.Key()] = true
+	}
+	remaining := slices.DeleteFunc(slices.Clone(prevEntries), func(e inventory.Entry) bool { return gone[e.Key()] })
+	if err := inv.SetLatestEntries(remaining, opts.now()); err != nil {
+		return r.res, errors.Join(err, pruneErr)
+	}
+	if err := inventory.Write(ctx, cl.Clientset, inv); err != nil {
+		return r.res, errors.Join(fmt.Errorf("%s: %w", r.where(), err), pruneErr)
+	}
+	r.res.Inventory.Written = true
+	return r.res, pruneErr
+}
+
+// Line is the kubectl-style progress line of an event: "kind.group/name
+// action", with the reason of skipped and failed objects. It never shows
+// object content, so Secret values cannot leak into logs.
+func (e Event) Line() string {
+	o := e.Object
+	kind := strings.ToLower(o.Kind)
+	if o.Group != "" {
+		kind += "." + o.Group
+	}
+	s := kind + "/" + o.Name
+	if o.Namespace != "" && o.Namespace != e.Namespace {
+		s += " -n " + o.Namespace
+	}
+	s += " " + string(o.Action)
+	if e.DryRun {
+		s += " (server dry run)"
+	}
+	if o.Reason != "" {
+		s += ": " + o.Reason
+	}
+	return s
+}

@@ -1,0 +1,129 @@
+package reconcile
+
+import (
+	"time"
+
+	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/objects"
+)
+
+// Phase says which step an event belongs to.
+type Phase string
+
+// Phases.
+const (
+	PhaseApply Phase = "apply"
+	PhasePrune Phase = "prune"
+)
+
+// Object is one object and what happened to it.
+type Object struct {
+	Group     string         `json:"group,omitempty"`
+	Version   string         `json:"version,omitempty"`
+	Kind      string         `json:"kind"`
+	Namespace string         `json:"namespace,omitempty"`
+	Name      string         `json:"name"`
+	Component string         `json:"component,omitempty"`
+	Action    objects.Action `json:"action,omitempty"`
+	// Reason explains a skipped or failed object, or notes a dry run.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ID is the object's Kubernetes identity.
+func (o Object) ID() manifest.ID {
+	return manifest.ID{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
+}
+
+func objectOf(r objects.Result) Object {
+	o := Object{Group: r.ID.Group, Version: r.Version, Kind: r.ID.Kind, Namespace: r.ID.Namespace, Name: r.ID.Name,
+		Component: r.Component, Action: r.Action, Reason: r.Reason}
+	if r.Err != nil {
+		o.Reason = r.Err.Error()
+	}
+	return o
+}
+
+func objectOfEntry(e inventory.Entry) Object {
+	return Object{Group: e.Group, Version: e.V, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, Component: e.Component}
+}
+
+// Event reports one object as it is applied or pruned.
+type Event struct {
+	Release   string `json:"release"`
+	Namespace string `json:"namespace"`
+	Phase     Phase  `json:"phase"`
+	Object    Object `json:"object"`
+	DryRun    bool   `json:"dryRun,omitempty"`
+}
+
+// Counts sums the actions of one run.
+type Counts struct {
+	Created    int `json:"created"`
+	Configured int `json:"configured"`
+	Unchanged  int `json:"unchanged"`
+	Recreated  int `json:"recreated"`
+	Deleted    int `json:"deleted"`
+	Skipped    int `json:"skipped"`
+	Failed     int `json:"failed"`
+	Stale      int `json:"stale"`
+}
+
+func (c *Counts) add(a objects.Action) {
+	switch a {
+	case objects.Created:
+		c.Created++
+	case objects.Configured:
+		c.Configured++
+	case objects.Unchanged:
+		c.Unchanged++
+	case objects.Recreated:
+		c.Recreated++
+	case objects.Deleted:
+		c.Deleted++
+	case objects.Skipped:
+		c.Skipped++
+	case objects.Failed:
+		c.Failed++
+	}
+}
+
+// InventoryRef names the inventory Secret and its history after the run
+// (what it would be, in a dry run).
+type InventoryRef struct {
+	Name      string   `json:"name"`
+	Namespace string   `json:"namespace"`
+	ChangeIDs []string `json:"changeIds"`
+	// Written is false in a dry run and when the run failed before the write.
+	Written bool `json:"written"`
+}
+
+// Result is what one apply or prune of one release did.
+type Result struct {
+	Release   string `json:"release"`
+	Namespace string `json:"namespace"`
+	ReleaseID string `json:"releaseId"`
+	// Cluster describes the cluster as the summary line names it.
+	Cluster        string `json:"cluster"`
+	Server         string `json:"server"`
+	Context        string `json:"context,omitempty"`
+	ManifestDigest string `json:"manifestDigest"`
+	ChangeID       string `json:"changeId"`
+	DryRun         bool   `json:"dryRun"`
+	// FirstApply is true when the release had no inventory (or an empty one).
+	FirstApply bool `json:"firstApply"`
+	// Applied lists every rendered object reached, in apply order.
+	Applied []Object `json:"applied"`
+	// Stale is the stale set: recorded by the previous change, no longer
+	// rendered (after the component-rename check), in delete order.
+	Stale []Object `json:"stale"`
+	// Pruned lists stale objects deleted (or that would be, in a dry run).
+	Pruned []Object `json:"pruned"`
+	// Skipped lists stale objects not deleted and why; they stay in the
+	// inventory so a later run tries again.
+	Skipped   []Object      `json:"skipped"`
+	Inventory InventoryRef  `json:"inventory"`
+	Counts    Counts        `json:"counts"`
+	Duration  time.Duration `json:"-"`
+	Warnings  []string      `json:"warnings,omitempty"`
+}
