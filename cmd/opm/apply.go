@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/opmodel/pipeline/pipeline"
+)
+
+// clusterFlags are the flags of every command that talks to a cluster:
+// --kubeconfig and --context. Each release's environment may name its own
+// kubeContext/kubeConfig; these flags win over it.
+type clusterFlags struct {
+	kubeconfig string
+	context    string
+}
+
+func (c *clusterFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file (default: the environment's cluster.kubeConfig, else KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&c.context, "context", "", "kubeconfig context (default: the environment's cluster.kubeContext, else the current context)")
+}
+
+func (c *clusterFlags) options() pipeline.ClusterOptions {
+	return pipeline.ClusterOptions{Kubeconfig: c.kubeconfig, Context: c.context}
+}
+
+// checkOutput validates -o for apply and prune.
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return usageError{fmt.Errorf("-o must be text or json, not %q", output)}
+	}
+	return nil
+}
+
+func newApplyCmd() *cobra.Command {
+	var (
+		sel     selectionFlags
+		cluster clusterFlags
+		opts    pipeline.ApplyOptions
+		output  string
+	)
+	cmd := &cobra.Command{
+		Use:   "apply [DIR]",
+		Short: "Apply releases to their clusters and prune what they no longer render",
+		Long: `Render the releases of a deployment directory (default ".") and apply each to its
+cluster with server-side apply (field manager "opm"): CRDs and Namespaces first,
+then, once the CRDs are Established, the rest in weight order. Objects that would
+not change are not written. Then the stale set — objects the release's inventory
+Secret records but the render no longer produces — is pruned, and the inventory
+is written. If anything fails to apply, nothing is pruned and the inventory is
+not written.
+
+On a release's first apply, objects that already exist without the release's
+labels stop the apply (use --adopt to take them over), and so do objects that are
+being deleted. Stale Namespaces and PersistentVolumeClaims are kept unless
+--prune-namespaces / --prune-pvcs; kept objects stay in the inventory. An empty
+render of a release that has objects is refused unless --force.
+
+Prints one line per object as it is applied or pruned, then a summary per release.
+Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found.`,
+		Args: dirArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if opts.MaxHistory < 1 {
+				return usageError{fmt.Errorf("--max-history must be at least 1, not %d", opts.MaxHistory)}
+			}
+			opts.Selection = sel.selection(args)
+			opts.ClusterOptions = cluster.options()
+			opts.Progress = progressPrinter(cmd, output)
+			res, err := pipeline.Apply(cmd.Context(), opts)
+			return printApplyResult(cmd, output, res, err)
+		},
+	}
+	sel.register(cmd.Flags())
+	cluster.register(cmd.Flags())
+	fs := cmd.Flags()
+	fs.BoolVar(&opts.DryRun, "dry-run", false, "server-side dry run: report what would be applied, pruned and skipped; write nothing")
+	fs.BoolVar(&opts.NoPrune, "no-prune", false, "do not delete stale objects (they stay in the inventory); the first-apply checks still run")
+	fs.BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "allow pruning stale Namespaces, and everything in them")
+	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "allow pruning stale PersistentVolumeClaims, and their data")
+	fs.BoolVar(&opts.Force, "force", false, "re-create objects whose immutable fields change; allow an empty render to prune everything")
+	fs.BoolVar(&opts.Adopt, "adopt", false, "on a first apply, take over existing objects that lack this release's labels")
+	fs.IntVar(&opts.MaxHistory, "max-history", 10, "changes kept in the inventory Secret")
+	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// progressPrinter prints one line per object as it happens: on stdout for
+// text output, on stderr when stdout carries JSON.
+func progressPrinter(cmd *cobra.Command, output string) func(pipeline.ProgressEvent) {
+	w := cmd.OutOrStdout()
+	if output == "json" {
+		w = cmd.ErrOrStderr()
+	}
+	return func(e pipeline.ProgressEvent) { fmt.Fprintln(w, e.Line()) }
+}
+
+// printApplyResult prints the summary (or the JSON result) and passes the
+// error on for main to map to an exit code.
+func printApplyResult(cmd *cobra.Command, output string, res *pipeline.ApplyResult, err error) error {
+	if res == nil {
+		return err
+	}
+	if output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if encErr := enc.Encode(res); encErr != nil && err == nil {
+			return encErr
+		}
+		printWarnings(cmd.ErrOrStderr(), res)
+		return err
+	}
+	for _, r := range res.Releases {
+		fmt.Fprintln(cmd.OutOrStdout(), r.Summary())
+	}
+	printWarnings(cmd.ErrOrStderr(), res)
+	return err
+}
+
+func printWarnings(w io.Writer, res *pipeline.ApplyResult) {
+	for _, r := range res.Releases {
+		for _, warn := range r.Warnings {
+			fmt.Fprintf(w, "Warning: %s\n", warn)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/opmodel/pipeline/pipeline"
+)
+
+func newPruneCmd() *cobra.Command {
+	var (
+		sel     selectionFlags
+		cluster clusterFlags
+		opts    pipeline.PruneOptions
+		output  string
+	)
+	cmd := &cobra.Command{
+		Use:   "prune [DIR]",
+		Short: "Delete what releases no longer render, without applying",
+		Long: `Render the releases of a deployment directory (default ".") and delete each one's
+stale set: the objects its inventory Secret records that the render no longer
+produces. Nothing is applied. Stale Namespaces and PersistentVolumeClaims are kept
+unless --prune-namespaces / --prune-pvcs, a forbidden delete is a warning, and
+the inventory is rewritten without the deleted objects (kept ones stay recorded).
+An empty render of a release that has objects is refused unless --force.
+
+Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found.`,
+		Args: dirArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			opts.Selection = sel.selection(args)
+			opts.ClusterOptions = cluster.options()
+			opts.Progress = progressPrinter(cmd, output)
+			res, err := pipeline.Prune(cmd.Context(), opts)
+			return printApplyResult(cmd, output, res, err)
+		},
+	}
+	sel.register(cmd.Flags())
+	cluster.register(cmd.Flags())
+	fs := cmd.Flags()
+	fs.BoolVar(&opts.DryRun, "dry-run", false, "server-side dry run: report what would be pruned and skipped; write nothing")
+	fs.BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "allow pruning stale Namespaces, and everything in them")
+	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "allow pruning stale PersistentVolumeClaims, and their data")
+	fs.BoolVar(&opts.Force, "force", false, "allow an empty render to prune everything the release recorded")
+	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}

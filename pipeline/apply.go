@@ -1,0 +1,196 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/reconcile"
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// ApplyOptions are the options of Apply.
+type ApplyOptions struct {
+	Selection
+	ClusterOptions
+	// DryRun runs the whole flow as server-side dry runs and writes nothing.
+	DryRun bool `json:"dryRun,omitempty"`
+	// NoPrune keeps the stale set (still recorded in the inventory). The
+	// first-apply existence check runs regardless.
+	NoPrune bool `json:"noPrune,omitempty"`
+	// PruneNamespaces and PrunePVCs lift the protection of stale
+	// Namespaces and PersistentVolumeClaims.
+	PruneNamespaces bool `json:"pruneNamespaces,omitempty"`
+	PrunePVCs       bool `json:"prunePVCs,omitempty"`
+	// Force lets an empty render prune a whole release and recreates
+	// objects whose immutable fields change.
+	Force bool `json:"force,omitempty"`
+	// Adopt lets a first apply take over existing objects this release
+	// did not create.
+	Adopt bool `json:"adopt,omitempty"`
+	// MaxHistory caps the inventory's change history; 10 when zero.
+	MaxHistory int `json:"maxHistory,omitempty"`
+	// Concurrency bounds parallel requests per weight stage; 8 when zero.
+	Concurrency int `json:"concurrency,omitempty"`
+	// Progress receives one event per object as it is applied or pruned,
+	// never concurrently.
+	Progress func(ProgressEvent) `json:"-"`
+}
+
+// ProgressEvent reports one object applied or pruned; Line() is its
+// kubectl-style text.
+type ProgressEvent = reconcile.Event
+
+// ObjectAction is one object and what apply or prune did to it.
+type ObjectAction = reconcile.Object
+
+// InventoryRef names a release's inventory Secret and its change IDs.
+type InventoryRef = reconcile.InventoryRef
+
+// ApplyCounts sums the actions of one release.
+type ApplyCounts = reconcile.Counts
+
+// ApplyResult is what Apply and Prune return; its JSON form is what
+// `opm apply -o json` and `opm prune -o json` print.
+type ApplyResult struct {
+	Releases []AppliedRelease `json:"releases"`
+}
+
+// AppliedRelease is one release's render result plus what happened on the
+// cluster.
+type AppliedRelease struct {
+	RenderedRelease
+	// Operation is "apply" or "prune".
+	Operation string     `json:"operation"`
+	Cluster   ClusterRef `json:"cluster"`
+	DryRun    bool       `json:"dryRun"`
+	// Applied lists the rendered objects reached, in apply order (empty for prune).
+	Applied []ObjectAction `json:"applied"`
+	// Stale is the stale set, in delete order.
+	Stale []ObjectAction `json:"stale"`
+	// Pruned lists stale objects deleted (would be, in a dry run).
+	Pruned []ObjectAction `json:"pruned"`
+	// Skipped lists stale objects kept, with the reason; they stay recorded.
+	Skipped         []ObjectAction `json:"skipped"`
+	Inventory       InventoryRef   `json:"inventory"`
+	Counts          ApplyCounts    `json:"counts"`
+	DurationSeconds float64        `json:"durationSeconds"`
+	Warnings        []string       `json:"warnings,omitempty"`
+	// Error is set when this release failed; later releases were not touched.
+	Error string `json:"error,omitempty"`
+}
+
+// ClusterRef names the cluster a release was applied to.
+type ClusterRef struct {
+	Server  string `json:"server"`
+	Context string `json:"context,omitempty"`
+}
+
+func (o ApplyOptions) reconcileOptions() reconcile.Options {
+	return reconcile.Options{
+		DryRun: o.DryRun, NoPrune: o.NoPrune, PruneNamespaces: o.PruneNamespaces, PrunePVCs: o.PrunePVCs,
+		Force: o.Force, Adopt: o.Adopt, MaxHistory: o.MaxHistory, Concurrency: o.Concurrency, Progress: o.Progress,
+	}
+}
+
+// Apply renders the selected releases and applies each to its cluster
+// (release inventory RFC, apply flow steps 1–8): apply in weight stages,
+// prune the stale set, record the inventory. Releases are applied in
+// order; the first that fails stops the run. The result covers every
+// release reached, the failed one included, and is returned with the
+// error.
+func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
+	return eachRelease(ctx, opts.Selection, opts.ClusterOptions, "apply", func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
+		return reconcile.Apply(ctx, cl, rel, opts.reconcileOptions())
+	})
+}
+
+// releaseOp runs one operation on one release.
+type releaseOp func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error)
+
+// eachRelease renders the selection and runs op on each release, in order,
+// stopping at the first failure.
+func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operation string, op releaseOp) (*ApplyResult, error) {
+	rels, err := render.Render(ctx, sel.renderOptions())
+	if err != nil {
+		return nil, err
+	}
+	cls := newClusters(co)
+	res := &ApplyResult{Releases: make([]AppliedRelease, 0, len(rels))}
+	for _, rel := range rels {
+		ar := AppliedRelease{
+			RenderedRelease: newRenderedRelease(rel), Operation: operation,
+			Applied: []ObjectAction{}, Stale: []ObjectAction{}, Pruned: []ObjectAction{}, Skipped: []ObjectAction{},
+		}
+		cl, err := cls.For(ctx, rel)
+		if err == nil {
+			ar.Cluster = ClusterRef{Server: cl.Server, Context: cl.Context}
+			var r *reconcile.Result
+			r, err = op(ctx, cl, rel)
+			if r != nil {
+				ar.fill(r)
+			}
+		}
+		if err != nil {
+			ar.Error = err.Error()
+			res.Releases = append(res.Releases, ar)
+			return res, err
+		}
+		res.Releases = append(res.Releases, ar)
+	}
+	return res, nil
+}
+
+func (ar *AppliedRelease) fill(r *reconcile.Result) {
+	ar.DryRun = r.DryRun
+	ar.Applied, ar.Stale, ar.Pruned, ar.Skipped = r.Applied, r.Stale, r.Pruned, r.Skipped
+	ar.Inventory = r.Inventory
+	ar.Counts = r.Counts
+	ar.DurationSeconds = r.Duration.Seconds()
+	ar.Warnings = r.Warnings
+}
+
+// Summary is the final line of one release: what happened, where, and
+// the identity of what is now recorded.
+func (r AppliedRelease) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "release %s ", r.Name)
+	switch {
+	case r.DryRun:
+		fmt.Fprintf(&b, "%s (server dry run, nothing written)", r.Operation)
+	case r.Operation == "prune":
+		b.WriteString("pruned")
+	default:
+		b.WriteString("applied")
+	}
+	fmt.Fprintf(&b, " on %s", r.Cluster)
+	c := r.Counts
+	if r.Operation == "apply" {
+		fmt.Fprintf(&b, ": %d created, %d configured, %d unchanged", c.Created, c.Configured, c.Unchanged)
+		if c.Recreated > 0 {
+			fmt.Fprintf(&b, ", %d recreated", c.Recreated)
+		}
+		fmt.Fprintf(&b, ", %d pruned, %d skipped", c.Deleted, c.Skipped)
+	} else {
+		fmt.Fprintf(&b, ": %d stale, %d pruned, %d skipped", c.Stale, c.Deleted, c.Skipped)
+	}
+	if c.Failed > 0 {
+		fmt.Fprintf(&b, ", %d failed", c.Failed)
+	}
+	fmt.Fprintf(&b, "; digest=%s change=%s inventory=%s", r.ManifestDigest, r.ChangeID, r.Inventory.Name)
+	if !r.Inventory.Written && !r.DryRun {
+		b.WriteString(" (not written)")
+	}
+	fmt.Fprintf(&b, " in %s", (time.Duration(r.DurationSeconds * float64(time.Second))).Round(time.Millisecond))
+	return b.String()
+}
+
+// String names the cluster as the summary does: context and server URL.
+func (c ClusterRef) String() string {
+	if c.Context == "" {
+		return c.Server
+	}
+	return fmt.Sprintf("context %s (%s)", c.Context, c.Server)
+}

@@ -1,0 +1,42 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/reconcile"
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// PruneOptions are the options of Prune.
+type PruneOptions struct {
+	Selection
+	ClusterOptions
+	// DryRun sends the deletes as server-side dry runs and writes nothing.
+	DryRun bool `json:"dryRun,omitempty"`
+	// PruneNamespaces and PrunePVCs lift the protection of stale
+	// Namespaces and PersistentVolumeClaims.
+	PruneNamespaces bool `json:"pruneNamespaces,omitempty"`
+	PrunePVCs       bool `json:"prunePVCs,omitempty"`
+	// Force lets an empty render prune a whole release.
+	Force bool `json:"force,omitempty"`
+	// Concurrency bounds parallel deletes per weight; 8 when zero.
+	Concurrency int `json:"concurrency,omitempty"`
+	// Progress receives one event per stale object, never concurrently.
+	Progress func(ProgressEvent) `json:"-"`
+}
+
+// Prune renders the selected releases and deletes each one's stale set —
+// what its inventory's latest change records that the render no longer
+// produces — without applying anything, with apply's protections. The
+// inventory is rewritten without the objects deleted; skipped ones stay.
+// A release without an inventory has nothing to prune (a warning).
+func Prune(ctx context.Context, opts PruneOptions) (*ApplyResult, error) {
+	ro := reconcile.Options{
+		DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs,
+		Force: opts.Force, Concurrency: opts.Concurrency, Progress: opts.Progress,
+	}
+	return eachRelease(ctx, opts.Selection, opts.ClusterOptions, "prune", func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
+		return reconcile.Prune(ctx, cl, rel, ro)
+	})
+}
