@@ -72,6 +72,15 @@ func (c *Counts) Add(ch Change) {
 	}
 }
 
+// AddAll adds another set of counts.
+func (c *Counts) AddAll(o Counts) {
+	c.Added += o.Added
+	c.Modified += o.Modified
+	c.Unchanged += o.Unchanged
+	c.Stale += o.Stale
+	c.Ghost += o.Ghost
+}
+
 // Changed reports whether anything would change.
 func (c Counts) Changed() bool { return c.Added+c.Modified+c.Stale > 0 }
 

@@ -1,0 +1,200 @@
+// Package preview computes what applying a rendered release would change
+// on its cluster, changing nothing: for every rendered object whether it
+// would be added, modified or left unchanged (a server-side dry-run apply
+// compared with the live object, with a readable diff); which recorded
+// objects would be pruned (the stale set, after the component-rename
+// check); and ghosts — objects that carry the release's labels but are in
+// neither the inventory nor the render (inventory RFC scenario F).
+//
+// Like kubectl diff --server-side it lets the API server compute the
+// result, so defaults, admission and merges are the server's, not a guess.
+package preview
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/opmodel/pipeline/engine/diff"
+	"github.com/opmodel/pipeline/engine/discover"
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/objects"
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// Class is what would happen to an object.
+type Class string
+
+// Classes.
+const (
+	Added     Class = "added"
+	Modified  Class = "modified"
+	Unchanged Class = "unchanged"
+	Stale     Class = "stale"
+	Ghost     Class = "ghost"
+)
+
+// Options tune a preview.
+type Options struct {
+	// Ghosts scans the cluster by label for ghosts (one LIST per type and
+	// selector); off, only the inventory and the render are read.
+	Ghosts bool
+	// Workers bounds concurrent requests; 8 when zero.
+	Workers int
+}
+
+// Object is one object's preview.
+type Object struct {
+	ID        manifest.ID
+	Version   string
+	Component string
+	Class     Class
+	// Diff is a unified YAML diff, Secret values masked; for an added
+	// object every line is added, for a stale one every line removed.
+	Diff string
+	// Warning says why apply would not act as the class suggests (an
+	// immutable field, a stale object already gone, a ghost).
+	Warning string
+}
+
+// Result is the preview of one release.
+type Result struct {
+	// Inventory is the release's current inventory, nil on first install.
+	Inventory *inventory.Inventory
+	// Objects: rendered ones in apply order, then stale, then ghosts.
+	Objects []Object
+	// Discovery says how ghosts were looked for and what it cost.
+	Discovery discover.Stats
+}
+
+// Release previews applying rel to cl.
+func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Options) (*Result, error) {
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = 8
+	}
+	invRel := inventory.Release{Name: rel.Name, Namespace: rel.Namespace, ReleaseID: rel.ReleaseID, Environment: rel.Environment}
+	inv, err := inventory.Read(ctx, cl.Clientset, invRel)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Inventory: inv}
+	client := objects.New(cl, objects.Options{DryRun: true})
+
+	rendered := make([]Object, len(rel.Resources))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i, r := range rel.Resources {
+		g.Go(func() error {
+			o, err := previewObject(gctx, client, r)
+			rendered[i] = o
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	res.Objects = rendered
+
+	current := inventory.Entries(rel.Resources)
+	var previous []inventory.Entry
+	if inv != nil {
+		previous = inv.LatestEntries()
+	}
+	stale, err := previewStale(ctx, client, inventory.Stale(previous, current), workers)
+	if err != nil {
+		return nil, err
+	}
+	res.Objects = append(res.Objects, stale...)
+
+	if opts.Ghosts {
+		labelled, stats, err := discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers})
+		if err != nil {
+			return nil, fmt.Errorf("looking for ghosts of release %s: %w", rel.Name, err)
+		}
+		res.Discovery = stats
+		known := [][]manifest.ID{ids(current), ids(previous)}
+		for _, u := range discover.Ghosts(labelled, known...) {
+			o := Object{ID: discover.IDOf(u), Version: u.GroupVersionKind().Version, Component: u.GetLabels()[discover.LabelComponentName], Class: Ghost,
+				Warning: "carries this release's labels but is in neither the inventory nor the render (left by a failed apply?); apply will not prune it: delete it by hand if it is not wanted"}
+			if o.Diff, err = diff.Unified(u, nil, diff.Options{FromFile: "live", ToFile: "ghost"}); err != nil {
+				return nil, err
+			}
+			res.Objects = append(res.Objects, o)
+		}
+	}
+	return res, nil
+}
+
+func previewObject(ctx context.Context, client *objects.Client, r manifest.Resource) (Object, error) {
+	o := Object{ID: r.ID(), Version: r.GVK().Version, Component: r.Component}
+	live, planned, err := client.Preview(ctx, r)
+	var ie *objects.ImmutableError
+	switch {
+	case errors.As(err, &ie):
+		o.Class = Modified
+		o.Warning = ie.Error()
+		o.Diff, err = diff.Unified(live, r.Object, diff.Options{FromFile: "live", ToFile: "rendered"})
+		return o, err
+	case err != nil:
+		return o, err
+	case live == nil:
+		o.Class = Added
+		o.Diff, err = diff.Unified(nil, planned, diff.Options{FromFile: "live", ToFile: "planned"})
+		return o, err
+	}
+	o.Diff, err = diff.Unified(live, planned, diff.Options{FromFile: "live", ToFile: "planned"})
+	o.Class = Modified
+	if o.Diff == "" {
+		o.Class = Unchanged
+	}
+	return o, err
+}
+
+func previewStale(ctx context.Context, client *objects.Client, stale []inventory.Entry, workers int) ([]Object, error) {
+	out := make([]Object, len(stale))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i, e := range stale {
+		g.Go(func() error {
+			o := Object{ID: e.ID(), Version: e.V, Component: e.Component, Class: Stale}
+			live, err := client.Get(gctx, e.ID().GroupKind().WithVersion(""), e.Namespace, e.Name)
+			if err == nil {
+				o.Diff, err = diff.Unified(live, nil, diff.Options{FromFile: "live", ToFile: "pruned"})
+			} else if isGone(err) {
+				o.Warning, err = joinWarning(o.Warning, "already gone from the cluster"), nil
+			}
+			mu.Lock()
+			out[i] = o
+			mu.Unlock()
+			return err
+		})
+	}
+	return out, g.Wait()
+}
+
+func joinWarning(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func ids(es []inventory.Entry) []manifest.ID {
+	out := make([]manifest.ID, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.ID())
+	}
+	return out
+}
+
+// isGone reports an object, or its whole kind, no longer on the cluster.
+func isGone(err error) bool { return apierrors.IsNotFound(err) || fault.KindOf(err) == fault.NotFound }

@@ -1,0 +1,102 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/preview"
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// DiffOptions are the options of Diff.
+type DiffOptions struct {
+	Selection
+	Cluster ClusterOptions `json:"cluster"`
+	// PruneNamespaces and PrunePVCs are apply's flags: the diff warns about
+	// exactly the stale objects apply would keep.
+	PruneNamespaces bool `json:"pruneNamespaces,omitempty"`
+	PrunePVCs       bool `json:"prunePVCs,omitempty"`
+	// NoGhosts skips the label scan that finds ghosts.
+	NoGhosts bool `json:"noGhosts,omitempty"`
+}
+
+// Diff compares the rendered releases with their clusters: each object
+// added, modified or unchanged (server-side dry run), the stale set apply
+// would prune, and ghosts. A release whose cluster cannot be reached is
+// reported with Error set and the others are still compared; the returned
+// error then joins every such failure.
+func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
+	rels, err := render.Render(ctx, opts.renderOptions())
+	if err != nil {
+		return nil, err
+	}
+	cs := &ChangeSet{Releases: make([]ReleaseChanges, 0, len(rels))}
+	cl := newClusters(opts.Cluster)
+	var errs []error
+	for _, rel := range rels {
+		rc, err := diffRelease(ctx, cl, rel, opts)
+		if err != nil {
+			rc.Error = err.Error()
+			errs = append(errs, fmt.Errorf("release %s: %w", rel.Name, err))
+		}
+		cs.Releases = append(cs.Releases, rc)
+		cs.Counts.AddAll(rc.Counts)
+	}
+	return cs, errors.Join(errs...)
+}
+
+func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts DiffOptions) (ReleaseChanges, error) {
+	rc := ReleaseChanges{
+		Name: rel.Name, Namespace: rel.Namespace, Environment: rel.Environment, ReleaseID: rel.ReleaseID,
+		Head: Revision{ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID},
+	}
+	cluster, err := cl.For(ctx, rel)
+	if err != nil {
+		return rc, err
+	}
+	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts})
+	if err != nil {
+		return rc, err
+	}
+	if pv.Inventory != nil {
+		if id, ch, ok := pv.Inventory.Latest(); ok {
+			rc.Base = &Revision{ManifestDigest: ch.ManifestDigest, ChangeID: id}
+		}
+	}
+	for _, o := range pv.Objects {
+		oc := ObjectChange{
+			Object:  ObjectRef{Group: o.ID.Group, Version: o.Version, Kind: o.ID.Kind, Namespace: o.ID.Namespace, Name: o.ID.Name, Component: o.Component},
+			Change:  Change(o.Class),
+			Diff:    o.Diff,
+			Warning: o.Warning,
+		}
+		if o.Class == preview.Stale {
+			e := inventory.Entry{Group: o.ID.Group, Kind: o.ID.Kind, Namespace: o.ID.Namespace, Name: o.ID.Name, V: o.Version, Component: o.Component}
+			if w, relWarn := protection(e, opts.PruneNamespaces, opts.PrunePVCs); w != "" {
+				oc.Warning = joinWarnings(w, oc.Warning)
+				rc.Warnings = append(rc.Warnings, relWarn)
+			}
+		}
+		if o.Class == preview.Ghost {
+			rc.Warnings = append(rc.Warnings, fmt.Sprintf("ghost %s: carries this release's labels but is in neither the inventory nor the render", o.ID))
+		}
+		rc.Objects = append(rc.Objects, oc)
+		rc.Counts.Add(oc.Change)
+	}
+	if len(rel.Resources) == 0 && rc.Counts.Stale > 0 {
+		rc.Warnings = append(rc.Warnings, fmt.Sprintf("the render is empty: apply would prune all %d recorded objects, so it refuses without --force", rc.Counts.Stale))
+	}
+	return rc, nil
+}
+
+func joinWarnings(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}

@@ -1,0 +1,144 @@
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/opmodel/pipeline/engine/discover"
+	"github.com/opmodel/pipeline/engine/health"
+	"github.com/opmodel/pipeline/engine/inventory"
+)
+
+// StatusOptions are the options of Status.
+type StatusOptions struct {
+	Target
+	Cluster ClusterOptions `json:"cluster"`
+	// Wait polls until every object is Current or one Failed, or Timeout.
+	Wait    bool          `json:"wait,omitempty"`
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// Interval is the polling interval of Wait (default 2s).
+	Interval time.Duration `json:"-"`
+	// Progress, when set, hears each object as it changes health during Wait.
+	Progress func(release string, h health.ObjectHealth) `json:"-"`
+}
+
+// StatusResult is what Status returns.
+type StatusResult struct {
+	Releases []ReleaseStatus `json:"releases"`
+	// Healthy is true when every object of every release is Current.
+	Healthy bool `json:"healthy"`
+}
+
+// ReleaseStatus is one release's identity and the health of its objects.
+type ReleaseStatus struct {
+	Name        string `json:"name"`
+	Namespace   string `json:"namespace"`
+	Environment string `json:"environment,omitempty"`
+	ReleaseID   string `json:"releaseId"`
+	ModuleID    string `json:"moduleId,omitempty"`
+	// ChangeID and LastTransitionTime come from the inventory; empty when
+	// the release was found by labels.
+	ChangeID           string `json:"changeId,omitempty"`
+	LastTransitionTime string `json:"lastTransitionTime,omitempty"`
+	// Discovery is "inventory" or "labels".
+	Discovery  string            `json:"discovery"`
+	Components []ComponentStatus `json:"components"`
+	// Ghosts carry the release's labels but are in neither the inventory
+	// nor the render.
+	Ghosts  []ObjectStatus `json:"ghosts,omitempty"`
+	Healthy bool           `json:"healthy"`
+}
+
+// ComponentStatus groups a component's objects.
+type ComponentStatus struct {
+	Name    string         `json:"name"`
+	Objects []ObjectStatus `json:"objects"`
+}
+
+// ObjectStatus is one object's health: Current, InProgress, Failed,
+// Missing or Terminating, with kstatus's reason.
+type ObjectStatus struct {
+	ObjectRef
+	Health health.Status `json:"health"`
+	Reason string        `json:"reason,omitempty"`
+}
+
+// Status reports the health of the targeted releases' objects, found
+// through the inventory (targeted GETs) or, without one, a label scan.
+// With Wait it polls until all are Current or one fails.
+func Status(ctx context.Context, opts StatusOptions) (*StatusResult, error) {
+	ds, err := resolve(ctx, opts.Target, opts.Cluster, true)
+	if err != nil {
+		return nil, err
+	}
+	res := &StatusResult{Healthy: true}
+	var errs []error
+	for _, d := range ds {
+		rs, err := releaseStatus(ctx, d, opts)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		res.Healthy = res.Healthy && rs.Healthy
+		res.Releases = append(res.Releases, rs)
+	}
+	return res, errors.Join(errs...)
+}
+
+func releaseStatus(ctx context.Context, d *deployed, opts StatusOptions) (ReleaseStatus, error) {
+	rs := ReleaseStatus{Name: d.name, Namespace: d.namespace, Environment: d.environment, ReleaseID: d.releaseID, ModuleID: d.moduleID, Discovery: d.strategy}
+	if d.inv != nil {
+		rs.ChangeID, _, _ = d.inv.Latest()
+		rs.LastTransitionTime = d.inv.Metadata.LastTransitionTime
+	}
+	var hs []health.ObjectHealth
+	var waitErr error
+	if opts.Wait {
+		var progress func(health.ObjectHealth)
+		if opts.Progress != nil {
+			progress = func(h health.ObjectHealth) { opts.Progress(d.name, h) }
+		}
+		hs, waitErr = health.Wait(ctx, d.cluster, d.entries, opts.Interval, opts.Timeout, progress)
+		var we *health.WaitError
+		if waitErr != nil && !errors.As(waitErr, &we) {
+			return rs, waitErr
+		}
+	} else {
+		found, _, err := discover.FromInventory(ctx, d.cluster, d.entries, discover.Options{})
+		if err != nil {
+			return rs, err
+		}
+		hs = health.Check(found)
+		for _, f := range found {
+			if rs.ModuleID == "" && f.Object != nil {
+				rs.ModuleID = f.Object.GetLabels()["module.opmodel.dev/uuid"]
+			}
+		}
+	}
+	rs.Components = groupByComponent(hs)
+	rs.Healthy = health.Healthy(hs)
+	for _, g := range d.ghosts {
+		rs.Ghosts = append(rs.Ghosts, ObjectStatus{ObjectRef: refOf(g), Health: "Ghost", Reason: "carries the release's labels but is in neither the inventory nor the render"})
+	}
+	return rs, waitErr
+}
+
+func groupByComponent(hs []health.ObjectHealth) []ComponentStatus {
+	var out []ComponentStatus
+	for _, h := range hs {
+		i := slices.IndexFunc(out, func(c ComponentStatus) bool { return c.Name == h.Entry.Component })
+		if i < 0 {
+			out = append(out, ComponentStatus{Name: h.Entry.Component})
+			i = len(out) - 1
+		}
+		out[i].Objects = append(out[i].Objects, ObjectStatus{ObjectRef: refOf(h.Entry), Health: h.Status, Reason: h.Reason})
+	}
+	slices.SortStableFunc(out, func(a, b ComponentStatus) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+func refOf(e inventory.Entry) ObjectRef {
+	return ObjectRef{Group: e.Group, Version: e.V, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, Component: e.Component}
+}

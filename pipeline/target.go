@@ -1,0 +1,142 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/opmodel/pipeline/engine/discover"
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// Target says which deployed releases Status and Delete act on: the
+// releases of a deployment directory (Selection), or one release named on
+// the command line by namespace and name and/or release id, which needs no
+// source at all.
+type Target struct {
+	Selection
+	// Name and ReleaseID select a release without rendering; Namespace is
+	// then required.
+	Name      string `json:"name,omitempty"`
+	ReleaseID string `json:"releaseId,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+func (t Target) byName() bool { return t.Name != "" || t.ReleaseID != "" }
+
+func (t Target) validate() error {
+	if t.byName() && t.Namespace == "" {
+		return fault.Validationf("--namespace is required with --name or --release-id")
+	}
+	if !t.byName() && t.Namespace != "" {
+		return fault.Validationf("--namespace selects a release only with --name or --release-id; to use a deployment directory, drop --namespace")
+	}
+	return nil
+}
+
+// deployed is one release as found on a cluster.
+type deployed struct {
+	name, namespace, environment, releaseID string
+	// moduleID is known when the release was rendered.
+	moduleID string
+	cluster  *kube.Cluster
+	inv      *inventory.Inventory
+	// rendered is the render's objects, nil when selected by name.
+	rendered []manifest.Resource
+	// entries are the release's objects: the inventory's latest change,
+	// else what the label scan found.
+	entries  []inventory.Entry
+	strategy string
+	requests int
+	// ghosts carry the release's labels but are in neither the inventory
+	// nor the render; only looked for when an inventory exists.
+	ghosts []inventory.Entry
+}
+
+// resolve finds the targeted releases and their objects: the inventory
+// first (targeted GETs later), else a label scan (pre-inventory releases,
+// or a deleted inventory Secret).
+func resolve(ctx context.Context, t Target, opts ClusterOptions, ghosts bool) ([]*deployed, error) {
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
+	cl := newClusters(opts)
+	if t.byName() {
+		cluster, err := cl.For(ctx, &render.Release{})
+		if err != nil {
+			return nil, err
+		}
+		d := &deployed{name: t.Name, namespace: t.Namespace, releaseID: t.ReleaseID, cluster: cluster}
+		return []*deployed{d}, d.discover(ctx, ghosts)
+	}
+	rels, err := render.Render(ctx, t.renderOptions())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*deployed, 0, len(rels))
+	for _, r := range rels {
+		cluster, err := cl.For(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("release %s: %w", r.Name, err)
+		}
+		d := &deployed{name: r.Name, namespace: r.Namespace, environment: r.Environment, releaseID: r.ReleaseID,
+			moduleID: r.Module.ID, cluster: cluster, rendered: r.Resources}
+		if err := d.discover(ctx, ghosts); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func (d *deployed) discover(ctx context.Context, ghosts bool) error {
+	inv, err := inventory.Find(ctx, d.cluster.Clientset, d.namespace, d.name, d.releaseID)
+	if err != nil {
+		return fmt.Errorf("release %s in %s: %w", d.label(), d.namespace, err)
+	}
+	if inv != nil {
+		d.inv = inv
+		d.name, d.releaseID = inv.Release.Name, inv.Release.ReleaseID
+		if d.environment == "" {
+			d.environment = inv.Release.Environment
+		}
+		d.entries, d.strategy = inv.LatestEntries(), discover.StrategyInventory
+		if !ghosts {
+			return nil
+		}
+	}
+	objs, stats, err := discover.ByLabels(ctx, d.cluster, discover.Query{Namespace: d.namespace, ReleaseName: d.name, ReleaseID: d.releaseID}, discover.Options{})
+	if err != nil {
+		return fmt.Errorf("release %s in %s: %w", d.label(), d.namespace, err)
+	}
+	d.requests += stats.Requests
+	if inv == nil {
+		d.entries, d.strategy = discover.Entries(objs), stats.Strategy
+		return nil
+	}
+	known := [][]manifest.ID{idsOf(d.entries)}
+	for _, r := range d.rendered {
+		known = append(known, []manifest.ID{r.ID()})
+	}
+	d.ghosts = discover.Entries(discover.Ghosts(objs, known...))
+	return nil
+}
+
+// label names the release for messages when only part of it is known.
+func (d *deployed) label() string {
+	if d.name != "" {
+		return d.name
+	}
+	return "with id " + d.releaseID
+}
+
+func idsOf(es []inventory.Entry) []manifest.ID {
+	out := make([]manifest.ID, len(es))
+	for i, e := range es {
+		out[i] = e.ID()
+	}
+	return out
+}
