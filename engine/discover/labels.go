@@ -185,7 +185,11 @@ func listTargets(cl *kube.Cluster) ([]listTarget, []string, error) {
 	if err != nil {
 		var failed *discovery.ErrGroupDiscoveryFailed
 		if !errors.As(err, &failed) {
-			return nil, nil, fault.Wrap(fault.Connectivity, fmt.Errorf("discover the cluster's resource types: %w", err))
+			err = fmt.Errorf("discover the cluster's resource types: %w", err)
+			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+				return nil, nil, err // keeps its permission class
+			}
+			return nil, nil, fault.Wrap(fault.Connectivity, err)
 		}
 		for gv, gerr := range failed.Groups {
 			skipped = append(skipped, fmt.Sprintf("%s: discovery failed: %v", gv, gerr))
