@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -85,7 +86,21 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	return cs, nil
 }
 
-// side is one loaded version of the deployment directory.
+// DeclaredEnvironments lists the environments the deployment directory
+// dir declares, sorted; front doors use it to expand "all environments".
+func DeclaredEnvironments(ctx context.Context, dir string) ([]string, error) {
+	d, err := load.Load(ctx, cmp.Or(dir, "."))
+	if err != nil {
+		return nil, err
+	}
+	envs, err := reviewNames(d.Root.LookupPath(cue.ParsePath("environments")))
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading the environments of %s:\n%s", dir, load.Describe(err)))
+	}
+	return envs, nil
+}
+
+// reviewSide is one loaded version of the deployment directory.
 type reviewSide struct {
 	name     string
 	d        *load.Deployment
@@ -241,12 +256,12 @@ func reviewRelease(ctx context.Context, opts ReviewOptions, head, base *reviewSi
 			key, len(baseRes), baseRel.Name, baseRel.Namespace))
 	case headRel != nil && len(headRes) == 0 && len(baseRes) > 0:
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf(
-			"the head renders no objects for release %s: applying it would prune all %d objects the base rendered", key, len(baseRes)))
+			"the head renders no objects for release %s: applying it would prune all %d objects the base rendered, so apply refuses without --force", key, len(baseRes)))
 	}
 	return rc, true
 }
 
-// compareResources classifies head objects against base objects by
+// reviewCompare classifies head objects against base objects by
 // Kubernetes identity, then adds the stale set in delete order.
 func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, opts ReviewOptions) error {
 	baseByID := make(map[manifest.ID]manifest.Resource, len(baseRes))
@@ -279,7 +294,7 @@ func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, opt
 			return err
 		}
 		oc.Diff = text
-		if w, relWarn := reviewProtection(e, opts); w != "" {
+		if w, relWarn := protection(e, opts.PruneNamespaces, opts.PrunePVCs); w != "" {
 			oc.Warning = w
 			rc.Warnings = append(rc.Warnings, relWarn)
 		}
@@ -287,32 +302,6 @@ func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, opt
 		rc.Counts.Add(Stale)
 	}
 	return nil
-}
-
-// protection returns the per-object and per-release warnings apply's
-// Namespace and PersistentVolumeClaim protection gives for a stale entry.
-func reviewProtection(e inventory.Entry, opts ReviewOptions) (object, release string) {
-	if e.Group != "" {
-		return "", ""
-	}
-	id := e.ID().String()
-	switch e.Kind {
-	case "Namespace":
-		if opts.PruneNamespaces {
-			return "pruning deletes the Namespace and everything in it",
-				fmt.Sprintf("%s would be pruned, with everything in it (--prune-namespaces)", id)
-		}
-		return "kept: apply prunes a Namespace only with --prune-namespaces",
-			fmt.Sprintf("%s is no longer rendered; apply keeps it (pass --prune-namespaces to delete it and everything in it)", id)
-	case "PersistentVolumeClaim":
-		if opts.PrunePVCs {
-			return "pruning deletes the claim and, with a Delete reclaim policy, its data",
-				fmt.Sprintf("%s would be pruned, and its volume's data with it under a Delete reclaim policy (--prune-pvcs)", id)
-		}
-		return "kept: apply prunes a PersistentVolumeClaim only with --prune-pvcs",
-			fmt.Sprintf("%s is no longer rendered; apply keeps it and its data (pass --prune-pvcs to delete it)", id)
-	}
-	return "", ""
 }
 
 func reviewDiffOptions(id manifest.ID) diff.Options {

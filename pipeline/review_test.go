@@ -303,6 +303,15 @@ metadata: {
 	assert.Equal(t, blog.Error, "")
 	assert.Equal(t, blog.Counts, pipeline.Counts{Stale: 5})
 	assert.Assert(t, is.Contains(strings.Join(blog.Warnings, "\n"), "renders no objects"))
+	assert.Assert(t, is.Contains(strings.Join(blog.Warnings, "\n"), "refuses without --force"), "the same rule as apply")
+}
+
+func TestDeclaredEnvironments(t *testing.T) {
+	envs, err := pipeline.DeclaredEnvironments(t.Context(), "../examples")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, envs, []string{"production", "staging"})
+	_, err = pipeline.DeclaredEnvironments(t.Context(), filepath.Join(t.TempDir(), "absent"))
+	assert.ErrorContains(t, err, "does not exist")
 }
 
 func TestReviewNewDeployment(t *testing.T) {
