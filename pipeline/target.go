@@ -25,13 +25,14 @@ type Target struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-func (t Target) byName() bool { return t.Name != "" || t.ReleaseID != "" }
+// ByName reports whether the target names one release instead of a directory.
+func (t Target) ByName() bool { return t.Name != "" || t.ReleaseID != "" }
 
 func (t Target) validate() error {
-	if t.byName() && t.Namespace == "" {
+	if t.ByName() && t.Namespace == "" {
 		return fault.Validationf("--namespace is required with --name or --release-id")
 	}
-	if !t.byName() && t.Namespace != "" {
+	if !t.ByName() && t.Namespace != "" {
 		return fault.Validationf("--namespace selects a release only with --name or --release-id; to use a deployment directory, drop --namespace")
 	}
 	return nil
@@ -64,7 +65,7 @@ func resolve(ctx context.Context, t Target, opts ClusterOptions, ghosts bool) ([
 		return nil, err
 	}
 	cl := newClusters(opts)
-	if t.byName() {
+	if t.ByName() {
 		cluster, err := cl.For(ctx, &render.Release{})
 		if err != nil {
 			return nil, err

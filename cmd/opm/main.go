@@ -33,9 +33,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	var ec exitCode
+	var ec exitError
 	if errors.As(err, &ec) {
-		return int(ec)
+		if ec.err != nil {
+			fmt.Fprintf(stderr, "Error: %v\n", ec.err)
+		}
+		return ec.code
 	}
 	fmt.Fprintf(stderr, "Error: %v\n", err)
 	if isUsage(err) {
@@ -44,11 +47,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return fault.KindOf(err).ExitCode()
 }
 
-// exitCode ends a command with a code and no error message (diff
-// --exit-code, status not healthy).
-type exitCode int
+// exitError ends a command with a given code: diff --exit-code and status
+// use it for "differences" and "not healthy" (no message), and to keep
+// errors at 2 or more where 1 already means "differences".
+type exitError struct {
+	code int
+	err  error
+}
 
-func (e exitCode) Error() string { return fmt.Sprintf("exit code %d", int(e)) }
+func (e exitError) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("exit code %d", e.code)
+}
+
+func (e exitError) Unwrap() error { return e.err }
 
 // usageError marks flag and argument mistakes, which are validation errors.
 type usageError struct{ error }
@@ -70,6 +84,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRenderCmd())
+	root.AddCommand(newRenderCmd(), newDiffCmd(), newApplyCmd(), newPruneCmd(), newStatusCmd(), newDeleteCmd())
 	return root
 }

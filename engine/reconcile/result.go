@@ -96,6 +96,8 @@ type InventoryRef struct {
 	ChangeIDs []string `json:"changeIds"`
 	// Written is false in a dry run and when the run failed before the write.
 	Written bool `json:"written"`
+	// Deleted is set when delete removed the inventory Secret.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // Result is what one apply or prune of one release did.

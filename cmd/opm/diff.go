@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/pipeline"
+)
+
+func newDiffCmd() *cobra.Command {
+	var (
+		sel      selectionFlags
+		cluster  clusterFlags
+		opts     pipeline.DiffOptions
+		output   string
+		wantCode bool
+	)
+	cmd := &cobra.Command{
+		Use:   "diff [DIR]",
+		Short: "Show what apply would change on the cluster",
+		Long: `Compare the rendered releases with the cluster: each object is added, modified or
+unchanged (a server-side dry-run apply compared with the live object), stale objects
+are what apply would prune, and ghosts carry the release's labels but are in neither
+the inventory nor the render. Secret values never appear: a changed value shows as
+a masked marker with before/after hashes.
+
+With --exit-code, the exit code is 0 for no differences, 1 for differences and 2 or
+more for errors, as kubectl diff.`,
+		Args: dirArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" && output != "markdown" {
+				return usageError{fmt.Errorf("-o must be text, json or markdown, not %q", output)}
+			}
+			opts.Selection = sel.selection(args)
+			opts.Cluster = cluster.options()
+			cs, err := pipeline.Diff(cmd.Context(), opts)
+			if cs == nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			switch output {
+			case "json":
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(cs); err != nil {
+					return err
+				}
+			case "markdown":
+				fmt.Fprint(out, cs.Markdown(pipeline.MarkdownOptions{}))
+			default:
+				fmt.Fprint(out, cs.Text(isTerminal(out)))
+			}
+			if err != nil {
+				if wantCode && fault.KindOf(err) == fault.General {
+					return exitError{code: 2, err: err} // 1 means "differences"
+				}
+				return err
+			}
+			if wantCode && cs.Counts.Changed() {
+				return exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	sel.register(cmd.Flags())
+	cluster.register(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or markdown")
+	cmd.Flags().BoolVar(&wantCode, "exit-code", false, "exit 1 when there are differences (0 none, 2+ errors)")
+	cmd.Flags().BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "diff as apply --prune-namespaces would prune")
+	cmd.Flags().BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "diff as apply --prune-pvcs would prune")
+	cmd.Flags().BoolVar(&opts.NoGhosts, "no-ghosts", false, "skip the label scan that finds ghosts")
+	return cmd
+}
+
+// isTerminal reports whether w is a terminal, where colour is welcome.
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,121 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/opmodel/pipeline/engine/reconcile"
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// DeleteOptions are the options of Delete.
+type DeleteOptions struct {
+	Target
+	ClusterOptions
+	// DryRun lists what would be deleted, deleting nothing.
+	DryRun bool `json:"dryRun,omitempty"`
+	// Wait waits until the deleted objects are gone.
+	Wait bool `json:"wait,omitempty"`
+	// PruneNamespaces and PrunePVCs allow deleting those kinds, as for apply.
+	PruneNamespaces bool `json:"pruneNamespaces,omitempty"`
+	PrunePVCs       bool `json:"prunePVCs,omitempty"`
+	// Progress hears each object as it is deleted or skipped.
+	Progress func(ProgressEvent) `json:"-"`
+}
+
+// DeleteResult is what Delete returns.
+type DeleteResult struct {
+	Releases []DeletedRelease `json:"releases"`
+}
+
+// DeletedRelease is what Delete did to one release.
+type DeletedRelease struct {
+	Name        string `json:"name"`
+	Namespace   string `json:"namespace"`
+	Environment string `json:"environment,omitempty"`
+	ReleaseID   string `json:"releaseId"`
+	// Discovery is "inventory" or "labels" (no inventory Secret).
+	Discovery string     `json:"discovery"`
+	Cluster   ClusterRef `json:"cluster"`
+	DryRun    bool       `json:"dryRun"`
+	// Objects are what was (or would be) deleted, in delete order.
+	Objects []ObjectAction `json:"objects"`
+	Deleted []ObjectAction `json:"deleted"`
+	Skipped []ObjectAction `json:"skipped"`
+	// Inventory says whether the Secret was deleted or, with objects kept,
+	// rewritten; Name is empty when the release had none.
+	Inventory InventoryRef `json:"inventory"`
+	Warnings  []string     `json:"warnings,omitempty"`
+	// NothingToDelete is set when neither an inventory nor labelled
+	// objects were found: a second delete is a no-op.
+	NothingToDelete bool `json:"nothingToDelete,omitempty"`
+}
+
+// Delete removes the targeted releases: their inventory's objects (or, with
+// no inventory, what the label scan finds) in reverse weight order with
+// apply's Namespace/PVC protection, then the inventory Secret.
+func Delete(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
+	ds, err := resolve(ctx, opts.Target, opts.ClusterOptions, false)
+	if err != nil {
+		return nil, err
+	}
+	res := &DeleteResult{Releases: []DeletedRelease{}}
+	var errs []error
+	for _, d := range ds {
+		dr := DeletedRelease{
+			Name: d.name, Namespace: d.namespace, Environment: d.environment, ReleaseID: d.releaseID,
+			Discovery: d.strategy, Cluster: ClusterRef{Server: d.cluster.Server, Context: d.cluster.Context}, DryRun: opts.DryRun,
+			Objects: []ObjectAction{}, Deleted: []ObjectAction{}, Skipped: []ObjectAction{},
+		}
+		if d.inv == nil && len(d.entries) == 0 {
+			dr.NothingToDelete = true
+			dr.Warnings = append(dr.Warnings, fmt.Sprintf("release %s has no inventory and no labelled objects in namespace %s: nothing to delete", d.label(), d.namespace))
+			res.Releases = append(res.Releases, dr)
+			continue
+		}
+		rel := &render.Release{Name: d.name, Namespace: d.namespace, ReleaseID: d.releaseID, Environment: d.environment}
+		r, err := reconcile.Delete(ctx, d.cluster, rel, d.inv, d.entries, reconcile.DeleteOptions{
+			Options: reconcile.Options{DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs, Progress: opts.Progress},
+			Wait:    opts.Wait,
+		})
+		if r != nil {
+			dr.Objects, dr.Deleted, dr.Skipped, dr.Inventory, dr.Warnings = r.Stale, r.Pruned, r.Skipped, r.Inventory, append(dr.Warnings, r.Warnings...)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		res.Releases = append(res.Releases, dr)
+	}
+	return res, errors.Join(errs...)
+}
+
+// Summary is the one-line account of a deleted release.
+func (d DeletedRelease) Summary() string {
+	if d.NothingToDelete {
+		return fmt.Sprintf("release %s: nothing to delete (already deleted?)", d.label())
+	}
+	verb := "deleted"
+	if d.DryRun {
+		verb = "would delete (dry run)"
+	}
+	inv := "no inventory Secret"
+	switch {
+	case d.Inventory.Deleted:
+		inv = "inventory " + d.Inventory.Name + " deleted"
+	case d.Inventory.Written:
+		inv = "inventory " + d.Inventory.Name + " kept with the skipped objects"
+	case d.Inventory.Name != "" && d.DryRun:
+		inv = "inventory " + d.Inventory.Name + " would be deleted"
+	}
+	n := len(d.Deleted)
+	return fmt.Sprintf("release %s (namespace %s) on %s: %s %d object(s), skipped %d; %s; found by %s",
+		d.label(), d.Namespace, d.Cluster, verb, n, len(d.Skipped), inv, d.Discovery)
+}
+
+func (d DeletedRelease) label() string {
+	if d.Name != "" {
+		return d.Name
+	}
+	return d.ReleaseID
+}

@@ -1,0 +1,123 @@
+package pipeline_test
+
+import (
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/internal/deploytest"
+	"github.com/opmodel/pipeline/pipeline"
+)
+
+var pvcs = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
+
+func exists(t *testing.T, gvr schema.GroupVersionResource, ns, name string) bool {
+	t.Helper()
+	_, err := dyn().Resource(gvr).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	assert.NilError(t, err)
+	return true
+}
+
+func deleteRelease(t *testing.T, opts pipeline.DeleteOptions) *pipeline.DeleteResult {
+	t.Helper()
+	opts.ClusterOptions = cluster(t)
+	res, err := pipeline.Delete(t.Context(), opts)
+	assert.NilError(t, err)
+	assert.Equal(t, len(res.Releases), 1)
+	return res
+}
+
+func TestDeleteByNameThenAgain(t *testing.T) {
+	ns := env.Namespace(t)
+	applied := applyDir(t, deploytest.Dir(t, ns, ""))
+
+	dry := deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, DryRun: true})
+	assert.Equal(t, len(dry.Releases[0].Objects), 3)
+	assert.Check(t, exists(t, deployments, ns, "app"), "dry run deletes nothing")
+	assert.Check(t, exists(t, secrets, ns, inventory.SecretName("app", applied.ReleaseID)))
+
+	res := deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, Wait: true})
+	r := res.Releases[0]
+	assert.Equal(t, r.Discovery, "inventory")
+	assert.Equal(t, len(r.Deleted), 3)
+	// Reverse apply order: Deployment (100), Service (50), Secret (15).
+	assert.DeepEqual(t, []string{r.Objects[0].Kind, r.Objects[1].Kind, r.Objects[2].Kind}, []string{"Deployment", "Service", "Secret"})
+	assert.Check(t, r.Inventory.Deleted)
+	for gvr, name := range map[schema.GroupVersionResource]string{deployments: "app", services: "app", secrets: "app-creds"} {
+		assert.Check(t, !exists(t, gvr, ns, name), "%s %s still exists", gvr.Resource, name)
+	}
+	assert.Check(t, !exists(t, secrets, ns, inventory.SecretName("app", applied.ReleaseID)), "the inventory goes last")
+
+	again := deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}})
+	assert.Check(t, again.Releases[0].NothingToDelete)
+	assert.Check(t, is.Contains(again.Releases[0].Summary(), "nothing to delete"))
+}
+
+func TestDeleteByReleaseID(t *testing.T) {
+	ns := env.Namespace(t)
+	applied := applyDir(t, deploytest.Dir(t, ns, ""))
+	res := deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{ReleaseID: applied.ReleaseID, Namespace: ns}})
+	assert.Equal(t, res.Releases[0].Name, "app")
+	assert.Equal(t, len(res.Releases[0].Deleted), 3)
+	assert.Check(t, !exists(t, deployments, ns, "app"))
+}
+
+func TestDeleteWithoutInventoryUsesLabels(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.Dir(t, ns, "")
+	applied := applyDir(t, dir)
+	assert.NilError(t, dyn().Resource(secrets).Namespace(ns).Delete(t.Context(), inventory.SecretName("app", applied.ReleaseID), metav1.DeleteOptions{}))
+
+	res := deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Selection: pipeline.Selection{Dir: dir}}})
+	assert.Equal(t, res.Releases[0].Discovery, "labels")
+	assert.Equal(t, len(res.Releases[0].Deleted), 3)
+	assert.Check(t, !exists(t, services, ns, "app"))
+}
+
+// PersistentVolumeClaims stay without --prune-pvcs, and the inventory
+// stays with just them, so a later delete with the flag can finish.
+func TestDeleteKeepsPVCsUnlessAsked(t *testing.T) {
+	ns := env.Namespace(t)
+	module := deploytest.AppModule + "\n#components: (#config.component): volumes: data: size: \"1Gi\"\n"
+	dir := deploytest.Write(t, map[string]string{"app/app.cue": module, "deploy.cue": deploytestRoot(ns)})
+	applied := applyDir(t, dir)
+	assert.Check(t, exists(t, pvcs, ns, "data"))
+
+	res := deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}})
+	r := res.Releases[0]
+	assert.Equal(t, len(r.Skipped), 1)
+	assert.Equal(t, r.Skipped[0].Kind, "PersistentVolumeClaim")
+	assert.Check(t, exists(t, pvcs, ns, "data"))
+	assert.Check(t, r.Inventory.Written && !r.Inventory.Deleted)
+	assert.Check(t, exists(t, secrets, ns, inventory.SecretName("app", applied.ReleaseID)))
+
+	res = deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, PrunePVCs: true})
+	assert.Equal(t, len(res.Releases[0].Deleted), 1)
+	assert.Check(t, res.Releases[0].Inventory.Deleted)
+}
+
+func TestDeleteNeedsNamespaceWithName(t *testing.T) {
+	_, err := pipeline.Delete(t.Context(), pipeline.DeleteOptions{Target: pipeline.Target{ReleaseID: "x"}, ClusterOptions: cluster(t)})
+	assert.ErrorContains(t, err, "--namespace is required")
+}
+
+func deploytestRoot(ns string) string {
+	return `package deploy
+
+import (
+	core "opmodel.dev/core@v0"
+	appmodule "test.example/deploy/app"
+)
+
+releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+releases: app: {#module: appmodule, metadata: namespace: "` + ns + `"}
+`
+}
