@@ -329,7 +329,8 @@ func (c *Client) recreate(ctx context.Context, ri dynamic.ResourceInterface, r m
 	return res
 }
 
-// WaitGone waits until the object is gone (or replaced by one with another UID).
+// WaitGone waits until the object is gone, or replaced by one with
+// another UID; with an empty uid, until no object of that name exists.
 func (c *Client) WaitGone(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, uid types.UID) error {
 	ri, _, err := c.resource(gvk, namespace)
 	if err != nil {
@@ -343,7 +344,7 @@ func (c *Client) waitGone(ctx context.Context, ri dynamic.ResourceInterface, nam
 	defer cancel()
 	for {
 		o, err := ri.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || (err == nil && o.GetUID() != uid) {
+		if apierrors.IsNotFound(err) || (err == nil && uid != "" && o.GetUID() != uid) {
 			return nil
 		}
 		if err != nil && ctx.Err() == nil {

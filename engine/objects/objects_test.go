@@ -410,3 +410,27 @@ func TestApplyAllBoundedConcurrency(t *testing.T) {
 		assert.Equal(t, r.Action, Unchanged)
 	}
 }
+
+func TestWaitGone(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	c := newClient(t, Options{WaitTimeout: 300 * time.Millisecond})
+	r := res(t, ns, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: held, namespace: NS, finalizers: [example.com/hold]}
+data: {key: a}
+`)
+	assert.NilError(t, c.Apply(ctx, r, nil, false).Err)
+	releaseFinalizer(t, c, r)
+	live, err := get(t, c, r)
+	assert.NilError(t, err)
+	gvk := schema.GroupVersionKind{Kind: "ConfigMap"}
+
+	err = c.WaitGone(ctx, gvk, ns, "held", "")
+	assert.ErrorContains(t, err, "still exists", "an empty uid waits for any object of the name")
+	err = c.WaitGone(ctx, gvk, ns, "held", live.GetUID())
+	assert.ErrorContains(t, err, "still exists")
+	assert.NilError(t, c.WaitGone(ctx, gvk, ns, "held", "another-uid"), "replaced by another object")
+	assert.NilError(t, c.WaitGone(ctx, gvk, ns, "never-existed", ""))
+}
