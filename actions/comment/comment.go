@@ -39,13 +39,17 @@ func Marker(key string) string {
 	var b strings.Builder
 	for _, r := range key {
 		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("._/,:+", r):
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("._/,:+-", r):
 			b.WriteRune(r)
 		default:
 			b.WriteRune('_')
 		}
 	}
-	return "<!-- opm:pr-review:" + b.String() + " -->"
+	k := b.String()
+	for strings.Contains(k, "--") { // "--" has no place inside an HTML comment
+		k = strings.ReplaceAll(k, "--", "-")
+	}
+	return "<!-- opm:pr-review:" + k + " -->"
 }
 
 // NewClient returns a go-github client for the REST API at apiURL (the

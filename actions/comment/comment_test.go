@@ -15,7 +15,8 @@ var target = Target{Owner: "acme", Repo: "deploy", Number: 7}
 
 func TestMarker(t *testing.T) {
 	assert.Equal(t, Marker("review/opm/staging,production"), "<!-- opm:pr-review:review/opm/staging,production -->")
-	m := Marker("evil --> <b>x</b>")
+	assert.Equal(t, Marker("pr-review/deploy-job/all"), "<!-- opm:pr-review:pr-review/deploy-job/all -->")
+	m := Marker("evil --> <b>x</b> ---")
 	assert.Assert(t, !strings.Contains(strings.TrimSuffix(m, " -->"), "-->"), m)
 	assert.Assert(t, !strings.Contains(m, "<b>"), m)
 }

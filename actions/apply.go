@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"strconv"
+	"strings"
+
+	"github.com/opmodel/pipeline/pipeline"
+)
+
+// apply runs apply mode: pipeline.Apply per environment, the log grouped
+// per release, a summary of what was applied and pruned, the outputs. The
+// first failure stops the run (later environments are not touched) and
+// fails the step, after the summary and outputs are written.
+func (r *runner) apply(ctx context.Context) error {
+	envs, err := r.environments(ctx)
+	if err != nil {
+		return err
+	}
+	var (
+		results []pipeline.AppliedRelease
+		runErr  error
+	)
+	for _, env := range envs {
+		res, err := r.applyEnv(ctx, env)
+		if res != nil {
+			results = append(results, res.Releases...)
+		}
+		if err != nil {
+			runErr = fmt.Errorf("applying environment %s: %w", envLabel(env), err)
+			break
+		}
+	}
+	r.addSummary(applyMarkdown(results, envs, runErr))
+
+	digests, changeIDs := map[string]string{}, map[string]string{}
+	stale, changed := 0, false
+	for _, ar := range results {
+		k := releaseKey(ar.Name, ar.Environment)
+		if ar.Error == "" {
+			digests[k], changeIDs[k] = ar.ManifestDigest, ar.ChangeID
+		}
+		c := ar.Counts
+		stale += len(ar.Stale)
+		changed = changed || c.Created+c.Configured+c.Recreated+c.Deleted > 0
+	}
+	r.setOutput("digests", mustJSON(digests))
+	r.setOutput("change-ids", mustJSON(changeIDs))
+	r.setOutput("stale-count", strconv.Itoa(stale))
+	r.setOutput("has-changes", strconv.FormatBool(changed))
+	r.setOutput("comment-url", "")
+	return runErr
+}
+
+// applyEnv applies one environment, one log group per release.
+func (r *runner) applyEnv(ctx context.Context, env string) (*pipeline.ApplyResult, error) {
+	current, open := "", false
+	closeGroup := func() {
+		if open {
+			r.action.EndGroup()
+			open = false
+		}
+	}
+	opts := pipeline.ApplyOptions{
+		Selection:      pipeline.Selection{Dir: r.dir(), Environment: env, Releases: r.cfg.releases},
+		ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
+		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, MaxHistory: r.cfg.maxHistory,
+		PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs,
+		// Progress is never called concurrently.
+		Progress: func(e pipeline.ProgressEvent) {
+			if !open || e.Release != current {
+				closeGroup()
+				r.action.Group(r.red.text(fmt.Sprintf("apply %s (%s)", e.Release, envLabel(env))))
+				current, open = e.Release, true
+			}
+			r.infof("%s", e.Line())
+		},
+	}
+	res, err := pipeline.Apply(ctx, opts)
+	closeGroup()
+	if res != nil {
+		for _, ar := range res.Releases {
+			r.infof("%s", ar.Summary())
+			for _, w := range ar.Warnings {
+				r.action.Warningf("%s: %s", releaseKey(ar.Name, ar.Environment), r.red.text(w))
+			}
+		}
+	}
+	return res, err
+}
+
+// applyMarkdown is the job summary of an apply: a table of releases with
+// what happened, then per release the pruned and skipped objects and any
+// failure.
+func applyMarkdown(results []pipeline.AppliedRelease, envs []string, runErr error) string {
+	var b strings.Builder
+	named := make([]string, 0, len(envs))
+	for _, e := range envs {
+		if e != "" {
+			named = append(named, e)
+		}
+	}
+	b.WriteString("## opm apply")
+	if len(named) > 0 {
+		b.WriteString(": " + strings.Join(named, ", "))
+	}
+	b.WriteString("\n\n")
+	if runErr != nil {
+		b.WriteString("❌ **The apply failed**; later releases and environments were not touched.\n\n")
+	}
+	if len(results) > 0 {
+		b.WriteString("| Release | Environment | Namespace | Change ID | Digest | Created | Configured | Unchanged | Pruned | Kept |\n")
+		b.WriteString("| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, ar := range results {
+			c := ar.Counts
+			status := ""
+			if ar.Error != "" {
+				status = " ❌"
+			}
+			fmt.Fprintf(&b, "| %s%s | %s | %s | `%s` | `%s` | %d | %d | %d | %d | %d |\n",
+				cell(ar.Name), status, cell(envLabel(ar.Environment)), cell(ar.Namespace), ar.ChangeID, shortDigest(ar.ManifestDigest),
+				c.Created+c.Recreated, c.Configured, c.Unchanged, c.Deleted, c.Skipped)
+		}
+		b.WriteString("\n")
+	}
+	if runErr != nil {
+		b.WriteString(fence(runErr.Error()))
+	}
+	// Details per release, as many as fit GitHub's 1 MiB per step.
+	for _, ar := range results {
+		if ar.Error == "" && len(ar.Pruned) == 0 && len(ar.Skipped) == 0 && len(ar.Warnings) == 0 {
+			continue
+		}
+		var d strings.Builder
+		fmt.Fprintf(&d, "<details>\n<summary><b>%s</b> · %s</summary>\n\n", html.EscapeString(ar.Name), html.EscapeString(envLabel(ar.Environment)))
+		for _, w := range ar.Warnings {
+			fmt.Fprintf(&d, "- ⚠️ %s\n", cell(w))
+		}
+		if len(ar.Warnings) > 0 {
+			d.WriteString("\n")
+		}
+		if len(ar.Pruned)+len(ar.Skipped) > 0 {
+			d.WriteString("| Stale object | Component | Action | Reason |\n| --- | --- | --- | --- |\n")
+			for _, list := range [][]pipeline.ObjectAction{ar.Pruned, ar.Skipped} {
+				for _, o := range list {
+					fmt.Fprintf(&d, "| %s | %s | %s | %s |\n", cell(o.ID().String()), cell(o.Component), o.Action, cell(o.Reason))
+				}
+			}
+			d.WriteString("\n")
+		}
+		if ar.Error != "" {
+			d.WriteString(fence(ar.Error))
+		}
+		d.WriteString("</details>\n\n")
+		if b.Len()+d.Len() > summaryLimit-256 {
+			b.WriteString("_The remaining details were cut at GitHub's 1 MiB summary limit._\n")
+			break
+		}
+		b.WriteString(d.String())
+	}
+	return b.String()
+}
+
+func fence(s string) string {
+	f := "```"
+	for strings.Contains(s, f) {
+		f += "`"
+	}
+	return f + "text\n" + strings.TrimRight(s, "\n") + "\n" + f + "\n\n"
+}
+
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "|", "\\|")
+	s = strings.ReplaceAll(s, "<", "&lt;")
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r", ""), "\n", " ")
+}
+
+func shortDigest(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
+func envLabel(env string) string {
+	if env == "" {
+		return "-"
+	}
+	return env
+}

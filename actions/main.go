@@ -1,0 +1,241 @@
+// Command actions is the entrypoint of the opm GitHub Action (action.yml at
+// the repository root). In review mode it renders the pull request's base
+// and head (or, given a kubeconfig, diffs the head against the live
+// cluster), writes the result to the job summary and to one sticky
+// pull-request comment, and sets the outputs. In apply mode it applies the
+// selected releases per environment and summarises what was applied and
+// pruned.
+//
+// It is a thin front door: every decision about releases and objects is
+// made by package pipeline. Inputs, outputs, masks, groups and the summary
+// go through go-githubactions; the REST API through go-github, at
+// GITHUB_API_URL so GitHub Enterprise Server works.
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/sethvargo/go-githubactions"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	action := githubactions.New()
+	err := run(ctx, action, http.DefaultClient)
+	stop()
+	if err != nil {
+		action.Errorf("%s", err)
+		os.Exit(1)
+	}
+}
+
+// config is the Action's inputs, parsed.
+type config struct {
+	path            string
+	environments    []string // empty: every declared environment
+	releases        []string
+	mode            string
+	baseRef         string
+	kubeconfig      []byte
+	context         string
+	comment         bool
+	token           string
+	failOnPrune     bool
+	noPrune         bool
+	maxHistory      int
+	force           bool
+	pruneNamespaces bool
+	prunePVCs       bool
+}
+
+// run is the whole Action: read inputs and the event, do the mode's work,
+// write summary, comment and outputs. The error it returns is what fails
+// the step, and never contains kubeconfig material.
+func run(ctx context.Context, action *githubactions.Action, httpClient *http.Client) error {
+	cfg, err := readConfig(action)
+	if err != nil {
+		return err
+	}
+	// Mask before anything else can print: the runner then hides these
+	// strings in the log, and red removes them from everything we write.
+	red := newRedactor(cfg.kubeconfig)
+	for _, s := range red.secrets {
+		action.AddMask(s)
+	}
+	gh, err := action.Context()
+	if err != nil {
+		return fmt.Errorf("reading the workflow context: %w", err)
+	}
+	r := &runner{action: action, cfg: cfg, gh: gh, ev: parseEvent(gh), red: red, http: httpClient}
+	if r.workspace, err = workspace(action); err != nil {
+		return err
+	}
+	switch cfg.mode {
+	case "apply":
+		err = r.apply(ctx)
+	default:
+		err = r.review(ctx)
+	}
+	if err != nil {
+		// The reason goes to the summary too: it is what people open.
+		r.addSummary(fmt.Sprintf("### ❌ opm %s failed\n\n%s", cfg.mode, fence(err.Error())))
+	}
+	return red.error(err)
+}
+
+// runner carries one run's state between its steps.
+type runner struct {
+	action    *githubactions.Action
+	cfg       config
+	gh        *githubactions.GitHubContext
+	ev        event
+	red       *redactor
+	http      *http.Client
+	workspace string
+}
+
+func readConfig(a *githubactions.Action) (config, error) {
+	cfg := config{
+		path:         cmp.Or(input(a, "path"), "."),
+		environments: list(input(a, "environments")),
+		releases:     list(input(a, "releases")),
+		mode:         cmp.Or(input(a, "mode"), "review"),
+		baseRef:      input(a, "base-ref"),
+		kubeconfig:   []byte(input(a, "kubeconfig")),
+		context:      input(a, "context"),
+		token:        input(a, "github-token"),
+	}
+	if cfg.mode != "review" && cfg.mode != "apply" {
+		return cfg, fmt.Errorf("input mode must be review or apply, not %q", cfg.mode)
+	}
+	bools := []struct {
+		name string
+		def  bool
+		dst  *bool
+	}{
+		{"comment", true, &cfg.comment},
+		{"fail-on-prune", false, &cfg.failOnPrune},
+		{"no-prune", false, &cfg.noPrune},
+		{"force", false, &cfg.force},
+		{"prune-namespaces", false, &cfg.pruneNamespaces},
+		{"prune-pvcs", false, &cfg.prunePVCs},
+	}
+	for _, b := range bools {
+		v := input(a, b.name)
+		if v == "" {
+			*b.dst = b.def
+			continue
+		}
+		p, err := strconv.ParseBool(v)
+		if err != nil {
+			return cfg, fmt.Errorf("input %s must be true or false, not %q", b.name, v)
+		}
+		*b.dst = p
+	}
+	if v := input(a, "max-history"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return cfg, fmt.Errorf("input max-history must be a whole number of at least 1, not %q", v)
+		}
+		cfg.maxHistory = n
+	}
+	return cfg, nil
+}
+
+// input reads an input. A composite action passes inputs through env:,
+// where a name with '-' is awkward, so INPUT_GITHUB_TOKEN counts for
+// github-token as well as INPUT_GITHUB-TOKEN (what a runner sets itself).
+func input(a *githubactions.Action, name string) string {
+	if v := a.GetInput(name); v != "" {
+		return v
+	}
+	return a.GetInput(strings.ReplaceAll(name, "-", "_"))
+}
+
+// list splits a comma (or newline) separated input, dropping blanks and
+// repeats.
+func list(s string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' }) {
+		if f = strings.TrimSpace(f); f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// workspace is where relative paths count from: the runner's checkout.
+func workspace(a *githubactions.Action) (string, error) {
+	if ws := a.Getenv("GITHUB_WORKSPACE"); ws != "" {
+		return ws, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the working directory: %w", err)
+	}
+	return wd, nil
+}
+
+// dir is the deployment directory as an absolute path.
+func (r *runner) dir() string {
+	if filepath.IsAbs(r.cfg.path) {
+		return filepath.Clean(r.cfg.path)
+	}
+	return filepath.Join(r.workspace, r.cfg.path)
+}
+
+// envKey names the environments in the comment key and logs.
+func (r *runner) envKey() string {
+	if len(r.cfg.environments) == 0 {
+		return "all"
+	}
+	envs := slices.Clone(r.cfg.environments)
+	slices.Sort(envs)
+	return strings.Join(envs, ",")
+}
+
+// runURL is the page of this run, where the job summary is shown.
+func (r *runner) runURL() string {
+	server, repo, id := r.gh.ServerURL, r.gh.Repository, r.gh.RunID
+	if server == "" || repo == "" || id == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s/actions/runs/%d", strings.TrimSuffix(server, "/"), repo, id)
+}
+
+func (r *runner) infof(format string, args ...any) {
+	r.action.Infof("%s", r.red.text(fmt.Sprintf(format, args...)))
+}
+
+// setOutput writes an output, or logs it when the step has no
+// GITHUB_OUTPUT (go-githubactions would panic).
+func (r *runner) setOutput(name, value string) {
+	value = r.red.text(value)
+	if r.action.Getenv("GITHUB_OUTPUT") == "" {
+		r.infof("output %s=%s", name, value)
+		return
+	}
+	r.action.SetOutput(name, value)
+}
+
+// summaryLimit keeps the step summary under GitHub's 1 MiB per step,
+// with room for the runner's own framing.
+const summaryLimit = 1<<20 - 4096
+
+// addSummary appends to the job summary when the step has one.
+func (r *runner) addSummary(md string) {
+	if r.action.Getenv("GITHUB_STEP_SUMMARY") == "" {
+		return
+	}
+	r.action.AddStepSummary(r.red.text(md))
+}
