@@ -1,0 +1,196 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/opmodel/pipeline/internal/deploytest"
+	"github.com/opmodel/pipeline/internal/kubetest"
+)
+
+// env is the real API server of this package's cluster tests (the
+// package's only TestMain: commands that talk to a cluster share it).
+var env *kubetest.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = kubetest.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+func serviceExists(t *testing.T, ns, name string) bool {
+	t.Helper()
+	_, err := kubernetes.NewForConfigOrDie(env.Config).CoreV1().Services(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	assert.NilError(t, err)
+	return true
+}
+
+func lines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }
+
+func TestApplyCommandText(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.Dir(t, ns, `name: "web"`)
+	code, out, errOut := runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig)
+	assert.Equal(t, code, 0, errOut)
+	got := lines(out)
+	assert.DeepEqual(t, got[:3], []string{"secret/web-creds created", "service/web created", "deployment.apps/web created"})
+	assert.Equal(t, len(got), 4)
+	server := strings.TrimSuffix(env.Config.Host, "/")
+	assert.Assert(t, is.Contains(got[3], "release app applied on context opm-test ("+server+"): 3 created, 0 configured, 0 unchanged, 0 pruned, 0 skipped"))
+	assert.Assert(t, is.Contains(got[3], "inventory=opm.app."))
+	assert.Assert(t, !strings.Contains(out+errOut, "s3cret"), "no Secret value in the output")
+	assert.Assert(t, serviceExists(t, ns, "web"))
+
+	code, out, errOut = runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig)
+	assert.Equal(t, code, 0, errOut)
+	assert.DeepEqual(t, lines(out)[:3], []string{"secret/web-creds unchanged", "service/web unchanged", "deployment.apps/web unchanged"})
+
+	// Rename without pruning, then prune.
+	renamed := deploytest.Values(t, `name: "site"`)
+	code, out, errOut = runOpm(t, "apply", dir, "-f", renamed, "--kubeconfig", env.Kubeconfig, "--no-prune")
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, is.Contains(out, "service/web skipped: pruning is off (--no-prune)"))
+	assert.Assert(t, serviceExists(t, ns, "web"))
+
+	code, out, errOut = runOpm(t, "prune", dir, "-f", renamed, "--kubeconfig", env.Kubeconfig, "--dry-run")
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, is.Contains(out, "service/web deleted (server dry run)"))
+	assert.Assert(t, serviceExists(t, ns, "web"))
+
+	code, out, errOut = runOpm(t, "prune", dir, "-f", renamed, "--kubeconfig", env.Kubeconfig)
+	assert.Equal(t, code, 0, errOut)
+	assert.DeepEqual(t, lines(out)[:3], []string{"deployment.apps/web deleted", "service/web deleted", "secret/web-creds deleted"})
+	assert.Assert(t, is.Contains(out, "release app pruned on context opm-test"))
+	assert.Assert(t, !serviceExists(t, ns, "web"))
+	assert.Assert(t, serviceExists(t, ns, "site"))
+}
+
+func TestApplyCommandJSON(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.Dir(t, ns, ``)
+	code, out, errOut := runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig, "-o", "json", "--dry-run")
+	assert.Equal(t, code, 0, errOut)
+	var doc struct {
+		Releases []struct {
+			Name    string `json:"name"`
+			DryRun  bool   `json:"dryRun"`
+			Applied []struct {
+				Kind, Namespace, Name, Action string
+			} `json:"applied"`
+			Stale     []any `json:"stale"`
+			Pruned    []any `json:"pruned"`
+			Skipped   []any `json:"skipped"`
+			Resources []any `json:"resources"`
+			Inventory struct {
+				Name      string   `json:"name"`
+				ChangeIDs []string `json:"changeIds"`
+			} `json:"inventory"`
+		} `json:"releases"`
+	}
+	assert.NilError(t, json.Unmarshal([]byte(out), &doc), "stdout is only JSON")
+	r := doc.Releases[0]
+	assert.Assert(t, r.DryRun)
+	assert.Equal(t, len(r.Applied), 3)
+	assert.Equal(t, r.Applied[1].Kind, "Service")
+	assert.Equal(t, r.Applied[1].Namespace, ns)
+	assert.Equal(t, r.Applied[1].Action, "created")
+	assert.Equal(t, len(r.Resources), 3)
+	assert.Assert(t, r.Stale != nil && r.Pruned != nil && r.Skipped != nil)
+	assert.Equal(t, len(r.Inventory.ChangeIDs), 1)
+	// Progress goes to stderr when stdout carries JSON.
+	assert.Assert(t, is.Contains(errOut, "service/app created (server dry run)"))
+	assert.Assert(t, !serviceExists(t, ns, "app"), "dry run created nothing")
+}
+
+// kubeconfigAs writes a copy of the test kubeconfig that impersonates user.
+func kubeconfigAs(t *testing.T, user string) string {
+	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	assert.NilError(t, err)
+	for _, ai := range cfg.AuthInfos {
+		ai.Impersonate = user
+	}
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	assert.NilError(t, clientcmd.WriteToFile(*cfg, p))
+	return p
+}
+
+// kubeconfigUnreachable writes a kubeconfig whose server refuses connections.
+func kubeconfigUnreachable(t *testing.T) string {
+	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	assert.NilError(t, err)
+	for _, c := range cfg.Clusters {
+		c.Server = "https://127.0.0.1:1"
+	}
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	assert.NilError(t, clientcmd.WriteToFile(*cfg, p))
+	return p
+}
+
+func TestApplyCommandExitCodes(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.Dir(t, ns, ``)
+	kc := env.Kubeconfig
+
+	// An object that exists without this release's labels: general failure.
+	taken := deploytest.Dir(t, ns, `name: "taken"`)
+	_, err := kubernetes.NewForConfigOrDie(env.Config).CoreV1().ConfigMaps(ns).Create(t.Context(),
+		configMap("taken-config"), metav1.CreateOptions{})
+	assert.NilError(t, err)
+	takenValues := deploytest.Values(t, `config: {a: "b"}`)
+
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		code    int
+		message string
+	}{
+		{"bad output", []string{"apply", dir, "-o", "yaml"}, 2, "-o must be text or json"},
+		{"bad max history", []string{"apply", dir, "--max-history", "0"}, 2, "--max-history must be at least 1"},
+		{"unknown flag", []string{"apply", dir, "--frobnicate"}, 2, "unknown flag"},
+		{"two dirs", []string{"prune", dir, dir}, 2, "accepts at most 1 arg"},
+		{"unknown release", []string{"apply", dir, "-r", "nope", "--kubeconfig", kc}, 2, `release "nope" is not declared`},
+		{"unknown context", []string{"apply", dir, "--kubeconfig", kc, "--context", "nope"}, 3, `context "nope" (--context) is not in`},
+		{"unreachable", []string{"apply", dir, "--kubeconfig", kubeconfigUnreachable(t)}, 3, "127.0.0.1:1"},
+		{"forbidden", []string{"apply", dir, "--kubeconfig", kubeconfigAs(t, "nobody")}, 4, "forbidden"},
+		{"prune forbidden", []string{"prune", dir, "--kubeconfig", kubeconfigAs(t, "nobody")}, 4, "forbidden"},
+		{"rejected by the API server", []string{"apply", deploytest.Dir(t, ns, `name: "bad", image: ""`), "--kubeconfig", kc}, 2, "Deployment.apps/" + ns + "/bad"},
+		{"untracked object", []string{"apply", taken, "-f", takenValues, "--kubeconfig", kc}, 1, "ConfigMap/" + ns + "/taken-config already exists but is not tracked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runOpm(t, tc.args...)
+			assert.Equal(t, code, tc.code, errOut)
+			assert.Assert(t, is.Contains(errOut, tc.message))
+		})
+	}
+
+	// --adopt takes the untracked object over.
+	code, out, errOut := runOpm(t, "apply", taken, "-f", takenValues, "--kubeconfig", kc, "--adopt")
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, is.Contains(out, "configmap/taken-config configured"))
+}
+
+func configMap(name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"a": "other"}}
+}

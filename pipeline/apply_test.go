@@ -1,0 +1,183 @@
+package pipeline_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/internal/deploytest"
+	"github.com/opmodel/pipeline/internal/kubetest"
+	"github.com/opmodel/pipeline/pipeline"
+)
+
+var (
+	applySvcs    = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	applyDeploys = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+)
+
+func present(t *testing.T, gvr schema.GroupVersionResource, ns, name string) bool {
+	t.Helper()
+	_, err := dynamic.NewForConfigOrDie(env.Config).Resource(gvr).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	assert.NilError(t, err)
+	return true
+}
+
+func applyOpts(dir string, files ...string) pipeline.ApplyOptions {
+	return pipeline.ApplyOptions{
+		Selection:      pipeline.Selection{Dir: dir, ValuesFiles: files},
+		ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig},
+	}
+}
+
+// The JSON result is the render result per release plus what happened.
+func TestApplyResultJSON(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.Dir(t, ns, `name: "web"`)
+	var lines []string
+	opts := applyOpts(dir)
+	opts.Progress = func(e pipeline.ProgressEvent) { lines = append(lines, e.Line()) }
+	res, err := pipeline.Apply(t.Context(), opts)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, lines, []string{"secret/web-creds created", "service/web created", "deployment.apps/web created"})
+
+	b, err := json.Marshal(res)
+	assert.NilError(t, err)
+	var doc struct {
+		Releases []map[string]json.RawMessage `json:"releases"`
+	}
+	assert.NilError(t, json.Unmarshal(b, &doc))
+	assert.Equal(t, len(doc.Releases), 1)
+	rel := doc.Releases[0]
+	for _, k := range []string{"name", "namespace", "releaseId", "module", "values", "manifestDigest", "changeId", "resources",
+		"applied", "stale", "pruned", "skipped", "inventory", "cluster", "counts", "dryRun"} {
+		_, ok := rel[k]
+		assert.Check(t, ok, "missing %q", k)
+	}
+	var applied []map[string]string
+	assert.NilError(t, json.Unmarshal(rel["applied"], &applied))
+	assert.DeepEqual(t, applied[0], map[string]string{"kind": "Secret", "namespace": ns, "name": "web-creds", "action": "created", "version": "v1", "component": "web"})
+	assert.Equal(t, string(rel["stale"]), "[]")
+	var inv struct {
+		Name      string   `json:"name"`
+		ChangeIDs []string `json:"changeIds"`
+	}
+	assert.NilError(t, json.Unmarshal(rel["inventory"], &inv))
+	r := res.Releases[0]
+	assert.Equal(t, inv.Name, "opm.app."+r.ReleaseID)
+	assert.DeepEqual(t, inv.ChangeIDs, []string{r.ChangeID})
+
+	// The summary names the cluster by server URL and context.
+	sum := r.Summary()
+	server := strings.TrimSuffix(env.Config.Host, "/")
+	assert.Assert(t, is.Contains(sum, "release app applied on context "+kubetest.ContextName+" ("+server+")"), sum)
+	assert.Assert(t, is.Contains(sum, "3 created, 0 configured, 0 unchanged, 0 pruned, 0 skipped"), sum)
+	assert.Assert(t, is.Contains(sum, "digest="+r.ManifestDigest+" change="+r.ChangeID+" inventory=opm.app."+r.ReleaseID), sum)
+}
+
+func TestApplyThenPrune(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.Dir(t, ns, `name: "web"`)
+	_, err := pipeline.Apply(t.Context(), applyOpts(dir))
+	assert.NilError(t, err)
+
+	renamed := deploytest.Values(t, `name: "site"`)
+	opts := applyOpts(dir, renamed)
+	opts.NoPrune = true
+	res, err := pipeline.Apply(t.Context(), opts)
+	assert.NilError(t, err)
+	r := res.Releases[0]
+	assert.Equal(t, r.Operation, "apply")
+	assert.Equal(t, r.Counts.Stale, 3)
+	assert.Equal(t, len(r.Skipped), 3)
+	assert.Assert(t, present(t, applySvcs, ns, "web"))
+
+	var events []string
+	pres, err := pipeline.Prune(t.Context(), pipeline.PruneOptions{
+		Selection:      pipeline.Selection{Dir: dir, ValuesFiles: []string{renamed}},
+		ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig},
+		Progress:       func(e pipeline.ProgressEvent) { events = append(events, e.Line()) },
+	})
+	assert.NilError(t, err)
+	p := pres.Releases[0]
+	assert.Equal(t, p.Operation, "prune")
+	assert.DeepEqual(t, events, []string{"deployment.apps/web deleted", "service/web deleted", "secret/web-creds deleted"})
+	assert.Equal(t, p.Counts.Deleted, 3)
+	assert.Assert(t, !present(t, applySvcs, ns, "web"))
+	assert.Assert(t, !present(t, applyDeploys, ns, "web"))
+	assert.Assert(t, present(t, applyDeploys, ns, "site"))
+	assert.Assert(t, p.Inventory.Written)
+	assert.Assert(t, is.Contains(p.Summary(), "release app pruned on context opm-test"))
+	assert.Assert(t, is.Contains(p.Summary(), "3 stale, 3 pruned, 0 skipped"))
+}
+
+func TestApplyDryRunSummary(t *testing.T) {
+	ns := env.Namespace(t)
+	opts := applyOpts(deploytest.Dir(t, ns, ``))
+	opts.DryRun = true
+	res, err := pipeline.Apply(t.Context(), opts)
+	assert.NilError(t, err)
+	assert.Assert(t, res.Releases[0].DryRun)
+	assert.Assert(t, is.Contains(res.Releases[0].Summary(), "apply (server dry run, nothing written)"))
+	assert.Assert(t, !present(t, applySvcs, ns, "app"))
+}
+
+// A context that is not in the kubeconfig is a connectivity error naming
+// what exists; nothing is applied anywhere.
+func TestApplyUnknownContext(t *testing.T) {
+	ns := env.Namespace(t)
+	opts := applyOpts(deploytest.Dir(t, ns, ``))
+	opts.Context = "production"
+	res, err := pipeline.Apply(t.Context(), opts)
+	assert.ErrorContains(t, err, `context "production" (--context) is not in`)
+	assert.ErrorContains(t, err, kubetest.ContextName)
+	assert.Equal(t, fault.KindOf(err), fault.Connectivity)
+	assert.Equal(t, len(res.Releases), 1)
+	assert.Assert(t, res.Releases[0].Error != "")
+	assert.Assert(t, !present(t, applySvcs, ns, "app"))
+}
+
+// An environment naming a kubeContext the kubeconfig lacks fails; it never
+// falls back to the current context.
+func TestApplyEnvironmentContextMissing(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.Dir(t, ns, ``)
+	extra := `package deploy
+
+environments: prod: cluster: kubeContext: "prod-cluster"
+`
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "envs.cue"), []byte(extra), 0o644))
+	opts := applyOpts(dir)
+	opts.Environment = "prod"
+	_, err := pipeline.Apply(t.Context(), opts)
+	assert.ErrorContains(t, err, `environment "prod" names kubeContext "prod-cluster"`)
+	assert.ErrorContains(t, err, "contexts there: "+kubetest.ContextName)
+	assert.Equal(t, fault.KindOf(err), fault.Connectivity)
+	assert.Assert(t, !present(t, applySvcs, ns, "app"))
+}
+
+func TestApplyStopsAtTheFailingRelease(t *testing.T) {
+	ns := env.Namespace(t)
+	// An empty image passes the module's schema; the API server rejects it.
+	dir := deploytest.Dir(t, ns, `image: ""`)
+	res, err := pipeline.Apply(t.Context(), applyOpts(dir))
+	assert.ErrorContains(t, err, "Deployment.apps/"+ns+"/app")
+	assert.Equal(t, fault.KindOf(err), fault.Validation)
+	r := res.Releases[0]
+	assert.Assert(t, r.Error != "")
+	assert.Assert(t, !r.Inventory.Written)
+	assert.Assert(t, is.Contains(r.Summary(), "1 failed"))
+	assert.Assert(t, is.Contains(r.Summary(), "(not written)"))
+}
