@@ -1,0 +1,180 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// clusterRepo is a repository whose staging environment deploys into a
+// namespace of the test's own, and the kubeconfig of the test cluster.
+func clusterRepo(t *testing.T) (r *repo, ns string, kubeconfig string) {
+	t.Helper()
+	env := testCluster(t)
+	ns = env.Namespace(t)
+	b, err := os.ReadFile(env.Kubeconfig)
+	assert.NilError(t, err)
+	r = newRepo(t)
+	r.edit("environments.cue", `namespace: "staging"`, `namespace: "`+ns+`"`)
+	r.commit("staging deploys to the test namespace")
+	return r, ns, string(b)
+}
+
+// kubeconfigMaterial lists what must never be written anywhere: every
+// long value of the kubeconfig (server URL, certificates, keys, tokens).
+func kubeconfigMaterial(t *testing.T, kubeconfig string) []string {
+	t.Helper()
+	var out []string
+	for _, line := range strings.Split(kubeconfig, "\n") {
+		if _, v, ok := strings.Cut(line, ": "); ok {
+			if v = strings.Trim(strings.TrimSpace(v), `"`); len(v) >= 16 {
+				out = append(out, v)
+			}
+		}
+	}
+	assert.Assert(t, len(out) >= 2, "the test kubeconfig has a server and credentials: %d values", len(out))
+	return out
+}
+
+// checkNoKubeconfig fails if kubeconfig material is anywhere the Action
+// writes: the log (outside the ::add-mask:: commands that hide it), the
+// outputs, the summary, the comments, or a file in the workspace.
+func checkNoKubeconfig(t *testing.T, h *harness, kubeconfig string) {
+	t.Helper()
+	material := kubeconfigMaterial(t, kubeconfig)
+	var log []string
+	masked := 0
+	for _, line := range strings.Split(h.stdout.String(), "\n") {
+		if strings.HasPrefix(line, "::add-mask::") {
+			masked++
+			continue
+		}
+		log = append(log, line)
+	}
+	assert.Assert(t, masked > 0, "kubeconfig values are masked for the runner")
+	outputs, err := os.ReadFile(h.env["GITHUB_OUTPUT"])
+	assert.NilError(t, err)
+	places := map[string]string{"log": strings.Join(log, "\n"), "GITHUB_OUTPUT": string(outputs), "summary": h.summary()}
+	for _, c := range h.srv.Comments(prNumber) {
+		places["comment"] += c.Body
+	}
+	err = filepath.WalkDir(h.repo.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		places["workspace file "+p] = string(b)
+		return err
+	})
+	assert.NilError(t, err)
+	for where, text := range places {
+		for _, m := range material {
+			assert.Assert(t, !strings.Contains(text, m), "kubeconfig material %.20q… in the %s", m, where)
+		}
+	}
+}
+
+func TestReviewAgainstClusterKeepsKubeconfigSecret(t *testing.T) {
+	r, ns, kubeconfig := clusterRepo(t)
+	h := newHarness(t, r, "pull_request", "pull_request.json")
+	h.env["INPUT_KUBECONFIG"] = kubeconfig
+
+	// production pins kubeContext "production", which the kubeconfig lacks:
+	// an error row, while staging is still diffed.
+	err := h.run()
+	assert.ErrorContains(t, err, "2 of 4 releases could not be reviewed (blog/production, minecraft/production)")
+	body := h.ours(prNumber)[0].Body
+	checkBalanced(t, body)
+	contains(t, body, "## opm diff: production, staging")
+	contains(t, body, "Change ID (live → render)")
+	contains(t, body, "| blog | production | production | ❌ error |")
+	contains(t, body, `"production"`)
+	contains(t, body, "| blog | staging | "+ns+" | — → `change-sha1-")
+	contains(t, body, "| minecraft | staging | "+ns+" |")
+	out := h.outputs()
+	assert.Equal(t, out["has-changes"], "true", "nothing is deployed yet")
+	_, changeIDs := expectedRevisions(t, r, "staging")
+	assert.DeepEqual(t, jsonMap(t, out["change-ids"]), changeIDs)
+	checkNoKubeconfig(t, h, kubeconfig)
+
+	// The context input overrides every environment's context.
+	h.env["INPUT_CONTEXT"] = "opm-test"
+	assert.NilError(t, h.run())
+	body = h.ours(prNumber)[0].Body
+	contains(t, body, "| blog | production | production | — → `change-sha1-")
+	checkNoKubeconfig(t, h, kubeconfig)
+}
+
+func TestApplyMode(t *testing.T) {
+	r, ns, kubeconfig := clusterRepo(t)
+	h := newHarness(t, r, "push", "push.json")
+	h.env["INPUT_MODE"] = "apply"
+	h.env["INPUT_ENVIRONMENTS"] = "staging"
+	h.env["INPUT_KUBECONFIG"] = kubeconfig
+
+	assert.NilError(t, h.run())
+	out := h.outputs()
+	digests, changeIDs := expectedRevisions(t, r, "staging")
+	assert.DeepEqual(t, jsonMap(t, out["digests"]), digests)
+	assert.DeepEqual(t, jsonMap(t, out["change-ids"]), changeIDs)
+	assert.Equal(t, out["has-changes"], "true")
+	assert.Equal(t, out["stale-count"], "0")
+	assert.Equal(t, len(h.srv.Requests()), 0, "apply does not comment")
+	log := h.stdout.String()
+	contains(t, log, "::group::apply blog (staging)")
+	contains(t, log, "::group::apply minecraft (staging)")
+	contains(t, log, "::endgroup::")
+	contains(t, log, "deployment.apps/web created")
+	sum := h.summary()
+	contains(t, sum, "## opm apply: staging")
+	contains(t, sum, "| blog | staging | "+ns+" | `"+changeIDs["blog/staging"]+"` |")
+	checkBalanced(t, sum)
+	checkNoKubeconfig(t, h, kubeconfig)
+
+	cs, err := kubernetes.NewForConfig(testCluster(t).Config)
+	assert.NilError(t, err)
+	deps, err := cs.AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, len(deps.Items), 2, "blog's web and api are on the cluster")
+
+	// Again: nothing to do.
+	assert.NilError(t, h.run())
+	assert.Equal(t, h.outputs()["has-changes"], "false")
+
+	// Rename: the StatefulSet and Service are pruned, the PVC is kept.
+	r.edit("releases.cue", `name:       "minecraft"`, `name:       "minecraft-server"`)
+	r.commit("rename")
+	assert.NilError(t, h.run())
+	out = h.outputs()
+	assert.Equal(t, out["has-changes"], "true")
+	assert.Equal(t, out["stale-count"], "3")
+	sum = h.summary()
+	contains(t, sum, "PersistentVolumeClaim/"+ns+"/minecraft-data | server | skipped |")
+	contains(t, sum, "StatefulSet.apps/"+ns+"/minecraft | server | deleted |")
+	checkBalanced(t, sum)
+	_, err = cs.AppsV1().StatefulSets(ns).Get(t.Context(), "minecraft", metav1.GetOptions{})
+	assert.ErrorContains(t, err, "not found")
+	_, err = cs.CoreV1().PersistentVolumeClaims(ns).Get(t.Context(), "minecraft-data", metav1.GetOptions{})
+	assert.NilError(t, err, "the PVC is protected")
+	checkNoKubeconfig(t, h, kubeconfig)
+}
+
+func TestApplyFailureFailsTheStep(t *testing.T) {
+	r, _, kubeconfig := clusterRepo(t)
+	h := newHarness(t, r, "push", "push.json")
+	h.env["INPUT_MODE"] = "apply"
+	h.env["INPUT_ENVIRONMENTS"] = "production" // its context is not in the kubeconfig
+	h.env["INPUT_KUBECONFIG"] = kubeconfig
+	err := h.run()
+	assert.ErrorContains(t, err, "applying environment production")
+	contains(t, h.summary(), "The apply failed")
+	assert.Equal(t, h.outputs()["has-changes"], "false")
+	checkBalanced(t, h.summary())
+	checkNoKubeconfig(t, h, kubeconfig)
+}
