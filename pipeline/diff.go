@@ -13,7 +13,7 @@ import (
 // DiffOptions are the options of Diff.
 type DiffOptions struct {
 	Selection
-	Cluster ClusterOptions `json:"cluster"`
+	ClusterOptions
 	// PruneNamespaces and PrunePVCs are apply's flags: the diff warns about
 	// exactly the stale objects apply would keep.
 	PruneNamespaces bool `json:"pruneNamespaces,omitempty"`
@@ -33,7 +33,7 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 		return nil, err
 	}
 	cs := &ChangeSet{Releases: make([]ReleaseChanges, 0, len(rels))}
-	cl := newClusters(opts.Cluster)
+	cl := newClusters(opts.ClusterOptions)
 	var errs []error
 	for _, rel := range rels {
 		rc, err := diffRelease(ctx, cl, rel, opts)

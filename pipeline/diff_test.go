@@ -38,7 +38,7 @@ func applyDir(t *testing.T, dir string, files ...string) *reconcile.Result {
 
 func diffRelease(t *testing.T, dir string, files ...string) pipeline.ReleaseChanges {
 	t.Helper()
-	cs, err := pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: pipeline.Selection{Dir: dir, ValuesFiles: files}, Cluster: cluster(t)})
+	cs, err := pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: pipeline.Selection{Dir: dir, ValuesFiles: files}, ClusterOptions: cluster(t)})
 	assert.NilError(t, err)
 	assert.Equal(t, len(cs.Releases), 1)
 	return cs.Releases[0]
@@ -149,8 +149,8 @@ func TestDiffNeverShowsSecretValues(t *testing.T) {
 	dir := deploytest.Dir(t, ns, `secret: "first-password-value"`)
 	applyDir(t, dir)
 	cs, err := pipeline.Diff(t.Context(), pipeline.DiffOptions{
-		Selection: pipeline.Selection{Dir: dir, ValuesFiles: []string{deploytest.Values(t, `secret: "second-password-value"`)}},
-		Cluster:   cluster(t),
+		Selection:      pipeline.Selection{Dir: dir, ValuesFiles: []string{deploytest.Values(t, `secret: "second-password-value"`)}},
+		ClusterOptions: cluster(t),
 	})
 	assert.NilError(t, err)
 	rc := cs.Releases[0]

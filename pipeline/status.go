@@ -15,7 +15,7 @@ import (
 // StatusOptions are the options of Status.
 type StatusOptions struct {
 	Target
-	Cluster ClusterOptions `json:"cluster"`
+	ClusterOptions
 	// Wait polls until every object is Current or one Failed, or Timeout.
 	Wait    bool          `json:"wait,omitempty"`
 	Timeout time.Duration `json:"timeout,omitempty"`
@@ -70,7 +70,7 @@ type ObjectStatus struct {
 // through the inventory (targeted GETs) or, without one, a label scan.
 // With Wait it polls until all are Current or one fails.
 func Status(ctx context.Context, opts StatusOptions) (*StatusResult, error) {
-	ds, err := resolve(ctx, opts.Target, opts.Cluster, true)
+	ds, err := resolve(ctx, opts.Target, opts.ClusterOptions, true)
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func TestStatusReportsIdentityAndHealth(t *testing.T) {
 	applied := applyDir(t, dir)
 	sel := pipeline.Selection{Dir: dir}
 
-	res, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: sel}, Cluster: cluster(t)})
+	res, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: cluster(t)})
 	assert.NilError(t, err)
 	assert.Equal(t, len(res.Releases), 1)
 	rs := res.Releases[0]
@@ -77,7 +77,7 @@ func TestStatusReportsIdentityAndHealth(t *testing.T) {
 	assert.Check(t, !res.Healthy)
 
 	markDeploymentReady(t, ns, "app")
-	res, err = pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: sel}, Cluster: cluster(t)})
+	res, err = pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: cluster(t)})
 	assert.NilError(t, err)
 	assert.Check(t, res.Healthy, "%v", healthOf(res))
 
@@ -86,7 +86,7 @@ func TestStatusReportsIdentityAndHealth(t *testing.T) {
 			{Name: "app", Namespace: ns},
 			{ReleaseID: applied.ReleaseID, Namespace: ns},
 		} {
-			res, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: target, Cluster: cluster(t)})
+			res, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: target, ClusterOptions: cluster(t)})
 			assert.NilError(t, err)
 			assert.Equal(t, res.Releases[0].ReleaseID, applied.ReleaseID)
 			assert.Equal(t, res.Releases[0].Name, "app")
@@ -110,7 +110,7 @@ func TestStatusReportsIdentityAndHealth(t *testing.T) {
 		})
 		assert.NilError(t, dyn().Resource(secrets).Namespace(ns).Delete(t.Context(), "app-creds", metav1.DeleteOptions{}))
 
-		res, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, Cluster: cluster(t)})
+		res, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, ClusterOptions: cluster(t)})
 		assert.NilError(t, err)
 		assert.DeepEqual(t, healthOf(res), map[string]health.Status{
 			"Deployment/app": health.Current, "Service/app": health.Missing, "Secret/app-creds": health.Terminating,
@@ -129,7 +129,7 @@ func TestStatusWaitsUntilReady(t *testing.T) {
 	}()
 	var lines []string
 	res, err := pipeline.Status(t.Context(), pipeline.StatusOptions{
-		Target: pipeline.Target{Selection: pipeline.Selection{Dir: dir}}, Cluster: cluster(t),
+		Target: pipeline.Target{Selection: pipeline.Selection{Dir: dir}}, ClusterOptions: cluster(t),
 		Wait: true, Timeout: 30 * time.Second, Interval: 100 * time.Millisecond,
 		Progress: func(release string, h health.ObjectHealth) { lines = append(lines, release+" "+h.String()) },
 	})
@@ -138,7 +138,7 @@ func TestStatusWaitsUntilReady(t *testing.T) {
 	assert.Check(t, len(lines) >= 3, "progress for each object and the change: %v", lines)
 
 	res, err = pipeline.Status(t.Context(), pipeline.StatusOptions{
-		Target: pipeline.Target{Name: "app", Namespace: ns}, Cluster: cluster(t), Wait: true, Timeout: 300 * time.Millisecond, Interval: 100 * time.Millisecond,
+		Target: pipeline.Target{Name: "app", Namespace: ns}, ClusterOptions: cluster(t), Wait: true, Timeout: 300 * time.Millisecond, Interval: 100 * time.Millisecond,
 	})
 	assert.NilError(t, err, "already healthy: no wait")
 	assert.Check(t, res.Healthy)
@@ -152,13 +152,13 @@ func TestStatusWithoutInventoryUsesLabels(t *testing.T) {
 	applied := applyDir(t, dir)
 	assert.NilError(t, dyn().Resource(secrets).Namespace(ns).Delete(t.Context(), inventory.SecretName("app", applied.ReleaseID), metav1.DeleteOptions{}))
 
-	res, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, Cluster: cluster(t)})
+	res, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, ClusterOptions: cluster(t)})
 	assert.NilError(t, err)
 	assert.Equal(t, res.Releases[0].Discovery, "labels")
 	assert.Equal(t, len(healthOf(res)), 3)
 }
 
 func TestStatusNeedsNamespaceWithName(t *testing.T) {
-	_, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Name: "app"}, Cluster: cluster(t)})
+	_, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Name: "app"}, ClusterOptions: cluster(t)})
 	assert.ErrorContains(t, err, "--namespace is required")
 }

@@ -37,7 +37,7 @@ more for errors, as kubectl diff.`,
 				return usageError{fmt.Errorf("-o must be text, json or markdown, not %q", output)}
 			}
 			opts.Selection = sel.selection(args)
-			opts.Cluster = cluster.options()
+			opts.ClusterOptions = cluster.options()
 			cs, err := pipeline.Diff(cmd.Context(), opts)
 			if cs == nil {
 				return err

@@ -63,7 +63,7 @@ printing objects as they become ready. Exit 0 when healthy, 1 when not.`,
 			if err != nil {
 				return err
 			}
-			opts.Target, opts.Cluster = t, cluster.options()
+			opts.Target, opts.ClusterOptions = t, cluster.options()
 			if opts.Wait {
 				opts.Progress = func(release string, h health.ObjectHealth) {
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", release, h)

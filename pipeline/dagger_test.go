@@ -1,0 +1,126 @@
+package pipeline_test
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+// The Dagger module (dagger/) cannot run here: no Dagger engine. These
+// tests check what can be checked without one, so the module cannot drift
+// from pipeline unnoticed.
+
+func TestDaggerJSONNamesTheModule(t *testing.T) {
+	b, err := os.ReadFile("../dagger.json")
+	assert.NilError(t, err)
+	var cfg struct {
+		Name          string `json:"name"`
+		EngineVersion string `json:"engineVersion"`
+		SDK           struct {
+			Source string `json:"source"`
+		} `json:"sdk"`
+		Source string `json:"source"`
+	}
+	assert.NilError(t, json.Unmarshal(b, &cfg))
+	assert.Equal(t, cfg.Name, "opm")
+	assert.Equal(t, cfg.SDK.Source, "go")
+	assert.Equal(t, cfg.Source, "dagger")
+	assert.Check(t, strings.HasPrefix(cfg.EngineVersion, "v0."))
+	_, err = os.Stat(filepath.Join("..", cfg.Source, "main.go"))
+	assert.NilError(t, err, "dagger.json's source directory holds the module")
+	gomod, err := os.ReadFile("../dagger/go.mod")
+	assert.NilError(t, err)
+	assert.Check(t, is.Contains(string(gomod), "module dagger/opm"))
+	assert.Check(t, is.Contains(string(gomod), "replace github.com/opmodel/pipeline => ../"))
+}
+
+// operations lists pipeline's operations: exported functions whose second
+// parameter is an *Options type (Render(ctx, RenderOptions), …).
+func operations(t *testing.T) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	assert.NilError(t, err)
+	var ops []string
+	for _, f := range pkgs["pipeline"].Files {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !fn.Name.IsExported() || len(fn.Type.Params.List) != 2 {
+				continue
+			}
+			if id, ok := fn.Type.Params.List[1].Type.(*ast.Ident); ok && strings.HasSuffix(id.Name, "Options") {
+				ops = append(ops, fn.Name.Name)
+			}
+		}
+	}
+	return ops
+}
+
+func TestEveryPipelineOperationHasADaggerFunction(t *testing.T) {
+	ops := operations(t)
+	assert.Check(t, len(ops) >= 7, "found operations %v", ops)
+	f, err := parser.ParseFile(token.NewFileSet(), "../dagger/main.go", nil, parser.ParseComments)
+	assert.NilError(t, err)
+	funcs := map[string]*ast.FuncDecl{}
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil && fn.Name.IsExported() {
+			if star, ok := fn.Recv.List[0].Type.(*ast.StarExpr); ok && star.X.(*ast.Ident).Name == "Opm" {
+				funcs[fn.Name.Name] = fn
+			}
+		}
+	}
+	for _, op := range ops {
+		fn, ok := funcs[op]
+		if !assert.Check(t, ok, "pipeline.%s has no Dagger function Opm.%s", op, op) {
+			continue
+		}
+		calls := false
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "pipeline" && sel.Sel.Name == op {
+					calls = true
+				}
+			}
+			return true
+		})
+		assert.Check(t, calls, "Opm.%s does not call pipeline.%s", op, op)
+		writes := op != "Render" && op != "Review"
+		if writes {
+			assert.Check(t, fn.Doc != nil && strings.Contains(fn.Doc.Text(), `+cache="never"`), "Opm.%s reaches a cluster and must not be cached", op)
+		}
+	}
+}
+
+// TestDaggerModuleTypeChecks compiles the module against the real Dagger
+// Go SDK (the generated internal/dagger package is the same client API),
+// so a call that does not exist or a wrong type fails here, not in CI.
+func TestDaggerModuleTypeChecks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fetches and compiles the Dagger SDK")
+	}
+	root, err := filepath.Abs("..")
+	assert.NilError(t, err)
+	src, err := os.ReadFile(filepath.Join(root, "dagger", "main.go"))
+	assert.NilError(t, err)
+	dir := t.TempDir()
+	write := func(name, content string) { assert.NilError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)) }
+	write("main.go", strings.Replace(string(src), `"dagger/opm/internal/dagger"`, `"dagger.io/dagger"`, 1))
+	write("dag.go", "package main\n\nimport \"dagger.io/dagger\"\n\n// dag stands in for the client dagger.gen.go declares.\nvar dag *dagger.Client\n\nfunc main() { _ = New }\n")
+	write("go.mod", "module dagger/opm\n\ngo 1.25.0\n\nrequire (\n\tdagger.io/dagger v0.19.7\n\tgithub.com/opmodel/pipeline v0.0.0\n)\n\nreplace github.com/opmodel/pipeline => "+root+"\n")
+	for _, args := range [][]string{{"mod", "tidy"}, {"vet", "."}} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+		out, err := cmd.CombinedOutput()
+		assert.NilError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
+	}
+}
