@@ -112,7 +112,9 @@ func TestDaggerModuleTypeChecks(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join(root, "dagger", "main.go"))
 	assert.NilError(t, err)
 	dir := t.TempDir()
-	write := func(name, content string) { assert.NilError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)) }
+	write := func(name, content string) {
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
 	write("main.go", strings.Replace(string(src), `"dagger/opm/internal/dagger"`, `"dagger.io/dagger"`, 1))
 	write("dag.go", "package main\n\nimport \"dagger.io/dagger\"\n\n// dag stands in for the client dagger.gen.go declares.\nvar dag *dagger.Client\n\nfunc main() { _ = New }\n")
 	write("go.mod", "module dagger/opm\n\ngo 1.25.0\n\nrequire (\n\tdagger.io/dagger v0.19.7\n\tgithub.com/opmodel/pipeline v0.0.0\n)\n\nreplace github.com/opmodel/pipeline => "+root+"\n")
