@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/opmodel/pipeline/internal/deploytest"
+)
+
+// diff, status and delete through the CLI: flags, outputs and exit codes.
+func TestDiffStatusDeleteCommands(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.Dir(t, ns, `secret: "old-secret-value"`)
+	kc := []string{"--kubeconfig", env.Kubeconfig}
+	args := func(a ...string) []string { return append(a, kc...) }
+
+	code, _, errOut := runOpm(t, args("diff", dir, "--exit-code")...)
+	assert.Equal(t, code, 1, "not applied yet: differences\n%s", errOut)
+
+	code, _, errOut = runOpm(t, args("apply", dir)...)
+	assert.Equal(t, code, 0, errOut)
+
+	code, out, errOut := runOpm(t, args("diff", dir, "--exit-code")...)
+	assert.Equal(t, code, 0, "applied: no differences\n%s%s", out, errOut)
+	assert.Check(t, is.Contains(out, "0 added, 0 modified, 3 unchanged, 0 stale, 0 ghost"))
+
+	changed := deploytest.Values(t, `secret: "new-secret-value"`, `name: "renamed"`)
+	for _, format := range []string{"text", "json", "markdown"} {
+		code, out, errOut = runOpm(t, args("diff", dir, "-f", changed, "-o", format, "--exit-code")...)
+		assert.Equal(t, code, 1, "%s: differences\n%s", format, errOut)
+		for _, v := range []string{"old-secret-value", "new-secret-value"} {
+			assert.Check(t, !strings.Contains(out, v), "%s output shows a Secret value", format)
+			assert.Check(t, !strings.Contains(out, base64.StdEncoding.EncodeToString([]byte(v))), "%s output shows a Secret value in base64", format)
+		}
+		assert.Check(t, is.Contains(out, "renamed"), format)
+	}
+	code, out, _ = runOpm(t, args("diff", dir, "-f", changed, "-o", "json")...)
+	assert.Equal(t, code, 0, "without --exit-code, differences are success")
+	var cs struct {
+		Counts struct{ Added, Stale int }
+	}
+	assert.NilError(t, json.Unmarshal([]byte(out), &cs))
+	assert.Equal(t, cs.Counts.Added, 3)
+	assert.Equal(t, cs.Counts.Stale, 3)
+
+	code, out, _ = runOpm(t, args("status", dir)...)
+	assert.Equal(t, code, 1, "the Deployment is not ready (no controllers here)")
+	assert.Check(t, is.Contains(out, "Discovery:   inventory"))
+	assert.Check(t, is.Contains(out, "InProgress"))
+	code, out, _ = runOpm(t, args("status", "--name", "app", "-n", ns, "-o", "json")...)
+	assert.Equal(t, code, 1)
+	var st struct {
+		Healthy  bool
+		Releases []struct{ Name, ReleaseID string }
+	}
+	assert.NilError(t, json.Unmarshal([]byte(out), &st))
+	assert.Equal(t, st.Releases[0].Name, "app")
+
+	code, out, errOut = runOpm(t, args("delete", "--release-id", st.Releases[0].ReleaseID, "-n", ns)...)
+	assert.Equal(t, code, 0, errOut)
+	assert.Check(t, is.Contains(out, "deleted 3 object(s)"))
+	code, out, errOut = runOpm(t, args("delete", "--name", "app", "-n", ns)...)
+	assert.Equal(t, code, 0, errOut)
+	assert.Check(t, is.Contains(out, "nothing to delete"))
+}
+
+func TestTargetFlagErrors(t *testing.T) {
+	kc := "--kubeconfig=" + env.Kubeconfig
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"delete without a target":      {[]string{"delete", kc}, "--namespace with --name or --release-id"},
+		"delete name without namespace": {[]string{"delete", "--name", "x", kc}, "--namespace is required"},
+		"namespace alone":               {[]string{"status", "-n", "x", kc}, "--name or --release-id"},
+		"dir and name":                  {[]string{"status", "some-dir", "--name", "x", "-n", "y", kc}, "not both"},
+		"bad status output":             {[]string{"status", "--name", "x", "-n", "y", "-o", "xml", kc}, "-o must be"},
+		"bad diff output":               {[]string{"diff", "-o", "yaml", kc}, "-o must be"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, _, errOut := runOpm(t, tc.args...)
+			assert.Equal(t, code, 2, errOut)
+			assert.Check(t, is.Contains(errOut, tc.want))
+		})
+	}
+}
+
+func TestContextMissingIsAConnectivityError(t *testing.T) {
+	dir := deploytest.Dir(t, "default", "")
+	code, _, errOut := runOpm(t, "diff", dir, "--kubeconfig", env.Kubeconfig, "--context", "nope")
+	assert.Equal(t, code, 3, errOut)
+	assert.Check(t, is.Contains(errOut, `"nope"`))
+}
