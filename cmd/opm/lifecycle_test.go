@@ -75,7 +75,7 @@ func TestTargetFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		"delete without a target":      {[]string{"delete", kc}, "--namespace with --name or --release-id"},
+		"delete without a target":       {[]string{"delete", kc}, "--namespace with --name or --release-id"},
 		"delete name without namespace": {[]string{"delete", "--name", "x", kc}, "--namespace is required"},
 		"namespace alone":               {[]string{"status", "-n", "x", kc}, "--name or --release-id"},
 		"dir and name":                  {[]string{"status", "some-dir", "--name", "x", "-n", "y", kc}, "not both"},
