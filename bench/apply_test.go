@@ -1,0 +1,184 @@
+//go:build bench
+
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/opmodel/pipeline/internal/kubetest"
+)
+
+// components × 4 objects (Deployment, Service, ConfigMap, Secret).
+const components = 50
+
+// kubectl is the peer; KUBECTL overrides where it is.
+func kubectl() string {
+	if k := os.Getenv("KUBECTL"); k != "" {
+		return k
+	}
+	return "/usr/bin/kubectl"
+}
+
+func TestBenchApply200(t *testing.T) {
+	env, err := kubetest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	work := t.TempDir()
+	opm := filepath.Join(work, "opm")
+	build := exec.Command("go", "build", "-o", opm, "github.com/opmodel/pipeline/cmd/opm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build opm: %v\n%s", err, out)
+	}
+
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"bench-opm", "bench-kubectl"} {
+		if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opmDir := deployment(t, filepath.Join(work, "opm-deploy"), "bench-opm")
+	kubectlDir := deployment(t, filepath.Join(work, "kubectl-deploy"), "bench-kubectl")
+
+	// The same manifests for kubectl, in its own namespace.
+	manifests := filepath.Join(work, "manifests.yaml")
+	out := run(t, opm, "render", kubectlDir)
+	if n := strings.Count(string(out), "\n---\n") + 1; n != 4*components {
+		t.Fatalf("rendered %d objects, want %d", n, 4*components)
+	}
+	if err := os.WriteFile(manifests, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kc := env.Kubeconfig
+	// Warm kubectl's discovery cache: its normal state, and kinder to it.
+	home := filepath.Join(work, "home")
+	run(t, kubectl(), "--kubeconfig", kc, "--cache-dir", filepath.Join(home, "cache"), "api-resources")
+
+	kubectlApply := func() time.Duration {
+		return timed(t, kubectl(), "--kubeconfig", kc, "--cache-dir", filepath.Join(home, "cache"), "apply", "--server-side", "-f", manifests)
+	}
+	opmApply := func(want string) time.Duration {
+		start := time.Now()
+		out := run(t, opm, "apply", opmDir, "--kubeconfig", kc)
+		d := time.Since(start)
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("opm apply did not report %q:\n%s", want, lastLine(out))
+		}
+		return d
+	}
+
+	opmFresh := opmApply(fmt.Sprintf("%d created, 0 configured, 0 unchanged", 4*components))
+	kubectlFresh := kubectlApply()
+	opmAgain := opmApply(fmt.Sprintf("0 created, 0 configured, %d unchanged", 4*components))
+	kubectlAgain := kubectlApply()
+
+	report("apply-200", opmFresh, kubectlFresh)
+	report("reapply-200", opmAgain, kubectlAgain)
+}
+
+func report(name string, opm, kubectl time.Duration) {
+	fmt.Printf("bench %s opm=%.2fs kubectl=%.2fs ratio=%.2f\n", name, opm.Seconds(), kubectl.Seconds(), opm.Seconds()/kubectl.Seconds())
+}
+
+func run(t *testing.T, name string, args ...string) []byte {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+func timed(t *testing.T, name string, args ...string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	run(t, name, args...)
+	return time.Since(start)
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// deployment writes a deployment directory with one release, "bench", of
+// a module with `components` components, each a Deployment, a Service, a
+// ConfigMap and a Secret.
+func deployment(t *testing.T, dir, namespace string) string {
+	return deploymentN(t, dir, namespace, components)
+}
+
+func deploymentN(t *testing.T, dir, namespace string, components int) string {
+	var mod strings.Builder
+	mod.WriteString(`package mod
+
+import core "opmodel.dev/core@v0"
+
+core.#Module
+
+metadata: {apiVersion: "example.com/bench/mod@v0", name: "bench", version: "0.1.0"}
+
+#config: image: *"nginx:1.27" | string
+
+#components: {
+`)
+	for i := range components {
+		fmt.Fprintf(&mod, `	c%02[1]d: {
+		workload: {type: "stateless", replicas: 1, container: {image: #config.image, ports: http: containerPort: 8080}}
+		service: ports: http: {port: 80, targetPort: 8080}
+		configs: "c%02[1]d-config": data: key: "value-%[1]d"
+		secrets: "c%02[1]d-secret": data: password: "pw-%[1]d"
+	}
+`, i)
+	}
+	mod.WriteString("}\n")
+	files := map[string]string{
+		"cue.mod/module.cue": "module: \"example.com/bench@v0\"\nlanguage: version: \"v0.12.0\"\ndeps: \"opmodel.dev/core@v0\": v: \"v0.1.0\"\n",
+		"mod/mod.cue":        mod.String(),
+		"deploy.cue": fmt.Sprintf(`package deploy
+
+import (
+	core "opmodel.dev/core@v0"
+	m "example.com/bench/mod"
+)
+
+releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+releases: bench: {
+	#module: m
+	metadata: namespace: %q
+	values: {}
+}
+`, namespace),
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}

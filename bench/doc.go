@@ -1,0 +1,19 @@
+// Package bench times opm against kubectl on a real API server. It holds no
+// library code: the benchmark is a test behind the "bench" build tag, so
+// `make test` never runs it. `make bench` does:
+//
+//	cd bench && go test -tags bench -count=1 -run TestBench
+//
+// It starts the test control plane (internal/kubetest), generates a CUE
+// deployment with one release of 200 objects, and in one run times `opm
+// apply` (fresh, then again with no change) and `kubectl apply
+// --server-side` of the same manifests (fresh into another namespace, then
+// again). It prints one line per case:
+//
+//	bench apply-200 opm=<s>s kubectl=<s>s ratio=<opm/kubectl>
+//	bench reapply-200 opm=<s>s kubectl=<s>s ratio=<opm/kubectl>
+//
+// Both tools run as separate processes, so each pays its own start-up,
+// discovery and (for opm) CUE rendering; kubectl gets a warm discovery
+// cache first, which favours it.
+package bench
