@@ -6,6 +6,8 @@ import (
 	"html"
 	"slices"
 	"strings"
+
+	"github.com/opmodel/pipeline/engine/manifest"
 )
 
 // MaxCommentLength is the longest body GitHub accepts for a comment
@@ -260,7 +262,9 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 			warns = append(warns, fmt.Sprintf("⚠️ %s: %s", who, mdEscape(w)))
 		}
 		for _, obj := range r.Objects {
-			if obj.Change == Ghost {
+			// Diff already warns about each ghost by its ID; say it once.
+			id := manifest.ID{Group: obj.Object.Group, Kind: obj.Object.Kind, Namespace: obj.Object.Namespace, Name: obj.Object.Name}.String()
+			if obj.Change == Ghost && !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, id) }) {
 				warns = append(warns, fmt.Sprintf("👻 %s: ghost %s carries the release's labels but is in neither the inventory nor the render", who, mdCode(mdObjectName(obj.Object))))
 			}
 		}
