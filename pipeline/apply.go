@@ -18,7 +18,7 @@ type ApplyOptions struct {
 	// DryRun runs the whole flow as server-side dry runs and writes nothing.
 	DryRun bool `json:"dryRun,omitempty"`
 	// NoPrune keeps the stale set (still recorded in the inventory). The
-	// first-apply existence check runs regardless.
+	// existence check of objects not yet recorded runs regardless.
 	NoPrune bool `json:"noPrune,omitempty"`
 	// PruneNamespaces and PrunePVCs lift the protection of stale
 	// Namespaces and PersistentVolumeClaims.
@@ -27,8 +27,9 @@ type ApplyOptions struct {
 	// Force lets an empty render prune a whole release and recreates
 	// objects whose immutable fields change.
 	Force bool `json:"force,omitempty"`
-	// Adopt lets a first apply take over existing objects this release
-	// did not create.
+	// Adopt lets apply take over existing objects this release did not
+	// create (otherwise an object not yet recorded must not exist unless it
+	// carries this release's labels).
 	Adopt bool `json:"adopt,omitempty"`
 	// MaxHistory caps the inventory's change history; 10 when zero.
 	MaxHistory int `json:"maxHistory,omitempty"`
@@ -37,6 +38,9 @@ type ApplyOptions struct {
 	// Progress receives one event per object as it is applied or pruned,
 	// never concurrently.
 	Progress func(ProgressEvent) `json:"-"`
+	// ReleaseDone receives each release's result as soon as it is done
+	// (failed ones too), so a front door can print its summary in place.
+	ReleaseDone func(AppliedRelease) `json:"-"`
 }
 
 // ProgressEvent reports one object applied or pruned; Line() is its
@@ -102,7 +106,7 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 // release reached, the failed one included, and is returned with the
 // error.
 func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
-	return eachRelease(ctx, opts.Selection, writerRates(opts.ClusterOptions), "apply", func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
+	return eachRelease(ctx, opts.Selection, writerRates(opts.ClusterOptions), "apply", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
 		return reconcile.Apply(ctx, cl, rel, opts.reconcileOptions())
 	})
 }
@@ -131,8 +135,8 @@ func writerRates(co ClusterOptions) ClusterOptions {
 type releaseOp func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error)
 
 // eachRelease renders the selection and runs op on each release, in order,
-// stopping at the first failure.
-func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operation string, op releaseOp) (*ApplyResult, error) {
+// stopping at the first failure; done (if set) gets each release's result.
+func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operation string, done func(AppliedRelease), op releaseOp) (*ApplyResult, error) {
 	rels, err := render.Render(ctx, sel.renderOptions())
 	if err != nil {
 		return nil, err
@@ -155,10 +159,14 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 		}
 		if err != nil {
 			ar.Error = err.Error()
-			res.Releases = append(res.Releases, ar)
-			return res, err
 		}
 		res.Releases = append(res.Releases, ar)
+		if done != nil {
+			done(ar)
+		}
+		if err != nil {
+			return res, err
+		}
 	}
 	return res, nil
 }

@@ -24,6 +24,8 @@ type PruneOptions struct {
 	Concurrency int `json:"concurrency,omitempty"`
 	// Progress receives one event per stale object, never concurrently.
 	Progress func(ProgressEvent) `json:"-"`
+	// ReleaseDone receives each release's result as soon as it is done.
+	ReleaseDone func(AppliedRelease) `json:"-"`
 }
 
 // Prune renders the selected releases and deletes each one's stale set —
@@ -36,7 +38,7 @@ func Prune(ctx context.Context, opts PruneOptions) (*ApplyResult, error) {
 		DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs,
 		Force: opts.Force, Concurrency: opts.Concurrency, Progress: opts.Progress,
 	}
-	return eachRelease(ctx, opts.Selection, writerRates(opts.ClusterOptions), "prune", func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
+	return eachRelease(ctx, opts.Selection, writerRates(opts.ClusterOptions), "prune", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
 		return reconcile.Prune(ctx, cl, rel, ro)
 	})
 }

@@ -54,9 +54,9 @@ Secret records but the render no longer produces — is pruned, and the inventor
 is written. If anything fails to apply, nothing is pruned and the inventory is
 not written.
 
-On a release's first apply, objects that already exist without the release's
-labels stop the apply (use --adopt to take them over), and so do objects that are
-being deleted. Stale Namespaces and PersistentVolumeClaims are kept unless
+Objects the release has not recorded yet (all of them on its first apply) must not
+exist without the release's labels (use --adopt to take them over) nor be being
+deleted; otherwise nothing is applied. Stale Namespaces and PersistentVolumeClaims are kept unless
 --prune-namespaces / --prune-pvcs; kept objects stay in the inventory. An empty
 render of a release that has objects is refused unless --force.
 
@@ -73,6 +73,7 @@ Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not f
 			opts.Selection = sel.selection(args)
 			opts.ClusterOptions = cluster.options()
 			opts.Progress = progressPrinter(cmd, output)
+			opts.ReleaseDone = summaryPrinter(cmd, output)
 			res, err := pipeline.Apply(cmd.Context(), opts)
 			return printApplyResult(cmd, output, res, err)
 		},
@@ -81,11 +82,11 @@ Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not f
 	cluster.register(cmd.Flags())
 	fs := cmd.Flags()
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "server-side dry run: report what would be applied, pruned and skipped; write nothing")
-	fs.BoolVar(&opts.NoPrune, "no-prune", false, "do not delete stale objects (they stay in the inventory); the first-apply checks still run")
+	fs.BoolVar(&opts.NoPrune, "no-prune", false, "do not delete stale objects (they stay in the inventory); the existence checks still run")
 	fs.BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "allow pruning stale Namespaces, and everything in them")
 	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "allow pruning stale PersistentVolumeClaims, and their data")
 	fs.BoolVar(&opts.Force, "force", false, "re-create objects whose immutable fields change; allow an empty render to prune everything")
-	fs.BoolVar(&opts.Adopt, "adopt", false, "on a first apply, take over existing objects that lack this release's labels")
+	fs.BoolVar(&opts.Adopt, "adopt", false, "take over existing objects that lack this release's labels")
 	fs.IntVar(&opts.MaxHistory, "max-history", 10, "changes kept in the inventory Secret")
 	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
@@ -101,32 +102,37 @@ func progressPrinter(cmd *cobra.Command, output string) func(pipeline.ProgressEv
 	return func(e pipeline.ProgressEvent) { fmt.Fprintln(w, e.Line()) }
 }
 
-// printApplyResult prints the summary (or the JSON result) and passes the
-// error on for main to map to an exit code.
+// summaryPrinter prints a release's summary line and warnings right after
+// its object lines, in text output; JSON output prints everything at the end.
+func summaryPrinter(cmd *cobra.Command, output string) func(pipeline.AppliedRelease) {
+	if output == "json" {
+		return nil
+	}
+	return func(r pipeline.AppliedRelease) {
+		fmt.Fprintln(cmd.OutOrStdout(), r.Summary())
+		printWarnings(cmd.ErrOrStderr(), r)
+	}
+}
+
+// printApplyResult prints the JSON result (text was printed as it went)
+// and passes the error on for main to map to an exit code.
 func printApplyResult(cmd *cobra.Command, output string, res *pipeline.ApplyResult, err error) error {
-	if res == nil {
+	if res == nil || output != "json" {
 		return err
 	}
-	if output == "json" {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		if encErr := enc.Encode(res); encErr != nil && err == nil {
-			return encErr
-		}
-		printWarnings(cmd.ErrOrStderr(), res)
-		return err
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	enc.SetIndent("", "  ")
+	if encErr := enc.Encode(res); encErr != nil && err == nil {
+		return encErr
 	}
 	for _, r := range res.Releases {
-		fmt.Fprintln(cmd.OutOrStdout(), r.Summary())
+		printWarnings(cmd.ErrOrStderr(), r)
 	}
-	printWarnings(cmd.ErrOrStderr(), res)
 	return err
 }
 
-func printWarnings(w io.Writer, res *pipeline.ApplyResult) {
-	for _, r := range res.Releases {
-		for _, warn := range r.Warnings {
-			fmt.Fprintf(w, "Warning: %s\n", warn)
-		}
+func printWarnings(w io.Writer, r pipeline.AppliedRelease) {
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "Warning: %s\n", warn)
 	}
 }

@@ -176,6 +176,7 @@ func TestApplyCommandExitCodes(t *testing.T) {
 		{"forbidden", []string{"apply", dir, "--kubeconfig", kubeconfigAs(t, "nobody")}, 4, "forbidden"},
 		{"prune forbidden", []string{"prune", dir, "--kubeconfig", kubeconfigAs(t, "nobody")}, 4, "forbidden"},
 		{"rejected by the API server", []string{"apply", deploytest.Dir(t, ns, `name: "bad", image: ""`), "--kubeconfig", kc}, 2, "Deployment.apps/" + ns + "/bad"},
+		{"namespace missing", []string{"apply", deploytest.Dir(t, "no-such-namespace", ``), "--kubeconfig", kc}, 5, `namespaces "no-such-namespace" not found`},
 		{"untracked object", []string{"apply", taken, "-f", takenValues, "--kubeconfig", kc}, 1, "ConfigMap/" + ns + "/taken-config already exists but is not tracked"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -193,4 +194,28 @@ func TestApplyCommandExitCodes(t *testing.T) {
 
 func configMap(name string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"a": "other"}}
+}
+
+// Each release's summary follows its own object lines.
+func TestApplyCommandSummaryFollowsEachRelease(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.Write(t, map[string]string{"deploy.cue": fmt.Sprintf(`package deploy
+
+import (
+	core "opmodel.dev/core@v0"
+	appmodule "test.example/deploy/app"
+)
+
+releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+releases: one: {#module: appmodule, metadata: namespace: %[1]q, values: {name: "one", withSecret: false}}
+releases: two: {#module: appmodule, metadata: namespace: %[1]q, values: {name: "two", withSecret: false}}
+`, ns)})
+	code, out, errOut := runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig)
+	assert.Equal(t, code, 0, errOut)
+	got := lines(out)
+	assert.Equal(t, len(got), 6, out)
+	assert.DeepEqual(t, got[:2], []string{"service/one created", "deployment.apps/one created"})
+	assert.Assert(t, strings.HasPrefix(got[2], "release one applied on "), got[2])
+	assert.DeepEqual(t, got[3:5], []string{"service/two created", "deployment.apps/two created"})
+	assert.Assert(t, strings.HasPrefix(got[5], "release two applied on "), got[5])
 }

@@ -32,6 +32,7 @@ Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not f
 			opts.Selection = sel.selection(args)
 			opts.ClusterOptions = cluster.options()
 			opts.Progress = progressPrinter(cmd, output)
+			opts.ReleaseDone = summaryPrinter(cmd, output)
 			res, err := pipeline.Prune(cmd.Context(), opts)
 			return printApplyResult(cmd, output, res, err)
 		},

@@ -192,4 +192,3 @@ func TestReadRejectsOtherRelease(t *testing.T) {
 	_, err = Read(ctx, cs, rel)
 	assert.ErrorContains(t, err, "belongs to release id")
 }
-

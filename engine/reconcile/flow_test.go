@@ -7,6 +7,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opmodel/pipeline/engine/objects"
@@ -184,4 +186,29 @@ func TestPruneWithoutInventory(t *testing.T) {
 	assert.Equal(t, len(res.Warnings), 1)
 	assert.Assert(t, is.Contains(res.Warnings[0], "no inventory Secret"))
 	assert.Assert(t, secret(t, rel) == nil)
+}
+
+// An object added by a later change gets the same existence check as a
+// first apply: it must not silently adopt an object someone else made.
+func TestAddedObjectIsCheckedOnLaterApplies(t *testing.T) {
+	ns := env.Namespace(t)
+	d := newDeployment(t, ns).module("0.1.0", threeComponentModule).values(`{cache: false}`)
+	v1 := d.render()
+	mustApply(t, v1, Options{})
+	before := secret(t, v1)
+	_, err := cluster(t).Clientset.CoreV1().Services(ns).Create(t.Context(), &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 6379}}},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+
+	v2 := d.values(`{cache: true}`).render()
+	_, err = Apply(t.Context(), cluster(t), v2, Options{})
+	assert.ErrorContains(t, err, "Service/"+ns+"/cache already exists but is not tracked")
+	assert.Assert(t, live(t, "apps/v1", "Deployment", ns, "cache") == nil, "nothing applied")
+	assert.Equal(t, secret(t, v1).ResourceVersion, before.ResourceVersion)
+
+	res := mustApply(t, v2, Options{Adopt: true})
+	assert.Assert(t, is.Contains(names(res.Applied), "Service/cache=configured"))
+	assert.Assert(t, is.Contains(secret(t, v2).latest(), "Service/"+ns+"/cache@cache"))
 }

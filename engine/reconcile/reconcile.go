@@ -4,9 +4,10 @@
 //
 //  4. read the previous inventory Secret;
 //  5. stale set = previous − current on (group, kind, namespace, name,
-//     component), minus component renames; on a first apply, check that no
-//     rendered object is terminating or exists without this release's
-//     labels (unless adopting) — whatever NoPrune says;
+//     component), minus component renames; check that no rendered object
+//     the previous change does not record (all of them, on a first apply)
+//     is terminating or exists without this release's labels (unless
+//     adopting) — whatever NoPrune says;
 //  6. server-side apply in weight stages;
 //  7. on any apply error stop: nothing is pruned and the inventory is not
 //     written; otherwise prune the stale set in reverse weight order,
@@ -54,8 +55,8 @@ type Options struct {
 	// Force allows an empty render to prune a whole release, and recreates
 	// objects whose immutable fields change.
 	Force bool
-	// Adopt lets a first apply take over existing objects that do not carry
-	// this release's labels.
+	// Adopt lets apply take over existing objects it has not recorded and
+	// that do not carry this release's labels.
 	Adopt bool
 	// MaxHistory caps the changes kept; inventory.DefaultMaxHistory when < 1.
 	MaxHistory int
@@ -164,16 +165,27 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 		return r.res, err
 	}
 
-	// 5c: first apply only; runs whatever NoPrune says.
-	var live map[manifest.ID]*unstructured.Unstructured
+	// 5c, whatever NoPrune says. The RFC checks on a first apply; we check
+	// every object the previous change does not record, which on a first
+	// apply is all of them, so an object added later cannot silently adopt
+	// someone else's either (the RFC's edge case 8).
 	r.res.FirstApply = len(prevEntries) == 0
-	if r.res.FirstApply {
-		if live, err = r.client.GetAll(ctx, rel.Resources); err != nil {
-			return r.res, fmt.Errorf("%s: pre-apply check: %w", r.where(), err)
+	recorded := make(map[manifest.ID]bool, len(prevEntries))
+	for _, e := range prevEntries {
+		recorded[e.ID()] = true
+	}
+	var unrecorded []manifest.Resource
+	for _, res := range rel.Resources {
+		if !recorded[res.ID()] {
+			unrecorded = append(unrecorded, res)
 		}
-		if err := r.preApplyCheck(live); err != nil {
-			return r.res, err
-		}
+	}
+	live, err := r.client.GetAll(ctx, unrecorded)
+	if err != nil {
+		return r.res, fmt.Errorf("%s: pre-apply check: %w", r.where(), err)
+	}
+	if err := r.preApplyCheck(unrecorded, live); err != nil {
+		return r.res, err
 	}
 
 	// 6: apply.
@@ -216,11 +228,11 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	return r.res, pruneErr
 }
 
-// preApplyCheck is step 5c: a first apply must not touch objects that are
-// terminating, nor (unless adopting) objects this release does not own.
-func (r *run) preApplyCheck(live map[manifest.ID]*unstructured.Unstructured) error {
+// preApplyCheck is step 5c: objects not yet recorded must not be
+// terminating, nor (unless adopting) exist without this release's labels.
+func (r *run) preApplyCheck(rs []manifest.Resource, live map[manifest.ID]*unstructured.Unstructured) error {
 	var errs []error
-	for _, res := range r.rel.Resources {
+	for _, res := range rs {
 		id := res.ID()
 		obj := live[id]
 		switch {
