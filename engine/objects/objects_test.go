@@ -434,3 +434,22 @@ data: {key: a}
 	assert.NilError(t, c.WaitGone(ctx, gvk, ns, "held", "another-uid"), "replaced by another object")
 	assert.NilError(t, c.WaitGone(ctx, gvk, ns, "never-existed", ""))
 }
+
+// In a dry run a new Namespace is not created, so objects in it are
+// reported as created rather than failing with "namespace not found".
+func TestApplyAllDryRunIntoNewNamespace(t *testing.T) {
+	ns := env.Namespace(t) + "-new"
+	rs := []manifest.Resource{
+		res(t, ns, "apiVersion: v1\nkind: Namespace\nmetadata: {name: NS}\n"),
+		configMap(t, ns, "cm", "a"),
+	}
+	got, err := newClient(t, Options{DryRun: true}).ApplyAll(t.Context(), rs, ApplyOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, got[0].Action, Created)
+	assert.Equal(t, got[1].Action, Created)
+	assert.Assert(t, is.Contains(got[1].Reason, "its Namespace is created by this apply"))
+
+	// Without the Namespace in the set, the missing namespace is an error.
+	_, err = newClient(t, Options{DryRun: true}).ApplyAll(t.Context(), rs[1:], ApplyOptions{})
+	assert.ErrorContains(t, err, "not found")
+}

@@ -56,13 +56,19 @@ func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts Appl
 	// CRDs this apply creates, by the group/kind they define: in a dry run
 	// their custom resources cannot be checked by the server.
 	defined := map[schema.GroupKind]bool{}
+	// Namespaces this apply creates: in a dry run they do not come to
+	// exist, so objects in them cannot be checked either.
+	namespaces := map[string]bool{}
 	var crds []string
 	for _, r := range rs {
-		if isCRD(r.ID()) {
+		switch id := r.ID(); {
+		case isCRD(id):
 			crds = append(crds, r.Object.GetName())
 			if gk, ok := definedKind(r.Object); ok {
 				defined[gk] = true
 			}
+		case isNamespace(id):
+			namespaces[id.Name] = true
 		}
 	}
 
@@ -104,6 +110,10 @@ func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts Appl
 				} else {
 					live, known := opts.Live[r.ID()]
 					res = c.Apply(gctx, r, live, known)
+					if c.opts.DryRun && res.Action == Failed && apierrors.IsNotFound(res.Err) && namespaces[r.ID().Namespace] {
+						res = Result{ID: res.ID, Version: res.Version, Component: res.Component, Action: Created,
+							Reason: "its Namespace is created by this apply; the server cannot check it in a dry run"}
+					}
 				}
 				results[i] = &res
 				if res.Err != nil {
