@@ -107,14 +107,15 @@ func TestMarkdownErrorsGhostsAndLabels(t *testing.T) {
 	assert.Assert(t, is.Contains(md, "more detail <here>"), "the full error is in a code block")
 	assert.Assert(t, is.Contains(md, "👻 **minecraft** (staging): ghost `Deployment staging/leftover`"))
 
+	assert.Assert(t, is.Contains(md, "Change ID (live → render)"))
+	assert.Assert(t, is.Contains(md, "— → `change-sha1-bbbbbbbb`"), "no base revision")
+	assert.Assert(t, is.Contains(md, "\n`````diff\n"), "the fence is longer than any backtick run in the diff")
+
 	// A ghost the release's warnings already name is not repeated.
 	cs.Releases[1].Warnings = []string{"ghost Deployment/staging/leftover: carries this release's labels"}
 	md = cs.Markdown(pipeline.MarkdownOptions{})
 	assert.Assert(t, !strings.Contains(md, "👻 **minecraft**"), md)
 	assert.Equal(t, strings.Count(md, "Deployment/staging/leftover"), 1)
-	assert.Assert(t, is.Contains(md, "Change ID (live → render)"))
-	assert.Assert(t, is.Contains(md, "— → `change-sha1-bbbbbbbb`"), "no base revision")
-	assert.Assert(t, is.Contains(md, "\n`````diff\n"), "the fence is longer than any backtick run in the diff")
 }
 
 // bigConfigMap returns a ConfigMap whose data has n lines of about 50
