@@ -1,7 +1,12 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +22,7 @@ type actionYML struct {
 		Using string `json:"using"`
 		Steps []struct {
 			ID   string            `json:"id"`
+			If   string            `json:"if"`
 			Uses string            `json:"uses"`
 			With map[string]string `json:"with"`
 			Env  map[string]string `json:"env"`
@@ -34,22 +40,37 @@ func TestActionYMLPassesEveryInput(t *testing.T) {
 	assert.NilError(t, yaml.Unmarshal(b, &a))
 	assert.Equal(t, a.Runs.Using, "composite")
 
-	var step, setupGo, build int = -1, -1, -1
+	steps := map[string]int{}
 	for i, s := range a.Runs.Steps {
 		switch {
-		case s.ID == "opm":
-			step = i
+		case s.ID != "":
+			steps[s.ID] = i
 		case strings.HasPrefix(s.Uses, "actions/setup-go@"):
-			setupGo = i
+			steps["setup-go"] = i
+		case strings.HasPrefix(s.Uses, "actions/cache@"):
+			steps["go-cache"] = i
 		case strings.Contains(s.Run, "go build"):
-			build = i
+			steps["build"] = i
 		}
 	}
-	assert.Assert(t, setupGo >= 0 && build > setupGo && step > build, "setup-go, then build, then run")
-	sg := a.Runs.Steps[setupGo].With
-	assert.Equal(t, sg["go-version-file"], "${{ github.action_path }}/go.mod")
-	assert.Equal(t, sg["cache-dependency-path"], "${{ github.action_path }}/go.sum")
-	assert.Assert(t, strings.Contains(a.Runs.Steps[build].Run, "./actions"))
+	order := []string{"keys", "bin", "setup-go", "goenv", "go-cache", "build", "opm"}
+	for i, name := range order {
+		idx, ok := steps[name]
+		assert.Assert(t, ok, "step %s is missing", name)
+		if i > 0 {
+			assert.Assert(t, idx > steps[order[i-1]], "step %s comes after %s", name, order[i-1])
+		}
+	}
+	step := steps["opm"]
+	at := func(name string) int { return steps[name] }
+	assert.Equal(t, a.Runs.Steps[at("bin")].With["key"], "${{ steps.keys.outputs.bin }}")
+	assert.Equal(t, a.Runs.Steps[at("go-cache")].With["key"], "${{ steps.keys.outputs.deps }}")
+	assert.Equal(t, a.Runs.Steps[at("setup-go")].With["go-version-file"], "${{ github.action_path }}/go.mod")
+	assert.Assert(t, strings.Contains(a.Runs.Steps[at("build")].Run, "./actions"))
+	for _, name := range []string{"setup-go", "goenv", "go-cache", "build"} {
+		assert.Equal(t, a.Runs.Steps[at(name)].If, "steps.bin.outputs.cache-hit != 'true'", "%s runs only without a cached binary", name)
+	}
+	checkCacheKeys(t, a.Runs.Steps[at("keys")].Run)
 
 	env := a.Runs.Steps[step].Env
 	for name := range a.Inputs {
@@ -94,4 +115,32 @@ func TestInputsWithUnderscores(t *testing.T) {
 	h.env["INPUT_ENVIRONMENTS"] = " staging , staging,"
 	err := h.run()
 	assert.ErrorContains(t, err, "3 objects would be pruned")
+}
+
+// checkCacheKeys runs the key step's script on this repository: the Go
+// caches are keyed on go.mod and go.sum, the binary on its sources.
+func checkCacheKeys(t *testing.T, script string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "GITHUB_OUTPUT="+out, "RUNNER_OS=Linux", "RUNNER_ARCH=X64")
+	b, err := cmd.CombinedOutput()
+	assert.NilError(t, err, string(b))
+	b, err = os.ReadFile(out)
+	assert.NilError(t, err)
+	keys := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		keys[k] = v
+	}
+	var mod []byte
+	for _, f := range []string{"../go.mod", "../go.sum"} {
+		c, err := os.ReadFile(f)
+		assert.NilError(t, err)
+		mod = append(mod, c...)
+	}
+	sum := sha256.Sum256(mod)
+	assert.Equal(t, keys["deps"], "opm-action-go-Linux-X64-"+hex.EncodeToString(sum[:])[:20])
+	assert.Assert(t, regexp.MustCompile(`^opm-action-bin-Linux-X64-[0-9a-f]{20}$`).MatchString(keys["bin"]), keys["bin"])
 }
