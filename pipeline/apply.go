@@ -183,9 +183,17 @@ func (ar *AppliedRelease) fill(r *reconcile.Result) {
 // Summary is the final line of one release: what happened, where, and
 // the identity of what is now recorded.
 func (r AppliedRelease) Summary() string {
+	if r.Error != "" && r.Cluster.Server == "" {
+		return fmt.Sprintf("release %s: %s not attempted, its cluster could not be selected", r.Name, r.Operation)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "release %s ", r.Name)
 	switch {
+	case r.Error != "":
+		fmt.Fprintf(&b, "%s failed", r.Operation)
+		if r.DryRun {
+			b.WriteString(" (server dry run)")
+		}
 	case r.DryRun:
 		fmt.Fprintf(&b, "%s (server dry run, nothing written)", r.Operation)
 	case r.Operation == "prune":
@@ -208,7 +216,7 @@ func (r AppliedRelease) Summary() string {
 		fmt.Fprintf(&b, ", %d failed", c.Failed)
 	}
 	fmt.Fprintf(&b, "; digest=%s change=%s inventory=%s", r.ManifestDigest, r.ChangeID, r.Inventory.Name)
-	if !r.Inventory.Written && !r.DryRun {
+	if r.Error != "" && !r.Inventory.Written && !r.DryRun {
 		b.WriteString(" (not written)")
 	}
 	fmt.Fprintf(&b, " in %s", (time.Duration(r.DurationSeconds * float64(time.Second))).Round(time.Millisecond))

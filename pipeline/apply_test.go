@@ -146,6 +146,7 @@ func TestApplyUnknownContext(t *testing.T) {
 	assert.Equal(t, fault.KindOf(err), fault.Connectivity)
 	assert.Equal(t, len(res.Releases), 1)
 	assert.Assert(t, res.Releases[0].Error != "")
+	assert.Equal(t, res.Releases[0].Summary(), "release app: apply not attempted, its cluster could not be selected")
 	assert.Assert(t, !present(t, applySvcs, ns, "app"))
 }
 
@@ -178,6 +179,7 @@ func TestApplyStopsAtTheFailingRelease(t *testing.T) {
 	r := res.Releases[0]
 	assert.Assert(t, r.Error != "")
 	assert.Assert(t, !r.Inventory.Written)
+	assert.Assert(t, is.Contains(r.Summary(), "release app apply failed on context opm-test"))
 	assert.Assert(t, is.Contains(r.Summary(), "1 failed"))
 	assert.Assert(t, is.Contains(r.Summary(), "(not written)"))
 }

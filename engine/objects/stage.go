@@ -34,6 +34,10 @@ type ApplyOptions struct {
 	// Progress is called once per object as it finishes, never
 	// concurrently.
 	Progress func(Result)
+	// NewNamespaces are namespaces the caller creates for this apply: in a
+	// dry run they do not exist, so objects in them are reported like
+	// objects in a Namespace of rs.
+	NewNamespaces []string
 }
 
 // ApplyAll applies rs in stages: CRDs and Namespaces first, then (once
@@ -70,6 +74,9 @@ func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts Appl
 		case isNamespace(id):
 			namespaces[id.Name] = true
 		}
+	}
+	for _, ns := range opts.NewNamespaces {
+		namespaces[ns] = true
 	}
 
 	var stages [][]int

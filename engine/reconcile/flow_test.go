@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -211,4 +212,30 @@ func TestAddedObjectIsCheckedOnLaterApplies(t *testing.T) {
 	res := mustApply(t, v2, Options{Adopt: true})
 	assert.Assert(t, is.Contains(names(res.Applied), "Service/cache=configured"))
 	assert.Assert(t, is.Contains(secret(t, v2).latest(), "Service/"+ns+"/cache@cache"))
+}
+
+// A release into a namespace that does not exist yet (a fresh cluster)
+// gets it created, as Timoni does; it is not recorded or pruned.
+func TestReleaseNamespaceIsCreated(t *testing.T) {
+	ns := env.Namespace(t) + "-fresh"
+	t.Cleanup(func() {
+		_ = cluster(t).Clientset.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	rel := newDeployment(t, ns).module("0.1.0", minecraftModule).values(`{}`).render()
+
+	var lines []string
+	res := mustApply(t, rel, Options{DryRun: true, Progress: func(e Event) { lines = append(lines, e.Line()) }})
+	assert.Assert(t, res.NamespaceCreated)
+	assert.Equal(t, lines[0], "namespace/"+ns+" created (server dry run): the release's namespace (not recorded, never pruned)")
+	assert.Equal(t, res.Counts.Created, 3)
+	assert.Assert(t, live(t, "v1", "Namespace", "", ns) == nil, "dry run")
+
+	res = mustApply(t, rel, Options{})
+	assert.Assert(t, res.NamespaceCreated)
+	assert.Assert(t, live(t, "v1", "Namespace", "", ns) != nil)
+	assert.Assert(t, live(t, "v1", "Service", ns, "minecraft") != nil)
+	assert.Assert(t, !strings.Contains(strings.Join(secret(t, rel).latest(), ","), "Namespace/"))
+
+	res = mustApply(t, rel, Options{})
+	assert.Assert(t, !res.NamespaceCreated)
 }

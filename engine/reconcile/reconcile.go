@@ -31,7 +31,9 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opmodel/pipeline/engine/fault"
@@ -188,10 +190,18 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 		return r.res, err
 	}
 
+	var newNamespaces []string
+	if created, err := r.ensureNamespace(ctx); err != nil {
+		return r.res, err
+	} else if created {
+		newNamespaces = []string{rel.Namespace}
+	}
+
 	// 6: apply.
 	results, applyErr := r.client.ApplyAll(ctx, rel.Resources, objects.ApplyOptions{
-		Live:     live,
-		Progress: func(res objects.Result) { r.emit(PhaseApply, objectOf(res)) },
+		Live:          live,
+		Progress:      func(res objects.Result) { r.emit(PhaseApply, objectOf(res)) },
+		NewNamespaces: newNamespaces,
 	})
 	for _, res := range results {
 		r.res.Applied = append(r.res.Applied, objectOf(res))
@@ -226,6 +236,41 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 		r.res.Inventory.Written = true
 	}
 	return r.res, pruneErr
+}
+
+// ensureNamespace creates the release's namespace when it does not exist,
+// as Timoni does: the inventory Secret lives there, so a first apply to a
+// fresh cluster would otherwise fail. It is not a rendered object, so it is
+// neither recorded nor ever pruned. A release that renders its own
+// Namespace creates it in the first stage instead. Without permission to
+// read namespaces the check is skipped; apply then reports what is missing.
+func (r *run) ensureNamespace(ctx context.Context) (bool, error) {
+	for _, res := range r.rel.Resources {
+		if id := res.ID(); id.Group == "" && id.Kind == "Namespace" && id.Name == r.rel.Namespace {
+			return false, nil
+		}
+	}
+	nss := r.cl.Clientset.CoreV1().Namespaces()
+	_, err := nss.Get(ctx, r.rel.Namespace, metav1.GetOptions{})
+	switch {
+	case err == nil || apierrors.IsForbidden(err):
+		return false, nil
+	case !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("%s: get Namespace %s: %w", r.where(), r.rel.Namespace, err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.rel.Namespace,
+		Labels: map[string]string{inventory.LabelManagedBy: inventory.ManagedByOPM}}}
+	opts := metav1.CreateOptions{FieldManager: objects.FieldManager}
+	if r.opts.DryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	if _, err := nss.Create(ctx, ns, opts); err != nil && !apierrors.IsAlreadyExists(err) {
+		return false, fmt.Errorf("%s: create the release's Namespace %s: %w", r.where(), r.rel.Namespace, err)
+	}
+	r.res.NamespaceCreated = true
+	r.emit(PhaseApply, Object{Version: "v1", Kind: "Namespace", Name: r.rel.Namespace, Action: objects.Created,
+		Reason: "the release's namespace (not recorded, never pruned)"})
+	return true, nil
 }
 
 // preApplyCheck is step 5c: objects not yet recorded must not be

@@ -114,6 +114,9 @@ type Result struct {
 	DryRun         bool   `json:"dryRun"`
 	// FirstApply is true when the release had no inventory (or an empty one).
 	FirstApply bool `json:"firstApply"`
+	// NamespaceCreated is true when apply created the release's namespace
+	// (would have, in a dry run), which holds the inventory Secret.
+	NamespaceCreated bool `json:"namespaceCreated,omitempty"`
 	// Applied lists every rendered object reached, in apply order.
 	Applied []Object `json:"applied"`
 	// Stale is the stale set: recorded by the previous change, no longer
