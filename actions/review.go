@@ -81,6 +81,9 @@ func (r *runner) gitReview(ctx context.Context) (*pipeline.ChangeSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Errors name files by absolute path; in a comment, paths relative to
+	// the repository read better and do not show the runner's layout.
+	prefixes := []string{repo + string(filepath.Separator), r.workspace + string(filepath.Separator)}
 	if base != "" {
 		wt, err := gitref.Checkout(ctx, repo, base)
 		if err != nil {
@@ -96,11 +99,21 @@ func (r *runner) gitReview(ctx context.Context) (*pipeline.ChangeSet, error) {
 			return nil, err
 		}
 		opts.BaseDir = filepath.Join(wt.Dir, rel)
+		prefixes = append(prefixes, wt.Dir+string(filepath.Separator))
 		r.infof("Reviewing %s at %s against its merge base %s", r.cfg.path, "HEAD", short(base))
 	} else {
 		r.infof("Reviewing %s: the push created its branch, so there is no base and every object is new", r.cfg.path)
 	}
-	return pipeline.Review(ctx, opts)
+	cs, err := pipeline.Review(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	for i := range cs.Releases {
+		for _, p := range prefixes {
+			cs.Releases[i].Error = strings.ReplaceAll(cs.Releases[i].Error, p, "")
+		}
+	}
+	return cs, nil
 }
 
 // baseCommit picks the commit to compare with: the merge base of the base

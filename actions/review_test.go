@@ -244,6 +244,9 @@ func TestReviewRenderErrorFailsAfterReporting(t *testing.T) {
 	assert.ErrorContains(t, err, "1 of 2 releases could not be reviewed (minecraft/staging)")
 	body := h.ours(prNumber)[0].Body
 	contains(t, body, "| minecraft | staging | staging | ❌ error |")
+	contains(t, body, "examples/releases.cue:")
+	assert.Assert(t, !strings.Contains(body, r.dir), "paths are relative to the repository")
+	assert.Assert(t, !strings.Contains(body, "opm-gitref-"), "the base worktree's path is not shown")
 	contains(t, body, "| blog | staging |") // the other release is still reviewed
 	checkBalanced(t, body)
 }
