@@ -109,7 +109,12 @@ func TestReviewNoChangesUpdatesTheComment(t *testing.T) {
 	r.commit("harder")
 	h := newHarness(t, r, "pull_request", "pull_request.json")
 	h.env["INPUT_ENVIRONMENTS"] = "staging"
+	// GitHub Enterprise Server serves the API under /api/v3.
+	h.env["GITHUB_API_URL"] = h.srv.URL + "/api/v3"
 	assert.NilError(t, h.run())
+	for _, req := range h.srv.Requests() {
+		assert.Assert(t, strings.Contains(req, " /api/v3/"), "request %q ignores GITHUB_API_URL", req)
+	}
 	first := h.ours(prNumber)
 	assert.Equal(t, len(first), 1)
 	contains(t, first[0].Body, "**1** to change")
