@@ -71,10 +71,10 @@ func (r *runner) gitReview(ctx context.Context) (*pipeline.ChangeSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	// BaseDir stays empty when there is no base: everything is added.
 	opts := pipeline.ReviewOptions{
-		Selection:    pipeline.Selection{Dir: dir, Releases: r.cfg.releases},
-		Environments: r.cfg.environments,
-		// An empty BaseDir is an empty base: everything is added.
+		Selection:       pipeline.Selection{Dir: dir, Releases: r.cfg.releases},
+		Environments:    r.cfg.environments,
 		PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs,
 	}
 	base, err := r.baseCommit(ctx, repo)
@@ -100,7 +100,7 @@ func (r *runner) gitReview(ctx context.Context) (*pipeline.ChangeSet, error) {
 		}
 		opts.BaseDir = filepath.Join(wt.Dir, rel)
 		prefixes = append(prefixes, wt.Dir+string(filepath.Separator))
-		r.infof("Reviewing %s at %s against its merge base %s", r.cfg.path, "HEAD", short(base))
+		r.infof("Reviewing %s at HEAD against its merge base %s", r.cfg.path, short(base))
 	} else {
 		r.infof("Reviewing %s: the push created its branch, so there is no base and every object is new", r.cfg.path)
 	}
