@@ -76,11 +76,7 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 				continue
 			}
 			cs.Releases = append(cs.Releases, rc)
-			cs.Counts.Added += rc.Counts.Added
-			cs.Counts.Modified += rc.Counts.Modified
-			cs.Counts.Unchanged += rc.Counts.Unchanged
-			cs.Counts.Stale += rc.Counts.Stale
-			cs.Counts.Ghost += rc.Counts.Ghost
+			cs.Counts.AddAll(rc.Counts)
 		}
 	}
 	return cs, nil
@@ -270,7 +266,7 @@ func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, opt
 	}
 	for _, r := range headRes {
 		oc := ObjectChange{Object: reviewRef(inventory.EntryOf(r))}
-		var before = baseByID[r.ID()].Object // nil when the base lacks it
+		before := baseByID[r.ID()].Object // nil when the base lacks it
 		text, err := diff.Unified(before, r.Object, reviewDiffOptions(r.ID()))
 		if err != nil {
 			return err
