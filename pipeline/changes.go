@@ -107,6 +107,9 @@ type ReleaseChanges struct {
 
 // ChangeSet is the result of Diff and Review: every selected release.
 type ChangeSet struct {
+	// Operation is "diff" (render against the live cluster) or "review"
+	// (render against a base ref); it picks the Markdown title and labels.
+	Operation string `json:"operation"`
 	Releases []ReleaseChanges `json:"releases"`
 	Counts   Counts           `json:"counts"`
 }

@@ -32,7 +32,7 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs := &ChangeSet{Releases: make([]ReleaseChanges, 0, len(rels))}
+	cs := &ChangeSet{Operation: "diff", Releases: make([]ReleaseChanges, 0, len(rels))}
 	cl := newClusters(opts.ClusterOptions)
 	var errs []error
 	for _, rel := range rels {

@@ -167,3 +167,15 @@ func TestDiffNeverShowsSecretValues(t *testing.T) {
 		assert.Check(t, is.Contains(out, "masked"), "%s output marks the change", format)
 	}
 }
+
+func TestDiffMarkdownSaysLiveAndRender(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.Dir(t, ns, "")
+	applyDir(t, dir)
+	cs, err := pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: pipeline.Selection{Dir: dir, ValuesFiles: []string{deploytest.Values(t, "replicas: 2")}}, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+	md := cs.Markdown(pipeline.MarkdownOptions{})
+	assert.Check(t, is.Contains(md, "opm diff"))
+	assert.Check(t, !strings.Contains(md, "opm review"))
+	assert.Check(t, is.Contains(md, "live"))
+}

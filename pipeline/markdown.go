@@ -20,7 +20,8 @@ const DefaultMarkdownLimit = MaxCommentLength - 512
 
 // MarkdownOptions tune (*ChangeSet).Markdown.
 type MarkdownOptions struct {
-	// Title starts the heading; default "opm review".
+	// Title starts the heading; default "opm diff" for a Diff's change
+	// set, "opm review" otherwise.
 	Title string
 	// Environments are named in the heading; default those of the
 	// releases, in order of appearance.
@@ -28,8 +29,8 @@ type MarkdownOptions struct {
 	// Marker is written first, verbatim, and counted in Limit: the hidden
 	// HTML comment a pull-request comment is found again by.
 	Marker string
-	// BaseLabel and HeadLabel name the two sides; default "base" and
-	// "head" (a cluster diff says "live" and "render").
+	// BaseLabel and HeadLabel name the two sides; default "live" and
+	// "render" for a Diff's change set, "base" and "head" otherwise.
 	BaseLabel string
 	HeadLabel string
 	// Limit is the maximum length in bytes (never fewer than GitHub's
@@ -50,6 +51,11 @@ type MarkdownOptions struct {
 // <details> per release with its stale set and a diff per changed object.
 // The output depends only on the change set and the options.
 func (cs *ChangeSet) Markdown(opts MarkdownOptions) string {
+	if cs.Operation == "diff" {
+		opts.Title = cmp.Or(opts.Title, "opm diff")
+		opts.BaseLabel = cmp.Or(opts.BaseLabel, "live")
+		opts.HeadLabel = cmp.Or(opts.HeadLabel, "render")
+	}
 	opts.Title = cmp.Or(opts.Title, "opm review")
 	opts.BaseLabel = cmp.Or(opts.BaseLabel, "base")
 	opts.HeadLabel = cmp.Or(opts.HeadLabel, "head")

@@ -65,7 +65,7 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	if len(opts.ValuesFiles) > 0 && len(keys) != 1 {
 		return nil, fault.Validationf("values files apply to exactly one release, but %d are selected: select one release", len(keys))
 	}
-	cs := &ChangeSet{Releases: []ReleaseChanges{}}
+	cs := &ChangeSet{Operation: "review", Releases: []ReleaseChanges{}}
 	for _, env := range envs {
 		for _, key := range keys {
 			if err := ctx.Err(); err != nil {
