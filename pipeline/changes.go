@@ -109,7 +109,7 @@ type ReleaseChanges struct {
 type ChangeSet struct {
 	// Operation is "diff" (render against the live cluster) or "review"
 	// (render against a base ref); it picks the Markdown title and labels.
-	Operation string `json:"operation"`
-	Releases []ReleaseChanges `json:"releases"`
-	Counts   Counts           `json:"counts"`
+	Operation string           `json:"operation"`
+	Releases  []ReleaseChanges `json:"releases"`
+	Counts    Counts           `json:"counts"`
 }
