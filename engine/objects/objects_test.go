@@ -242,19 +242,25 @@ func TestImmutableFieldWithForceRecreates(t *testing.T) {
 func TestImmutableServiceClusterIP(t *testing.T) {
 	ctx := t.Context()
 	ns := env.Namespace(t)
-	svc := func(ip string) manifest.Resource {
-		return res(t, ns, fmt.Sprintf(`
-apiVersion: v1
-kind: Service
-metadata: {name: db, namespace: NS}
-spec: {clusterIP: %q, ports: [{port: 5432}]}
-`, ip))
+	svc := func(clusterIP string) manifest.Resource {
+		spec := "{ports: [{port: 5432}]}"
+		if clusterIP != "" {
+			spec = fmt.Sprintf("{clusterIP: %q, ports: [{port: 5432}]}", clusterIP)
+		}
+		return res(t, ns, "apiVersion: v1\nkind: Service\nmetadata: {name: db, namespace: NS}\nspec: "+spec+"\n")
 	}
 	c := newClient(t, Options{})
-	// A second address in the service range, so parallel tests do not collide.
-	ip := fmt.Sprintf("10.0.0.%d", 100+time.Now().Nanosecond()%100)
-	assert.NilError(t, c.Apply(ctx, svc(ip), nil, false).Err)
-	got := c.Apply(ctx, svc("10.0.0.250"), nil, false)
+	// Let the server allocate (fixed addresses could collide with other
+	// tests' Services), then ask for another one.
+	assert.NilError(t, c.Apply(ctx, svc(""), nil, false).Err)
+	live, err := get(t, c, svc(""))
+	assert.NilError(t, err)
+	allocated, _, _ := unstructured.NestedString(live.Object, "spec", "clusterIP")
+	other := "10.0.0.250"
+	if allocated == other {
+		other = "10.0.0.251"
+	}
+	got := c.Apply(ctx, svc(other), nil, false)
 	var ie *ImmutableError
 	assert.Assert(t, errors.As(got.Err, &ie), "%v", got.Err)
 	assert.Assert(t, is.Contains(strings.Join(ie.Fields, ","), "spec.clusterIPs"))
