@@ -106,29 +106,9 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 // release reached, the failed one included, and is returned with the
 // error.
 func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
-	return eachRelease(ctx, opts.Selection, writerRates(opts.ClusterOptions), "apply", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
+	return eachRelease(ctx, opts.Selection, opts.ClusterOptions, "apply", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
 		return reconcile.Apply(ctx, cl, rel, opts.reconcileOptions())
 	})
-}
-
-// Client rate limits for apply and prune when none are given. Concurrency
-// (8 requests in flight) is what bounds the load on the API server; the
-// rate limit is only a safety net, and at kube's general 200/400 it was
-// the bottleneck: 500 objects (2 requests each) took 3.0 s at 200/400 and
-// 1.9 s at 1000/2000 on the test control plane.
-const (
-	writerQPS   = 1000
-	writerBurst = 2000
-)
-
-func writerRates(co ClusterOptions) ClusterOptions {
-	if co.QPS == 0 {
-		co.QPS = writerQPS
-	}
-	if co.Burst == 0 {
-		co.Burst = writerBurst
-	}
-	return co
 }
 
 // releaseOp runs one operation on one release.

@@ -21,7 +21,7 @@ type ClusterOptions struct {
 	KubeconfigData []byte `json:"-"`
 	// Context overrides every environment's kubeContext.
 	Context string `json:"context,omitempty"`
-	// QPS and Burst override the client rate limits (defaults 200/400).
+	// QPS and Burst override the client rate limits (defaults 1000/2000).
 	QPS   float32 `json:"qps,omitempty"`
 	Burst int     `json:"burst,omitempty"`
 }

@@ -38,7 +38,7 @@ func Prune(ctx context.Context, opts PruneOptions) (*ApplyResult, error) {
 		DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs,
 		Force: opts.Force, Concurrency: opts.Concurrency, Progress: opts.Progress,
 	}
-	return eachRelease(ctx, opts.Selection, writerRates(opts.ClusterOptions), "prune", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
+	return eachRelease(ctx, opts.Selection, opts.ClusterOptions, "prune", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
 		return reconcile.Prune(ctx, cl, rel, ro)
 	})
 }

@@ -205,8 +205,8 @@ func TestFromConfigRates(t *testing.T) {
 
 	c, err := FromConfig(in, "x", Options{})
 	assert.NilError(t, err)
-	assert.Check(t, is.Equal(c.Config.QPS, float32(200)))
-	assert.Check(t, is.Equal(c.Config.Burst, 400))
+	assert.Check(t, is.Equal(c.Config.QPS, float32(1000)))
+	assert.Check(t, is.Equal(c.Config.Burst, 2000))
 	assert.Check(t, is.Equal(in.QPS, float32(1)), "FromConfig modified its input")
 
 	c, err = FromConfig(in, "x", Options{QPS: 7, Burst: 9})
