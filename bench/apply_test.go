@@ -22,6 +22,10 @@ import (
 // components × 4 objects (Deployment, Service, ConfigMap, Secret).
 const components = 50
 
+// changedObjects is how many objects a change of the rev value touches
+// (the ConfigMap and Secret of the first tenth of the components): 10%.
+const changedObjects = 4 * components / 10
+
 // kubectl is the peer; KUBECTL overrides where it is.
 func kubectl() string {
 	if k := os.Getenv("KUBECTL"); k != "" {
@@ -93,6 +97,40 @@ func TestBenchApply200(t *testing.T) {
 
 	report("apply-200", opmFresh, kubectlFresh)
 	report("reapply-200", opmAgain, kubectlAgain)
+
+	// Diff with 10% of the objects changed, then status, on the same state.
+	rev := filepath.Join(work, "rev.cue")
+	if err := os.WriteFile(rev, []byte("rev: \"2\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed := filepath.Join(work, "changed.yaml")
+	if err := os.WriteFile(changed, run(t, opm, "render", kubectlDir, "-f", rev), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out = run(t, opm, "diff", opmDir, "-f", rev, "--kubeconfig", kc)
+	opmDiff := time.Since(start)
+	if want := fmt.Sprintf("%d modified, %d unchanged, 0 stale, 0 ghost", changedObjects, 4*components-changedObjects); !strings.Contains(string(out), want) {
+		t.Fatalf("opm diff did not report %q:\n%s", want, lastLine(out))
+	}
+	start = time.Now()
+	out = runExit(t, 1, kubectl(), "--kubeconfig", kc, "--cache-dir", filepath.Join(home, "cache"), "diff", "--server-side", "-f", changed)
+	kubectlDiff := time.Since(start)
+	if n := strings.Count(string(out), "\ndiff -u "); n+1 != changedObjects && n != changedObjects {
+		t.Fatalf("kubectl diff showed %d objects, want %d", n, changedObjects)
+	}
+	report("diff-200", opmDiff, kubectlDiff)
+
+	start = time.Now()
+	out = runExit(t, 1, opm, "status", opmDir, "--kubeconfig", kc) // Deployments never become ready here
+	opmStatus := time.Since(start)
+	if !strings.Contains(string(out), "Discovery:   inventory") {
+		t.Fatalf("opm status did not use the inventory:\n%s", out)
+	}
+	kubectlStatus := timed(t, kubectl(), "--kubeconfig", kc, "--cache-dir", filepath.Join(home, "cache"), "get", "-f", manifests)
+	report("status-200", opmStatus, kubectlStatus)
+
+	reportDiscovery(t, env, "bench-opm")
 }
 
 func report(name string, opm, kubectl time.Duration) {
@@ -106,6 +144,20 @@ func run(t *testing.T, name string, args ...string) []byte {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+// runExit is run for a command that must exit with code want (kubectl
+// diff exits 1 when there are differences).
+func runExit(t *testing.T, want int, name string, args ...string) []byte {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != want {
+		t.Fatalf("%s %s: exit code %d (%v), want %d\n%s", name, strings.Join(args, " "), code, err, want, stderr.String())
 	}
 	return stdout.Bytes()
 }
@@ -139,18 +191,25 @@ core.#Module
 
 metadata: {apiVersion: "example.com/bench/mod@v0", name: "bench", version: "0.1.0"}
 
-#config: image: *"nginx:1.27" | string
+#config: {
+	image: *"nginx:1.27" | string
+	rev:   *"1" | string
+}
 
 #components: {
 `)
 	for i := range components {
+		rev := ""
+		if i < changedObjects/2 {
+			rev = ", rev: #config.rev"
+		}
 		fmt.Fprintf(&mod, `	c%02[1]d: {
 		workload: {type: "stateless", replicas: 1, container: {image: #config.image, ports: http: containerPort: 8080}}
 		service: ports: http: {port: 80, targetPort: 8080}
-		configs: "c%02[1]d-config": data: key: "value-%[1]d"
-		secrets: "c%02[1]d-secret": data: password: "pw-%[1]d"
+		configs: "c%02[1]d-config": data: {key: "value-%[1]d"%[2]s}
+		secrets: "c%02[1]d-secret": data: {password: "pw-%[1]d"%[2]s}
 	}
-`, i)
+`, i, rev)
 	}
 	mod.WriteString("}\n")
 	files := map[string]string{

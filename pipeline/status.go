@@ -100,13 +100,15 @@ func releaseStatus(ctx context.Context, d *deployed, opts StatusOptions) (Releas
 		if opts.Progress != nil {
 			progress = func(h health.ObjectHealth) { opts.Progress(d.name, h) }
 		}
-		hs, waitErr = health.Wait(ctx, d.cluster, d.entries, opts.Interval, opts.Timeout, progress)
+		hs, waitErr = health.Wait(ctx, d.cluster, d.entries, health.WaitOptions{
+			Interval: opts.Interval, Timeout: opts.Timeout, OnChange: progress, Discovery: discover.Options{ReleaseID: d.releaseID},
+		})
 		var we *health.WaitError
 		if waitErr != nil && !errors.As(waitErr, &we) {
 			return rs, waitErr
 		}
 	} else {
-		found, _, err := discover.FromInventory(ctx, d.cluster, d.entries, discover.Options{})
+		found, _, err := discover.FromInventory(ctx, d.cluster, d.entries, discover.Options{ReleaseID: d.releaseID})
 		if err != nil {
 			return rs, err
 		}

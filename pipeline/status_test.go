@@ -1,10 +1,12 @@
 package pipeline_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/health"
 	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/pipeline"
 )
@@ -161,4 +164,38 @@ func TestStatusWithoutInventoryUsesLabels(t *testing.T) {
 func TestStatusNeedsNamespaceWithName(t *testing.T) {
 	_, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Name: "app"}, ClusterOptions: cluster(t)})
 	assert.ErrorContains(t, err, "--namespace is required")
+}
+
+// A ghost is labelled for the release but in neither the inventory nor the
+// render; an object the render produces that the inventory does not record
+// yet belongs to the next apply and is not one.
+func TestStatusListsGhostsButNotPendingObjects(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.Dir(t, ns, `withSecret: false`)
+	applyDir(t, dir)
+	pending := deploytest.Values(t, `config: {a: "b"}`)
+	createRendered := func(files []string, kind, name string) {
+		rels, err := render.Render(t.Context(), render.Options{Dir: dir, ValuesFiles: files})
+		assert.NilError(t, err)
+		for _, r := range rels[0].Resources {
+			if r.Object.GetKind() == kind && r.Object.GetName() == name {
+				gvr := schema.GroupVersionResource{Version: "v1", Resource: strings.ToLower(kind) + "s"}
+				_, err := dyn().Resource(gvr).Namespace(ns).Create(t.Context(), r.Object.DeepCopy(), metav1.CreateOptions{})
+				assert.NilError(t, err)
+				return
+			}
+		}
+		t.Fatalf("the render has no %s %s", kind, name)
+	}
+	createRendered([]string{deploytest.Values(t, `name: "ghost"`)}, "Service", "ghost")
+	createRendered([]string{pending}, "ConfigMap", "app-config")
+
+	res, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: pipeline.Selection{Dir: dir, ValuesFiles: []string{pending}}}, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+	var ghosts []string
+	for _, g := range res.Releases[0].Ghosts {
+		ghosts = append(ghosts, g.Kind+"/"+g.Name)
+	}
+	assert.DeepEqual(t, ghosts, []string{"Service/ghost"})
+	assert.Check(t, is.Contains(res.Table(), "Ghosts"))
 }

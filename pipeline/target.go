@@ -45,8 +45,9 @@ type deployed struct {
 	moduleID string
 	cluster  *kube.Cluster
 	inv      *inventory.Inventory
-	// rendered is the render's objects, nil when selected by name.
-	rendered []manifest.Resource
+	// renderObjects renders the release in full, for the ghost check; nil
+	// when the release was selected by name (there is nothing to render).
+	renderObjects func(context.Context) ([]manifest.Resource, error)
 	// entries are the release's objects: the inventory's latest change,
 	// else what the label scan found.
 	entries  []inventory.Entry
@@ -73,7 +74,12 @@ func resolve(ctx context.Context, t Target, opts ClusterOptions, ghosts bool) ([
 		d := &deployed{name: t.Name, namespace: t.Namespace, releaseID: t.ReleaseID, cluster: cluster}
 		return []*deployed{d}, d.discover(ctx, ghosts)
 	}
-	rels, err := render.Render(ctx, t.renderOptions())
+	// Identity is all status and delete need from the source; the full
+	// render (most of the time, for a big release) only runs when the
+	// ghost check has candidates to rule out.
+	ropts := t.renderOptions()
+	ropts.IdentityOnly = true
+	rels, err := render.Render(ctx, ropts)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +89,17 @@ func resolve(ctx context.Context, t Target, opts ClusterOptions, ghosts bool) ([
 		if err != nil {
 			return nil, fmt.Errorf("release %s: %w", r.Name, err)
 		}
+		full := t.renderOptions()
+		full.Releases = []string{r.Key}
 		d := &deployed{name: r.Name, namespace: r.Namespace, environment: r.Environment, releaseID: r.ReleaseID,
-			moduleID: r.Module.ID, cluster: cluster, rendered: r.Resources}
+			moduleID: r.Module.ID, cluster: cluster,
+			renderObjects: func(ctx context.Context) ([]manifest.Resource, error) {
+				rels, err := render.Render(ctx, full)
+				if err != nil {
+					return nil, err
+				}
+				return rels[0].Resources, nil
+			}}
 		if err := d.discover(ctx, ghosts); err != nil {
 			return nil, err
 		}
@@ -118,11 +133,21 @@ func (d *deployed) discover(ctx context.Context, ghosts bool) error {
 		d.entries, d.strategy = discover.Entries(objs), stats.Strategy
 		return nil
 	}
-	known := [][]manifest.ID{idsOf(d.entries)}
-	for _, r := range d.rendered {
-		known = append(known, []manifest.ID{r.ID()})
+	candidates := discover.Ghosts(objs, idsOf(d.entries))
+	if len(candidates) > 0 && d.renderObjects != nil {
+		// Objects the render produces but the inventory does not record
+		// yet are the next apply's, not ghosts.
+		rendered, err := d.renderObjects(ctx)
+		if err != nil {
+			return fmt.Errorf("release %s: rendering to tell ghosts from pending objects: %w", d.name, err)
+		}
+		ids := make([]manifest.ID, len(rendered))
+		for i, r := range rendered {
+			ids[i] = r.ID()
+		}
+		candidates = discover.Ghosts(candidates, ids)
 	}
-	d.ghosts = discover.Entries(discover.Ghosts(objs, known...))
+	d.ghosts = discover.Entries(candidates)
 	return nil
 }
 

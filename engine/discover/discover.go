@@ -62,6 +62,9 @@ const defaultWorkers = 8
 type Options struct {
 	// Workers is how many requests run at once; 8 when zero or negative.
 	Workers int
+	// ReleaseID, for FromInventory, lets many objects of one type be
+	// fetched with one LIST by the release-id label (see FromInventory).
+	ReleaseID string
 }
 
 func (o Options) workers() int {

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
@@ -30,10 +33,17 @@ type Found struct {
 	Missing bool
 }
 
-// FromInventory fetches the objects an inventory recorded: one GET per
-// entry, concurrently (Options.Workers at a time), never a scan. An object
-// that is gone is a Found with Missing set, not an error. The result is in
-// entry order; Stats.Requests is the number of GETs.
+// FromInventory fetches the objects an inventory recorded, concurrently
+// (Options.Workers requests at a time), never a scan. An object that is gone
+// is a Found with Missing set, not an error. The result is in entry order;
+// Stats.Requests counts the requests sent.
+//
+// With Options.ReleaseID set, entries of one type in one namespace that are
+// at least batchMin strong are fetched with one LIST by the release-id
+// label, and only what that LIST does not return (an object whose labels
+// were stripped, or that is gone) gets its own GET: a 200-object release
+// costs a handful of requests instead of 200, and precision is unchanged
+// because every entry is still matched by name.
 //
 // Each kind is resolved through the RESTMapper without the recorded
 // version, so the server's preferred version is used even when the
@@ -63,8 +73,15 @@ func FromInventory(ctx context.Context, cl *kube.Cluster, entries []inventory.En
 		todo = append(todo, i)
 	}
 
-	errs := make([]error, len(entries))
 	var mu sync.Mutex
+	if opts.ReleaseID != "" {
+		var err error
+		if todo, err = listBatches(ctx, cl, entries, mappings, todo, found, opts, &stats, &mu); err != nil {
+			return nil, stats, err
+		}
+	}
+
+	errs := make([]error, len(entries))
 	run(ctx, opts.workers(), len(todo), func(ctx context.Context, k int) bool {
 		i := todo[k]
 		e := entries[i]
@@ -201,4 +218,88 @@ func firstError(ctx context.Context, errs []error) error {
 		return err
 	}
 	return cancelled
+}
+
+// batchMin is the smallest group of entries (one type, one namespace) that
+// is fetched with a LIST instead of one GET each.
+const batchMin = 4
+
+type batch struct {
+	m   *meta.RESTMapping
+	ns  string
+	idx []int
+}
+
+// listBatches fetches big groups of todo entries with one LIST each by the
+// release-id label, fills found, and returns the entries still to GET.
+func listBatches(ctx context.Context, cl *kube.Cluster, entries []inventory.Entry, mappings map[schema.GroupKind]*meta.RESTMapping,
+	todo []int, found []Found, opts Options, stats *Stats, mu *sync.Mutex) ([]int, error) {
+	type key struct {
+		gk schema.GroupKind
+		ns string
+	}
+	groups := map[key]*batch{}
+	var order []key
+	for _, i := range todo {
+		e := entries[i]
+		k := key{e.ID().GroupKind(), e.Namespace}
+		if groups[k] == nil {
+			groups[k] = &batch{m: mappings[k.gk], ns: e.Namespace}
+			order = append(order, k)
+		}
+		groups[k].idx = append(groups[k].idx, i)
+	}
+	var batches []*batch
+	var rest []int
+	for _, k := range order {
+		if b := groups[k]; len(b.idx) >= batchMin {
+			batches = append(batches, b)
+		} else {
+			rest = append(rest, b.idx...)
+		}
+	}
+	selector := labels.Set{LabelReleaseID: opts.ReleaseID}.String()
+	errs := make([]error, len(batches))
+	retry := make([][]int, len(batches))
+	run(ctx, opts.workers(), len(batches), func(ctx context.Context, k int) bool {
+		b := batches[k]
+		ri := dynamic.ResourceInterface(cl.Dynamic.Resource(b.m.Resource))
+		if b.m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = cl.Dynamic.Resource(b.m.Resource).Namespace(b.ns)
+		}
+		byName := map[string]*unstructured.Unstructured{}
+		cont := ""
+		for {
+			list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 500, Continue: cont})
+			mu.Lock()
+			stats.Requests++
+			mu.Unlock()
+			if err != nil {
+				errs[k] = fmt.Errorf("list %s in %q with %s: %w", b.m.Resource, b.ns, selector, err)
+				return false
+			}
+			for j := range list.Items {
+				byName[list.Items[j].GetName()] = &list.Items[j]
+			}
+			if cont = list.GetContinue(); cont == "" {
+				break
+			}
+		}
+		for _, i := range b.idx {
+			if obj := byName[entries[i].Name]; obj != nil {
+				found[i].Object = obj
+			} else {
+				retry[k] = append(retry[k], i)
+			}
+		}
+		return true
+	})
+	if err := firstError(ctx, errs); err != nil {
+		return nil, err
+	}
+	for _, r := range retry {
+		rest = append(rest, r...)
+	}
+	slices.Sort(rest)
+	return rest, nil
 }

@@ -322,9 +322,9 @@ func TestWaitReturnsOnceTheRolloutCompletes(t *testing.T) {
 
 	var lines []string
 	start := time.Now()
-	hs, err := Wait(t.Context(), cl, refs, 100*time.Millisecond, 30*time.Second, func(h ObjectHealth) {
+	hs, err := Wait(t.Context(), cl, refs, WaitOptions{Interval: 100 * time.Millisecond, Timeout: 30 * time.Second, OnChange: func(h ObjectHealth) {
 		lines = append(lines, h.String())
-	})
+	}})
 	assert.NilError(t, <-done)
 	assert.NilError(t, err)
 	assert.Check(t, time.Since(start) >= 500*time.Millisecond)
@@ -346,7 +346,7 @@ func TestWaitTimesOutNamingWhatIsNotReady(t *testing.T) {
 	}
 
 	start := time.Now()
-	hs, err := Wait(t.Context(), cl, refs, 100*time.Millisecond, time.Second, nil)
+	hs, err := Wait(t.Context(), cl, refs, WaitOptions{Interval: 100 * time.Millisecond, Timeout: time.Second})
 	elapsed := time.Since(start)
 	var werr *WaitError
 	assert.Assert(t, errors.As(err, &werr), "got %v", err)
@@ -366,7 +366,7 @@ func TestWaitStopsAtTheFirstFailure(t *testing.T) {
 	assert.NilError(t, writeStatus(t.Context(), cl, u, failedJob()))
 
 	start := time.Now()
-	_, err := Wait(t.Context(), cl, refs, 100*time.Millisecond, time.Minute, nil)
+	_, err := Wait(t.Context(), cl, refs, WaitOptions{Interval: 100 * time.Millisecond, Timeout: time.Minute})
 	var werr *WaitError
 	assert.Assert(t, errors.As(err, &werr), "got %v", err)
 	assert.Check(t, time.Since(start) < 10*time.Second)
@@ -379,6 +379,6 @@ func TestWaitHonoursTheCallersContext(t *testing.T) {
 	refs := []inventory.Entry{create(t, cl, deployment(ns, "web"))}
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
-	_, err := Wait(ctx, cl, refs, 100*time.Millisecond, 0, nil)
+	_, err := Wait(ctx, cl, refs, WaitOptions{Interval: 100 * time.Millisecond, Timeout: 0})
 	assert.Assert(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
 }

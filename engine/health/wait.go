@@ -55,6 +55,18 @@ func list(hs []ObjectHealth) string {
 	return strings.Join(s, "; ")
 }
 
+// WaitOptions tune Wait.
+type WaitOptions struct {
+	// Interval between polls; DefaultInterval when zero.
+	Interval time.Duration
+	// Timeout ends the wait; zero or less leaves the limit to ctx.
+	Timeout time.Duration
+	// OnChange hears each object when first seen and when its status changes.
+	OnChange func(ObjectHealth)
+	// Discovery tunes each poll's fetch (set ReleaseID to batch it).
+	Discovery discover.Options
+}
+
 // Wait polls the objects refs names — re-fetching them all concurrently
 // every interval (DefaultInterval when zero) — until every one is Current
 // (nil error), one is Failed, or timeout passes (a *WaitError either way;
@@ -66,7 +78,8 @@ func list(hs []ObjectHealth) string {
 // A failed fetch is retried at the next poll, since a cluster can blip
 // during a long rollout; permission and validation errors cannot heal and
 // end the wait at once.
-func Wait(ctx context.Context, cl *kube.Cluster, refs []inventory.Entry, interval, timeout time.Duration, onChange func(ObjectHealth)) ([]ObjectHealth, error) {
+func Wait(ctx context.Context, cl *kube.Cluster, refs []inventory.Entry, opts WaitOptions) ([]ObjectHealth, error) {
+	interval, timeout, onChange := opts.Interval, opts.Timeout, opts.OnChange
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
@@ -83,7 +96,7 @@ func Wait(ctx context.Context, cl *kube.Cluster, refs []inventory.Entry, interva
 	var hs []ObjectHealth
 	var lastErr error
 	for {
-		found, _, err := discover.FromInventory(wctx, cl, refs, discover.Options{})
+		found, _, err := discover.FromInventory(wctx, cl, refs, opts.Discovery)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return hs, fmt.Errorf("wait for %d objects: %w", len(refs), ctx.Err())

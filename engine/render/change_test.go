@@ -125,3 +125,16 @@ func TestTypeConflictHasPosition(t *testing.T) {
 	bodyLine := strings.Count(rootHeader, "\n") + 1
 	assert.Check(t, is.Contains(err.Error(), fmt.Sprintf("%s:%d:95", filepath.Join(dir, "deploy.cue"), bodyLine)), "points at the bad value")
 }
+
+func TestIdentityOnlyStopsBeforeTransformers(t *testing.T) {
+	dir := deployment(t, plainRelease)
+	full := renderOne(t, dir, "staging")
+	rels, err := render.Render(t.Context(), render.Options{Dir: dir, Environment: "staging", IdentityOnly: true})
+	assert.NilError(t, err)
+	id := rels[0]
+	assert.Equal(t, id.ReleaseID, full.ReleaseID)
+	assert.Equal(t, id.Namespace, full.Namespace)
+	assert.Equal(t, id.Module, full.Module)
+	assert.Equal(t, len(id.Resources), 0)
+	assert.Equal(t, id.ManifestDigest, "")
+}

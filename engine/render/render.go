@@ -36,6 +36,10 @@ type Options struct {
 	Releases []string
 	// ValuesFiles are merged last, in order; they need exactly one release.
 	ValuesFiles []string
+	// IdentityOnly stops after a release's identity and metadata: no values
+	// merge, no transformers, no Resources, digest or change ID. Status and
+	// delete need no more, and skipping the transformers is most of the cost.
+	IdentityOnly bool
 }
 
 var (
@@ -91,7 +95,7 @@ func FromDeployment(ctx context.Context, d *load.Deployment, opts Options) ([]*R
 		if env.Exists() {
 			rel = rel.FillPath(pathEnvironment, env)
 		}
-		r, err := renderRelease(d, key, rel, files, transformers)
+		r, err := renderRelease(d, key, rel, files, transformers, opts.IdentityOnly)
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +162,7 @@ func fieldNames(v cue.Value) ([]string, error) {
 	return names, nil
 }
 
-func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer) (*Release, error) {
+func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, identityOnly bool) (*Release, error) {
 	where := fmt.Sprintf("release %q", key)
 	envName := ""
 	if e := rel.LookupPath(pathEnvironment); e.Exists() {
@@ -180,6 +184,9 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	if envName != "" {
 		r.Cluster.KubeContext, _ = rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("cluster"), cue.Str("kubeContext"))).String()
 		r.Cluster.KubeConfig, _ = rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("cluster"), cue.Str("kubeConfig"))).String()
+	}
+	if identityOnly {
+		return r, nil
 	}
 
 	effective, err := effectiveValues(d, rel, where, key, envName, files)
