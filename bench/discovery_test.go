@@ -32,7 +32,7 @@ func reportDiscovery(t *testing.T, env *kubetest.Env, namespace string) {
 	if err != nil || inv == nil {
 		t.Fatalf("reading the bench release's inventory: %v", err)
 	}
-	found, _, err := discover.FromInventory(t.Context(), cl, inv.LatestEntries(), discover.Options{})
+	found, _, err := discover.FromInventory(t.Context(), cl, inv.LatestEntries(), discover.Options{ReleaseID: inv.Release.ReleaseID})
 	if err != nil {
 		t.Fatal(err)
 	}

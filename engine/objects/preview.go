@@ -19,7 +19,10 @@ import (
 // exist yet previews as its rendered form: applying would create it. An
 // apply that would change immutable fields returns the live object and an
 // *ImmutableError.
-func (c *Client) Preview(ctx context.Context, r manifest.Resource) (live, planned *unstructured.Unstructured, err error) {
+//
+// live, when known is true, is the object as just read (nil: absent) and
+// saves the GET, as for Apply.
+func (c *Client) Preview(ctx context.Context, r manifest.Resource, live *unstructured.Unstructured, known bool) (_, planned *unstructured.Unstructured, err error) {
 	obj := r.Object
 	id := r.ID()
 	ri, _, err := c.resource(obj.GroupVersionKind(), obj.GetNamespace())
@@ -29,12 +32,14 @@ func (c *Client) Preview(ctx context.Context, r manifest.Resource) (live, planne
 	if err != nil {
 		return nil, nil, fmt.Errorf("preview %s: %w", id, err)
 	}
-	live, err = ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		live = nil
-	case err != nil:
-		return nil, nil, fmt.Errorf("get %s: %w", id, err)
+	if !known {
+		live, err = ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			live = nil
+		case err != nil:
+			return nil, nil, fmt.Errorf("get %s: %w", id, err)
+		}
 	}
 	planned, err = c.apply(ctx, ri, obj, true)
 	if fields, ok := immutableFields(err); ok {

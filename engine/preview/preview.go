@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/discover"
@@ -88,22 +89,45 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	res := &Result{Inventory: inv}
 	client := objects.New(cl, objects.Options{DryRun: true})
 
+	current := inventory.Entries(rel.Resources)
+
+	// The ghost scan (one LIST per type and selector) needs nothing from
+	// the previews: run it beside them.
+	var labelled []*unstructured.Unstructured
+	scan := make(chan error, 1)
+	if opts.Ghosts {
+		go func() {
+			var err error
+			labelled, res.Discovery, err = discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers})
+			scan <- err
+		}()
+	} else {
+		scan <- nil
+	}
+
+	// Live objects are read in batches (one LIST per type and namespace by
+	// the release-id label, a GET for what that misses) instead of one GET
+	// each; the dry runs that follow are necessarily one per object.
+	live, _, err := discover.FromInventory(ctx, cl, current, discover.Options{Workers: workers, ReleaseID: rel.ReleaseID})
+	if err != nil {
+		<-scan
+		return nil, fmt.Errorf("reading the live objects of release %s: %w", rel.Name, err)
+	}
 	rendered := make([]Object, len(rel.Resources))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for i, r := range rel.Resources {
 		g.Go(func() error {
-			o, err := previewObject(gctx, client, r)
+			o, err := previewObject(gctx, client, r, live[i].Object)
 			rendered[i] = o
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
+		<-scan
 		return nil, err
 	}
 	res.Objects = rendered
-
-	current := inventory.Entries(rel.Resources)
 	var previous []inventory.Entry
 	if inv != nil {
 		previous = inv.LatestEntries()
@@ -114,12 +138,10 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	}
 	res.Objects = append(res.Objects, stale...)
 
+	if err := <-scan; err != nil {
+		return nil, fmt.Errorf("looking for ghosts of release %s: %w", rel.Name, err)
+	}
 	if opts.Ghosts {
-		labelled, stats, err := discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers})
-		if err != nil {
-			return nil, fmt.Errorf("looking for ghosts of release %s: %w", rel.Name, err)
-		}
-		res.Discovery = stats
 		known := [][]manifest.ID{ids(current), ids(previous)}
 		for _, u := range discover.Ghosts(labelled, known...) {
 			o := Object{ID: discover.IDOf(u), Version: u.GroupVersionKind().Version, Component: u.GetLabels()[discover.LabelComponentName], Class: Ghost,
@@ -133,9 +155,11 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	return res, nil
 }
 
-func previewObject(ctx context.Context, client *objects.Client, r manifest.Resource) (Object, error) {
+// previewObject previews one rendered object; live is what the cluster
+// holds (nil when absent).
+func previewObject(ctx context.Context, client *objects.Client, r manifest.Resource, live *unstructured.Unstructured) (Object, error) {
 	o := Object{ID: r.ID(), Version: r.GVK().Version, Component: r.Component}
-	live, planned, err := client.Preview(ctx, r)
+	live, planned, err := client.Preview(ctx, r, live, true)
 	var ie *objects.ImmutableError
 	switch {
 	case errors.As(err, &ie):
