@@ -8,10 +8,15 @@
 // deployment with one release of 200 objects, and in one run times `opm
 // apply` (fresh, then again with no change) and `kubectl apply
 // --server-side` of the same manifests (fresh into another namespace, then
-// again). It prints one line per case:
+// again), then opm diff against kubectl diff --server-side with 10% of the
+// objects changed, opm status against kubectl get -f, and the requests each
+// discovery strategy sends. Repeatable cases report the median of 3 runs.
+// It prints one line per case:
 //
 //	bench apply-200 opm=<s>s kubectl=<s>s ratio=<opm/kubectl>
 //	bench reapply-200 opm=<s>s kubectl=<s>s ratio=<opm/kubectl>
+//	bench diff-200 …, bench status-200 …
+//	bench discovery-200 inventory=<n>req labels=<m>req ratio=<n/m>
 //
 // Both tools run as separate processes, so each pays its own start-up,
 // discovery and (for opm) CUE rendering; kubectl gets a warm discovery
