@@ -79,6 +79,9 @@ type Options struct {
 	DryRun bool
 	// Force recreates objects whose immutable fields change.
 	Force bool
+	// RecreatePVCs lets Force recreate PersistentVolumeClaims too, which
+	// deletes their data; without it they fail like any immutable change.
+	RecreatePVCs bool
 	// WaitTimeout bounds waiting for CRDs and deletions; DefaultWaitTimeout when zero.
 	WaitTimeout time.Duration
 }
@@ -196,7 +199,7 @@ func (e *ImmutableError) Unwrap() error { return e.Err }
 // immutableFields reports whether err is a 422 Invalid caused by changing
 // an immutable field, and which fields. Most validators say "field is
 // immutable"; Service cluster IPs and IP families say "may not change once
-// set".
+// set"; a PersistentVolumeClaim's spec "is immutable after creation".
 func immutableFields(err error) ([]string, bool) {
 	var se apierrors.APIStatus
 	if !errors.As(err, &se) || se.Status().Reason != metav1.StatusReasonInvalid {
@@ -204,7 +207,8 @@ func immutableFields(err error) ([]string, bool) {
 	}
 	immutable := func(msg string) bool {
 		msg = strings.ToLower(msg)
-		return strings.Contains(msg, "field is immutable") || strings.Contains(msg, "may not change once set")
+		return strings.Contains(msg, "field is immutable") || strings.Contains(msg, "may not change once set") ||
+			strings.Contains(msg, "is immutable after creation") // a PersistentVolumeClaim's spec
 	}
 	st := se.Status()
 	var fields []string
@@ -294,6 +298,11 @@ func (c *Client) apply(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 // the fields named; with Force it deletes the live object, waits until it
 // is gone and creates it again (in a dry run it only reports that).
 func (c *Client) recreate(ctx context.Context, ri dynamic.ResourceInterface, r manifest.Resource, live *unstructured.Unstructured, ie *ImmutableError, res Result) Result {
+	if c.opts.Force && isPVC(res.ID) && !c.opts.RecreatePVCs {
+		res.Action = Failed
+		res.Err = fmt.Errorf("%w; --force does not re-create a PersistentVolumeClaim, because that deletes its data: add --prune-pvcs to allow it", ie)
+		return res
+	}
 	if !c.opts.Force {
 		res.Action, res.Err = Failed, ie
 		return res
@@ -431,3 +440,7 @@ func (c *Client) failed(res Result, err error) (Result, error) {
 	res.Action, res.Err = Failed, err
 	return res, err
 }
+
+// isPVC reports whether id is a PersistentVolumeClaim, whose deletion
+// deletes data.
+func isPVC(id manifest.ID) bool { return id.Group == "" && id.Kind == "PersistentVolumeClaim" }

@@ -459,3 +459,54 @@ func TestApplyAllDryRunIntoNewNamespace(t *testing.T) {
 	_, err = newClient(t, Options{DryRun: true}).ApplyAll(t.Context(), rs[1:], ApplyOptions{})
 	assert.ErrorContains(t, err, "not found")
 }
+
+func pvc(t *testing.T, ns, class string) manifest.Resource {
+	return res(t, ns, fmt.Sprintf(`
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: NS}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}, storageClassName: %s}
+`, class))
+}
+
+// Re-creating a PersistentVolumeClaim deletes its data: --force alone does
+// not do it, it takes RecreatePVCs (opm's --prune-pvcs) as well.
+func TestForceRecreatesPVCsOnlyWhenAllowed(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	assert.NilError(t, newClient(t, Options{}).Apply(ctx, pvc(t, ns, "slow"), nil, false).Err)
+	before, err := get(t, newClient(t, Options{}), pvc(t, ns, "slow"))
+	assert.NilError(t, err)
+
+	got := newClient(t, Options{}).Apply(ctx, pvc(t, ns, "fast"), nil, false)
+	var ie *ImmutableError
+	assert.Assert(t, errors.As(got.Err, &ie), "a PVC spec change is an immutable change: %v", got.Err)
+
+	got = newClient(t, Options{Force: true}).Apply(ctx, pvc(t, ns, "fast"), nil, false)
+	assert.Equal(t, got.Action, Failed)
+	assert.ErrorContains(t, got.Err, "--prune-pvcs")
+	same, err := get(t, newClient(t, Options{}), pvc(t, ns, "slow"))
+	assert.NilError(t, err)
+	assert.Equal(t, same.GetUID(), before.GetUID(), "the claim and its data are still there")
+
+	// No controller-manager runs here: play the pvc-protection controller
+	// and release the claim's finalizer once its deletion starts.
+	c := newClient(t, Options{})
+	go func() {
+		for ctx.Err() == nil {
+			if u, err := get(t, c, pvc(t, ns, "slow")); err == nil && u.GetDeletionTimestamp() != nil {
+				u.SetFinalizers(nil)
+				ri, _, _ := c.resource(u.GroupVersionKind(), ns)
+				_, _ = ri.Update(context.Background(), u, metav1.UpdateOptions{})
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	got = newClient(t, Options{Force: true, RecreatePVCs: true, WaitTimeout: 30 * time.Second}).Apply(ctx, pvc(t, ns, "fast"), nil, false)
+	assert.NilError(t, got.Err)
+	assert.Equal(t, got.Action, Recreated)
+	after, err := get(t, newClient(t, Options{}), pvc(t, ns, "fast"))
+	assert.NilError(t, err)
+	assert.Assert(t, after.GetUID() != before.GetUID(), "re-created")
+}

@@ -93,7 +93,7 @@ func newRun(cl *kube.Cluster, rel *render.Release, opts Options) *run {
 	return &run{
 		cl: cl, rel: rel, opts: opts,
 		client: objects.New(cl, objects.Options{
-			Concurrency: opts.Concurrency, DryRun: opts.DryRun, Force: opts.Force, WaitTimeout: opts.WaitTimeout,
+			Concurrency: opts.Concurrency, DryRun: opts.DryRun, Force: opts.Force, RecreatePVCs: opts.PrunePVCs, WaitTimeout: opts.WaitTimeout,
 		}),
 		res: &Result{
 			Release: rel.Name, Namespace: rel.Namespace, ReleaseID: rel.ReleaseID,
