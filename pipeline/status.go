@@ -10,6 +10,7 @@ import (
 	"github.com/opmodel/pipeline/engine/discover"
 	"github.com/opmodel/pipeline/engine/health"
 	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/manifest"
 )
 
 // StatusOptions are the options of Status.
@@ -115,7 +116,7 @@ func releaseStatus(ctx context.Context, d *deployed, opts StatusOptions) (Releas
 		hs = health.Check(found)
 		for _, f := range found {
 			if rs.ModuleID == "" && f.Object != nil {
-				rs.ModuleID = f.Object.GetLabels()["module.opmodel.dev/uuid"]
+				rs.ModuleID = f.Object.GetLabels()[manifest.LabelModuleUUID]
 			}
 		}
 	}

@@ -39,21 +39,6 @@ const (
 	StrategyLabels    = "labels"
 )
 
-// Label keys and values the discovery relies on. They are the identity
-// design's labels; the render stamps them on every object and the inventory
-// Secret carries them too.
-const (
-	LabelManagedBy     = "app.kubernetes.io/managed-by"
-	ManagedByOPM       = "open-platform-model"
-	LabelReleaseName   = "module-release.opmodel.dev/name"
-	LabelReleaseID     = "module-release.opmodel.dev/uuid"
-	LabelComponentName = "component.opmodel.dev/name"
-	// LabelInfra marks OPM's own infrastructure objects, such as the
-	// inventory Secret (value InfraInventory); it is not the component name.
-	LabelInfra     = "opmodel.dev/component"
-	InfraInventory = "inventory"
-)
-
 // defaultWorkers bounds concurrent requests: enough to hide latency, few
 // enough not to flood an API server shared with others.
 const defaultWorkers = 8
@@ -103,7 +88,7 @@ func excludedKind(gk schema.GroupKind) bool {
 // excluded reports objects discovery must never return: the inventory
 // Secret, controller-owned objects and controller-made endpoints.
 func excluded(u *unstructured.Unstructured) bool {
-	if u.GetLabels()[LabelInfra] == InfraInventory {
+	if u.GetLabels()[inventory.LabelComponent] == inventory.ComponentInventory {
 		return true
 	}
 	for _, ref := range u.GetOwnerReferences() {
@@ -124,7 +109,7 @@ func IDOf(u *unstructured.Unstructured) manifest.ID {
 // labels can be handed to code written for inventory entries (status,
 // delete, health.Wait).
 func EntryOf(u *unstructured.Unstructured) inventory.Entry {
-	return inventory.EntryOf(manifest.Resource{Object: u, Component: u.GetLabels()[LabelComponentName]})
+	return inventory.EntryOf(manifest.Resource{Object: u, Component: u.GetLabels()[manifest.LabelComponentName]})
 }
 
 // Entries applies EntryOf to each object, in order.

@@ -56,11 +56,11 @@ func cluster(t *testing.T) *kube.Cluster {
 func labelsFor(name, id string) map[string]any {
 	l := map[string]any{}
 	if name != "" {
-		l[LabelManagedBy] = ManagedByOPM
-		l[LabelReleaseName] = name
+		l[manifest.LabelManagedBy] = manifest.ManagedByOPM
+		l[manifest.LabelReleaseName] = name
 	}
 	if id != "" {
-		l[LabelReleaseID] = id
+		l[manifest.LabelReleaseUUID] = id
 	}
 	return l
 }
@@ -140,7 +140,7 @@ func TestByLabelsUnionsSelectorsAndExcludesWhatIsNotTheRelease(t *testing.T) {
 
 	// Never part of the result.
 	invLabels := labelsFor(release, releaseID)
-	invLabels[LabelInfra] = InfraInventory
+	invLabels[inventory.LabelComponent] = inventory.ComponentInventory
 	create(t, cl, obj("v1", "Secret", ns, "opm."+release+"."+releaseID, invLabels, map[string]any{"type": "opmodel.dev/release"}))
 	owned := configMap(ns, "owned", labelsFor(release, releaseID))
 	controller := true
@@ -343,6 +343,6 @@ func TestGhostsAreLabelledObjectsNobodyKnows(t *testing.T) {
 }
 
 func TestEntryOfTakesTheComponentLabel(t *testing.T) {
-	u := deployment("ns", "web", map[string]any{LabelComponentName: "frontend"})
+	u := deployment("ns", "web", map[string]any{manifest.LabelComponentName: "frontend"})
 	assert.DeepEqual(t, EntryOf(u), inventory.Entry{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "web", V: "v1", Component: "frontend"})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/manifest"
 )
 
 // Found is one inventory entry and what the cluster has for it.
@@ -258,7 +259,7 @@ func listBatches(ctx context.Context, cl *kube.Cluster, entries []inventory.Entr
 			rest = append(rest, b.idx...)
 		}
 	}
-	selector := labels.Set{LabelReleaseID: opts.ReleaseID}.String()
+	selector := labels.Set{manifest.LabelReleaseUUID: opts.ReleaseID}.String()
 	errs := make([]error, len(batches))
 	retry := make([][]int, len(batches))
 	run(ctx, opts.workers(), len(batches), func(ctx context.Context, k int) bool {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/manifest"
 )
@@ -106,7 +107,7 @@ func ByLabels(ctx context.Context, cl *kube.Cluster, q Query, opts Options) ([]*
 		default:
 			if t.byName && q.ReleaseID != "" {
 				items = slices.DeleteFunc(items, func(u unstructured.Unstructured) bool {
-					id := u.GetLabels()[LabelReleaseID]
+					id := u.GetLabels()[manifest.LabelReleaseUUID]
 					return id != "" && id != q.ReleaseID
 				})
 			}
@@ -155,20 +156,20 @@ func (q Query) selectors() ([]labelSelector, error) {
 	if q.ReleaseName == "" && q.ReleaseID == "" {
 		return nil, fault.Validationf("label discovery needs a release name or a release id (namespace %s)", q.Namespace)
 	}
-	notInventory, err := labels.NewRequirement(LabelInfra, selection.NotEquals, []string{InfraInventory})
+	notInventory, err := labels.NewRequirement(inventory.LabelComponent, selection.NotEquals, []string{inventory.ComponentInventory})
 	if err != nil {
 		return nil, fmt.Errorf("build inventory exclusion selector: %w", err)
 	}
 	var out []labelSelector
 	if q.ReleaseID != "" {
-		sel, err := labels.ValidatedSelectorFromSet(labels.Set{LabelReleaseID: q.ReleaseID})
+		sel, err := labels.ValidatedSelectorFromSet(labels.Set{manifest.LabelReleaseUUID: q.ReleaseID})
 		if err != nil {
 			return nil, fault.Validationf("release id %q is not a valid label value: %v", q.ReleaseID, err)
 		}
 		out = append(out, labelSelector{selector: sel.Add(*notInventory).String()})
 	}
 	if q.ReleaseName != "" {
-		sel, err := labels.ValidatedSelectorFromSet(labels.Set{LabelManagedBy: ManagedByOPM, LabelReleaseName: q.ReleaseName})
+		sel, err := labels.ValidatedSelectorFromSet(labels.Set{manifest.LabelManagedBy: manifest.ManagedByOPM, manifest.LabelReleaseName: q.ReleaseName})
 		if err != nil {
 			return nil, fault.Validationf("release name %q is not a valid label value: %v", q.ReleaseName, err)
 		}

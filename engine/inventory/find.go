@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/opmodel/pipeline/engine/manifest"
 )
 
 // Find looks a release's inventory up by what a user knows without the
@@ -22,9 +24,9 @@ func Find(ctx context.Context, cs kubernetes.Interface, namespace, name, release
 	}
 	set := labels.Set{LabelComponent: ComponentInventory}
 	if releaseID != "" {
-		set[LabelReleaseUUID] = releaseID
+		set[manifest.LabelReleaseUUID] = releaseID
 	} else {
-		set[LabelReleaseName] = name
+		set[manifest.LabelReleaseName] = name
 	}
 	sel := set.String()
 	list, err := cs.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})

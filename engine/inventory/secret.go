@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/opmodel/pipeline/engine/manifest"
 )
 
 // Names, labels and limits of the inventory Secret (RFC 004, "Secret
@@ -17,13 +19,10 @@ import (
 const (
 	SecretType = "opmodel.dev/release"
 
-	LabelManagedBy       = "app.kubernetes.io/managed-by"
-	ManagedByOPM         = "open-platform-model"
+	// The Secret also carries manifest's identity labels (managed-by,
+	// release name and uuid, environment).
 	LabelModuleName      = "module.opmodel.dev/name"
 	LabelModuleNamespace = "module.opmodel.dev/namespace"
-	LabelReleaseName     = "module-release.opmodel.dev/name"
-	LabelReleaseUUID     = "module-release.opmodel.dev/uuid"
-	LabelEnvironment     = "environment.opmodel.dev/name"
 	// LabelComponent marks OPM infrastructure objects; it is not the
 	// component.opmodel.dev/name label of rendered objects (decision 3).
 	LabelComponent     = "opmodel.dev/component"
@@ -186,14 +185,14 @@ func (inv *Inventory) Labels() map[string]string {
 	if l == nil {
 		l = map[string]string{}
 	}
-	l[LabelManagedBy] = ManagedByOPM
+	l[manifest.LabelManagedBy] = manifest.ManagedByOPM
 	l[LabelModuleName] = inv.Release.Name
 	l[LabelModuleNamespace] = inv.Release.Namespace
-	l[LabelReleaseName] = inv.Release.Name
-	l[LabelReleaseUUID] = inv.Release.ReleaseID
+	l[manifest.LabelReleaseName] = inv.Release.Name
+	l[manifest.LabelReleaseUUID] = inv.Release.ReleaseID
 	l[LabelComponent] = ComponentInventory
 	if inv.Release.Environment != "" {
-		l[LabelEnvironment] = inv.Release.Environment
+		l[manifest.LabelEnvironment] = inv.Release.Environment
 	}
 	return l
 }
@@ -288,7 +287,7 @@ func Decode(s *corev1.Secret) (*Inventory, error) {
 	}
 	inv.Release = Release{
 		Name: inv.Metadata.Name, Namespace: s.Namespace, ReleaseID: inv.Metadata.ReleaseID,
-		Environment: s.Labels[LabelEnvironment],
+		Environment: s.Labels[manifest.LabelEnvironment],
 	}
 	if raw, ok := s.Data[keyIndex]; ok {
 		if err := json.Unmarshal(raw, &inv.Index); err != nil {

@@ -9,6 +9,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/opmodel/pipeline/engine/manifest"
 )
 
 var testRelease = Release{Name: "minecraft", Namespace: "games", ReleaseID: "a3b8f2e1-7c4d-5a9e-b6f0-1234567890ab", Environment: "staging"}
@@ -72,7 +74,7 @@ func TestNoEnvironmentLabelWithoutEnvironment(t *testing.T) {
 	rel.Environment = ""
 	s, err := New(rel).Encode()
 	assert.NilError(t, err)
-	_, ok := s.Labels[LabelEnvironment]
+	_, ok := s.Labels[manifest.LabelEnvironment]
 	assert.Assert(t, !ok)
 	assert.Equal(t, string(s.Data["index"]), `[]`)
 }

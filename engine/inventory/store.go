@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/opmodel/pipeline/engine/manifest"
 )
 
 // ConflictError says the Secret changed between read and write: another
@@ -39,7 +41,7 @@ func Read(ctx context.Context, cs kubernetes.Interface, rel Release) (*Inventory
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("read inventory Secret %s/%s: %w", rel.Namespace, name, err)
 	}
-	sel := labels.Set{LabelReleaseUUID: rel.ReleaseID, LabelComponent: ComponentInventory}.String()
+	sel := labels.Set{manifest.LabelReleaseUUID: rel.ReleaseID, LabelComponent: ComponentInventory}.String()
 	list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("list inventory Secrets in %s with %s: %w", rel.Namespace, sel, err)

@@ -180,9 +180,9 @@ func direct(t *testing.T, name, ns string, docs ...string) *render.Release {
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[inventory.LabelManagedBy] = inventory.ManagedByOPM
-		labels[inventory.LabelReleaseName] = name
-		labels[inventory.LabelReleaseUUID] = rel.ReleaseID
+		labels[manifest.LabelManagedBy] = manifest.ManagedByOPM
+		labels[manifest.LabelReleaseName] = name
+		labels[manifest.LabelReleaseUUID] = rel.ReleaseID
 		r.Object.SetLabels(labels)
 		rel.Resources = append(rel.Resources, r)
 	}

@@ -259,7 +259,7 @@ func (r *run) ensureNamespace(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("%s: get Namespace %s: %w", r.where(), r.rel.Namespace, err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.rel.Namespace,
-		Labels: map[string]string{inventory.LabelManagedBy: inventory.ManagedByOPM}}}
+		Labels: map[string]string{manifest.LabelManagedBy: manifest.ManagedByOPM}}}
 	opts := metav1.CreateOptions{FieldManager: objects.FieldManager}
 	if r.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
@@ -286,7 +286,7 @@ func (r *run) preApplyCheck(rs []manifest.Resource, live map[manifest.ID]*unstru
 			errs = append(errs, &objects.TerminatingError{ID: id})
 		case !r.owns(obj) && !r.opts.Adopt:
 			errs = append(errs, fmt.Errorf("%s already exists but is not tracked by release %s (it lacks the labels %s=%s and %s=%s): delete it, or pass --adopt to take ownership",
-				id, r.rel.Name, inventory.LabelManagedBy, inventory.ManagedByOPM, inventory.LabelReleaseUUID, r.rel.ReleaseID))
+				id, r.rel.Name, manifest.LabelManagedBy, manifest.ManagedByOPM, manifest.LabelReleaseUUID, r.rel.ReleaseID))
 		}
 	}
 	if len(errs) == 0 {
@@ -298,8 +298,8 @@ func (r *run) preApplyCheck(rs []manifest.Resource, live map[manifest.ID]*unstru
 // owns reports whether obj carries this release's OPM labels.
 func (r *run) owns(obj *unstructured.Unstructured) bool {
 	l := obj.GetLabels()
-	return l[inventory.LabelManagedBy] == inventory.ManagedByOPM &&
-		(l[inventory.LabelReleaseUUID] == r.rel.ReleaseID || l[inventory.LabelReleaseName] == r.rel.Name)
+	return l[manifest.LabelManagedBy] == manifest.ManagedByOPM &&
+		(l[manifest.LabelReleaseUUID] == r.rel.ReleaseID || l[manifest.LabelReleaseName] == r.rel.Name)
 }
 
 // prune deletes the stale set in reverse weight order (one weight at a

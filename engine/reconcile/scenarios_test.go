@@ -20,6 +20,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/render"
 )
@@ -196,7 +197,7 @@ func TestScenarioE_InventorySecretDeleted(t *testing.T) {
 	// The old objects are orphans, still labelled for label-based discovery.
 	old := live(t, "apps/v1", "StatefulSet", ns, "minecraft")
 	assert.Assert(t, old != nil)
-	assert.Equal(t, old.GetLabels()[inventory.LabelReleaseUUID], v2.ReleaseID)
+	assert.Equal(t, old.GetLabels()[manifest.LabelReleaseUUID], v2.ReleaseID)
 	s := secret(t, v2)
 	assert.Assert(t, is.DeepEqual(s.Index, []string{v2.ChangeID}), "Secret recreated with only this change")
 	assert.Assert(t, !strings.Contains(strings.Join(s.latest(), ","), "/minecraft@"))
@@ -322,7 +323,7 @@ func TestScenarioK_PreexistingUntrackedObject(t *testing.T) {
 	res := mustApply(t, rel, Options{Adopt: true})
 	assert.DeepEqual(t, names(res.Applied), []string{"PersistentVolumeClaim/config=configured", "Service/minecraft=created", "StatefulSet/minecraft=created"})
 	adopted := live(t, "v1", "PersistentVolumeClaim", ns, "config")
-	assert.Equal(t, adopted.GetLabels()[inventory.LabelReleaseUUID], rel.ReleaseID)
+	assert.Equal(t, adopted.GetLabels()[manifest.LabelReleaseUUID], rel.ReleaseID)
 	assert.Assert(t, is.Contains(secret(t, rel).latest(), "PersistentVolumeClaim/"+ns+"/config@app"))
 }
 
@@ -493,7 +494,7 @@ func TestEdge3_InventorySecretInLabelQueries(t *testing.T) {
 		}
 		return out
 	}
-	uuid := inventory.LabelReleaseUUID + "=" + rel.ReleaseID
+	uuid := manifest.LabelReleaseUUID + "=" + rel.ReleaseID
 	assert.DeepEqual(t, list(uuid+","+inventory.LabelComponent+"!=inventory"), []string{"app-credentials"})
 	assert.DeepEqual(t, list(uuid+","+inventory.LabelComponent+"=inventory"), []string{"opm.minecraft." + rel.ReleaseID})
 	s := secret(t, rel)
