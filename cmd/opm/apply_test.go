@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,18 +23,7 @@ import (
 // package's only TestMain: commands that talk to a cluster share it).
 var env *kubetest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = kubetest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { kubetest.Main(m, &env) }
 
 func serviceExists(t *testing.T, ns, name string) bool {
 	t.Helper()

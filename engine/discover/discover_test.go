@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 
@@ -23,21 +22,7 @@ import (
 
 var env *kubetest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = kubetest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { kubetest.Main(m, &env) }
 
 const (
 	release   = "blog"

@@ -2,7 +2,6 @@ package inventory
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -16,18 +15,7 @@ import (
 
 var env *kubetest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = kubetest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { kubetest.Main(m, &env) }
 
 func clientset(t *testing.T) kubernetes.Interface {
 	t.Helper()

@@ -17,21 +17,7 @@ import (
 
 var testEnv *kubetest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if testEnv, err = kubetest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := testEnv.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { kubetest.Main(m, &testEnv) }
 
 func TestConnectToRealCluster(t *testing.T) {
 	isolate(t, "")

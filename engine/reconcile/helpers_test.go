@@ -33,18 +33,7 @@ import (
 
 var env *kubetest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = kubetest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { kubetest.Main(m, &env) }
 
 // cluster returns fresh clients (and a fresh discovery cache), as each
 // opm invocation has.

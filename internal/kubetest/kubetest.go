@@ -330,3 +330,27 @@ func checkExecutable(path string) error {
 	}
 	return nil
 }
+
+// Main is a test package's TestMain: it starts the control plane into
+// *env, runs the tests, stops it and exits. A control plane that does not
+// start fails the package (never a skip); one that does not stop cleanly
+// fails it too.
+//
+//	var env *kubetest.Env
+//	func TestMain(m *testing.M) { kubetest.Main(m, &env) }
+func Main(m *testing.M, env **Env) {
+	e, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
