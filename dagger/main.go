@@ -171,11 +171,7 @@ func (m *Opm) Diff(
 	// +optional
 	values []*dagger.File,
 ) (*ChangesResult, error) {
-	sel, err := m.selection(ctx, env, releases, values)
-	if err != nil {
-		return nil, err
-	}
-	co, err := m.cluster(ctx)
+	sel, co, err := m.clusterInputs(ctx, env, releases, values)
 	if err != nil {
 		return nil, err
 	}
@@ -222,11 +218,7 @@ func (m *Opm) Apply(
 	// +default=10
 	maxHistory int,
 ) (*ApplyResult, error) {
-	sel, err := m.selection(ctx, env, releases, values)
-	if err != nil {
-		return nil, err
-	}
-	co, err := m.cluster(ctx)
+	sel, co, err := m.clusterInputs(ctx, env, releases, values)
 	if err != nil {
 		return nil, err
 	}
@@ -254,11 +246,7 @@ func (m *Opm) Prune(
 	// +optional
 	force bool,
 ) (*ApplyResult, error) {
-	sel, err := m.selection(ctx, env, releases, values)
-	if err != nil {
-		return nil, err
-	}
-	co, err := m.cluster(ctx)
+	sel, co, err := m.clusterInputs(ctx, env, releases, values)
 	if err != nil {
 		return nil, err
 	}
@@ -296,11 +284,7 @@ func (m *Opm) Status(
 	// +default="5m"
 	timeout string,
 ) (*StatusResult, error) {
-	sel, err := m.selection(ctx, env, releases, nil)
-	if err != nil {
-		return nil, err
-	}
-	co, err := m.cluster(ctx)
+	sel, co, err := m.clusterInputs(ctx, env, releases, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -338,11 +322,7 @@ func (m *Opm) Delete(
 	// +optional
 	prunePvcs bool,
 ) (*DeleteResult, error) {
-	sel, err := m.selection(ctx, env, releases, nil)
-	if err != nil {
-		return nil, err
-	}
-	co, err := m.cluster(ctx)
+	sel, co, err := m.clusterInputs(ctx, env, releases, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -381,6 +361,17 @@ func (m *Opm) selection(ctx context.Context, env string, releases []string, valu
 		sel.ValuesFiles = append(sel.ValuesFiles, p)
 	}
 	return sel, nil
+}
+
+// clusterInputs is selection and cluster together, for the functions that
+// reach a cluster.
+func (m *Opm) clusterInputs(ctx context.Context, env string, releases []string, values []*dagger.File) (pipeline.Selection, pipeline.ClusterOptions, error) {
+	sel, err := m.selection(ctx, env, releases, values)
+	if err != nil {
+		return sel, pipeline.ClusterOptions{}, err
+	}
+	co, err := m.cluster(ctx)
+	return sel, co, err
 }
 
 // cluster reads the kubeconfig secret into memory only.

@@ -89,7 +89,7 @@ func DeclaredEnvironments(ctx context.Context, dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	envs, err := reviewNames(d.Root.LookupPath(cue.ParsePath("environments")))
+	envs, err := load.FieldNames(d.Root.LookupPath(cue.ParsePath("environments")))
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading the environments of %s:\n%s", dir, load.Describe(err)))
 	}
@@ -123,10 +123,10 @@ func loadReviewSide(ctx context.Context, name, dir string, required bool) *revie
 		return s
 	}
 	s.d = d
-	if s.releases, err = reviewNames(d.Root.LookupPath(cue.ParsePath("releases"))); err != nil {
+	if s.releases, err = load.FieldNames(d.Root.LookupPath(cue.ParsePath("releases"))); err != nil {
 		s.err = fault.Wrap(fault.Validation, fmt.Errorf("reading the %s's releases:\n%s", name, load.Describe(err)))
 	}
-	if s.envs, err = reviewNames(d.Root.LookupPath(cue.ParsePath("environments"))); err != nil {
+	if s.envs, err = load.FieldNames(d.Root.LookupPath(cue.ParsePath("environments"))); err != nil {
 		s.err = fault.Wrap(fault.Validation, fmt.Errorf("reading the %s's environments:\n%s", name, load.Describe(err)))
 	}
 	return s
@@ -306,23 +306,6 @@ func reviewDiffOptions(id manifest.ID) diff.Options {
 
 func reviewRef(e inventory.Entry) ObjectRef {
 	return ObjectRef{Group: e.Group, Version: e.V, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, Component: e.Component}
-}
-
-// reviewNames lists a struct's regular field names, sorted.
-func reviewNames(v cue.Value) ([]string, error) {
-	if !v.Exists() {
-		return nil, nil
-	}
-	it, err := v.Fields()
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for it.Next() {
-		names = append(names, it.Selector().Unquoted())
-	}
-	slices.Sort(names)
-	return names, nil
 }
 
 func reviewUnion(a, b []string) []string {

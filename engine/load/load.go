@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/build"
@@ -85,3 +86,21 @@ func Load(ctx context.Context, dir string) (*Deployment, error) {
 }
 
 func modulePath(inst *build.Instance) string { return inst.Module }
+
+// FieldNames lists a struct's regular field names, sorted (the keys of
+// `releases` or `environments`); nothing for a value that does not exist.
+func FieldNames(v cue.Value) ([]string, error) {
+	if !v.Exists() {
+		return nil, nil
+	}
+	it, err := v.Fields()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for it.Next() {
+		names = append(names, it.Selector().Unquoted())
+	}
+	slices.Sort(names)
+	return names, nil
+}

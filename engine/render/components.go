@@ -23,7 +23,7 @@ type transformer struct {
 func loadTransformers(d *load.Deployment) ([]transformer, error) {
 	provider := d.Catalog.LookupPath(pathProvider)
 	ts := provider.LookupPath(cue.ParsePath("transformers"))
-	names, err := fieldNames(ts)
+	names, err := load.FieldNames(ts)
 	if err != nil || len(names) == 0 {
 		return nil, fmt.Errorf("the embedded catalog has no Kubernetes transformers: %v", err)
 	}
@@ -77,7 +77,7 @@ var (
 // every FillPath re-evaluates the value it fills, so filling the context
 // piecewise into each transformer made rendering several times slower.
 func renderComponents(catalog, comps cue.Value, rc releaseContext, transformers []transformer, where string) ([]manifest.Resource, error) {
-	names, err := fieldNames(comps)
+	names, err := load.FieldNames(comps)
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: reading components:\n%s", where, load.Describe(err)))
 	}

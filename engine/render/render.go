@@ -105,7 +105,7 @@ func FromDeployment(ctx context.Context, d *load.Deployment, opts Options) ([]*R
 }
 
 func selectReleases(d *load.Deployment, want []string) ([]string, error) {
-	all, err := fieldNames(d.Root.LookupPath(cue.ParsePath("releases")))
+	all, err := load.FieldNames(d.Root.LookupPath(cue.ParsePath("releases")))
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading releases:\n%s", load.Describe(err)))
 	}
@@ -130,7 +130,7 @@ func selectReleases(d *load.Deployment, want []string) ([]string, error) {
 
 func selectEnvironment(d *load.Deployment, name string) (cue.Value, error) {
 	envs := d.Root.LookupPath(cue.ParsePath("environments"))
-	all, _ := fieldNames(envs)
+	all, _ := load.FieldNames(envs)
 	if !slices.Contains(all, name) {
 		known := "none are declared"
 		if len(all) > 0 {
@@ -143,23 +143,6 @@ func selectEnvironment(d *load.Deployment, name string) (cue.Value, error) {
 		return cue.Value{}, fault.Wrap(fault.Validation, fmt.Errorf("environment %q is invalid:\n%s", name, load.Describe(err)))
 	}
 	return env, nil
-}
-
-// fieldNames lists a struct's regular field names, sorted.
-func fieldNames(v cue.Value) ([]string, error) {
-	if !v.Exists() {
-		return nil, nil
-	}
-	it, err := v.Fields()
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for it.Next() {
-		names = append(names, it.Selector().Unquoted())
-	}
-	slices.Sort(names)
-	return names, nil
 }
 
 func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, identityOnly bool) (*Release, error) {
