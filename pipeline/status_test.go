@@ -1,7 +1,9 @@
 package pipeline_test
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,6 +58,7 @@ func healthOf(res *pipeline.StatusResult) map[string]health.Status {
 }
 
 func TestStatusReportsIdentityAndHealth(t *testing.T) {
+	env.RequireNoControllers(t)
 	ns := env.Namespace(t)
 	dir := deploytest.Dir(t, ns, "")
 	applied := applyDir(t, dir)
@@ -123,22 +126,43 @@ func TestStatusReportsIdentityAndHealth(t *testing.T) {
 }
 
 func TestStatusWaitsUntilReady(t *testing.T) {
+	env.RequireNoControllers(t)
 	ns := env.Namespace(t)
 	dir := deploytest.Dir(t, ns, `withSecret: false`)
 	applyDir(t, dir)
+	// Play the Deployment controller once status has seen the rollout in
+	// progress, whatever the machine's speed.
+	seenInProgress := make(chan struct{})
+	var once sync.Once
+	ready := make(chan error, 1)
 	go func() {
-		time.Sleep(300 * time.Millisecond)
-		markDeploymentReady(t, ns, "app")
+		select {
+		case <-seenInProgress:
+			markDeploymentReady(t, ns, "app")
+			ready <- nil
+		case <-time.After(30 * time.Second):
+			ready <- fmt.Errorf("status never reported the Deployment in progress")
+		}
 	}()
 	var lines []string
 	res, err := pipeline.Status(t.Context(), pipeline.StatusOptions{
 		Target: pipeline.Target{Selection: pipeline.Selection{Dir: dir}}, ClusterOptions: cluster(t),
 		Wait: true, Timeout: 30 * time.Second, Interval: 100 * time.Millisecond,
-		Progress: func(release string, h health.ObjectHealth) { lines = append(lines, release+" "+h.String()) },
+		Progress: func(release string, h health.ObjectHealth) {
+			lines = append(lines, release+" "+h.String())
+			if h.Entry.Kind == "Deployment" && h.Status == health.InProgress {
+				once.Do(func() { close(seenInProgress) })
+			}
+		},
 	})
+	assert.NilError(t, <-ready)
 	assert.NilError(t, err)
 	assert.Check(t, res.Healthy)
-	assert.Check(t, len(lines) >= 3, "progress for each object and the change: %v", lines)
+	assert.DeepEqual(t, lines, []string{
+		"app service/app: Current",
+		"app deployment.apps/app: InProgress (Replicas: 0/1)",
+		"app deployment.apps/app: Current",
+	})
 
 	res, err = pipeline.Status(t.Context(), pipeline.StatusOptions{
 		Target: pipeline.Target{Name: "app", Namespace: ns}, ClusterOptions: cluster(t), Wait: true, Timeout: 300 * time.Millisecond, Interval: 100 * time.Millisecond,

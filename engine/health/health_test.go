@@ -167,6 +167,7 @@ func checkOne(t *testing.T, cl *kube.Cluster, e inventory.Entry) ObjectHealth {
 }
 
 func TestHealthOfWorkloads(t *testing.T) {
+	env.RequireNoControllers(t)
 	cl := cluster(t)
 	ns := env.Namespace(t)
 
@@ -219,6 +220,7 @@ func TestHealthOfWorkloads(t *testing.T) {
 }
 
 func TestHealthOfJobs(t *testing.T) {
+	env.RequireNoControllers(t)
 	cl := cluster(t)
 	ns := env.Namespace(t)
 	start := map[string]any{"startTime": now}
@@ -293,6 +295,7 @@ func TestHealthOfMissingTerminatingAndPlainObjects(t *testing.T) {
 }
 
 func TestWaitReturnsOnceTheRolloutCompletes(t *testing.T) {
+	env.RequireNoControllers(t)
 	cl := cluster(t)
 	ns := env.Namespace(t)
 	web := deployment(ns, "web")
@@ -343,6 +346,7 @@ func TestWaitTimesOutNamingWhatIsNotReady(t *testing.T) {
 }
 
 func TestWaitStopsAtTheFirstFailure(t *testing.T) {
+	env.RequireNoControllers(t)
 	cl := cluster(t)
 	ns := env.Namespace(t)
 	u := job(ns, "broken")

@@ -37,7 +37,9 @@ metadata: {
 	name:       *"app" | string
 	component:  *"web" | string
 	type:       *"stateless" | "stateful"
-	image:      *"nginx:1.27" | string
+	// Never pullable, so a workload is never ready on any cluster (kind
+	// included), and "not ready yet" is the same everywhere tests run.
+	image: *"registry.invalid/opm-test/app:1.0" | string
 	replicas:   *1 | int
 	port:       *80 | int
 	secret:     *"s3cret" | string

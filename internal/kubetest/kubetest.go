@@ -354,3 +354,19 @@ func Main(m *testing.M, env **Env) {
 	}
 	os.Exit(code)
 }
+
+// Controllers reports whether controllers run on the cluster: true for an
+// existing cluster (kind in CI), false for the envtest control plane,
+// which has no controller-manager.
+func (e *Env) Controllers() bool { return e.env == nil }
+
+// RequireNoControllers skips t, saying why, on a cluster whose controllers
+// would overwrite the status the test writes by hand (a Deployment's
+// replicas, a Job's conditions). Such tests always run in `make test`
+// against envtest; only the kind job skips them.
+func (e *Env) RequireNoControllers(t testing.TB) {
+	t.Helper()
+	if e.Controllers() {
+		t.Skip("writes object status by hand, which this cluster's controllers would overwrite; runs against envtest in make test")
+	}
+}
