@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -120,9 +119,7 @@ func printApplyResult(cmd *cobra.Command, output string, res *pipeline.ApplyResu
 	if res == nil || output != "json" {
 		return err
 	}
-	enc := json.NewEncoder(cmd.OutOrStdout())
-	enc.SetIndent("", "  ")
-	if encErr := enc.Encode(res); encErr != nil && err == nil {
+	if encErr := writeJSON(cmd.OutOrStdout(), res); encErr != nil && err == nil {
 		return encErr
 	}
 	for _, r := range res.Releases {

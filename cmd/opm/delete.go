@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -46,9 +45,7 @@ Select releases with a deployment directory ([DIR] --env --release) or with
 			res, err := pipeline.Delete(cmd.Context(), opts)
 			if res != nil {
 				if output == "json" {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					if err := enc.Encode(res); err != nil {
+					if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
 						return err
 					}
 				} else {

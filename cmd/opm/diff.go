@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -45,9 +44,7 @@ more for errors, as kubectl diff.`,
 			out := cmd.OutOrStdout()
 			switch output {
 			case "json":
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(cs); err != nil {
+				if err := writeJSON(out, cs); err != nil {
 					return err
 				}
 			case "markdown":

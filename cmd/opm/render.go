@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -29,9 +28,7 @@ with every release, its identity, digest, change ID, values and resources.`,
 				return err
 			}
 			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return writeJSON(cmd.OutOrStdout(), res)
 			}
 			y, err := res.YAML()
 			if err != nil {

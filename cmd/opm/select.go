@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -35,4 +38,11 @@ var dirArg cobra.PositionalArgs = func(cmd *cobra.Command, args []string) error 
 		return usageError{err}
 	}
 	return nil
+}
+
+// writeJSON prints v as indented JSON: every command's -o json.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

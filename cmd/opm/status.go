@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -76,9 +75,7 @@ printing objects as they become ready. Exit 0 when healthy, 1 when not.`,
 			out := cmd.OutOrStdout()
 			switch output {
 			case "json":
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(res); err != nil {
+				if err := writeJSON(out, res); err != nil {
 					return err
 				}
 			case "yaml":
