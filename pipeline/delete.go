@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/reconcile"
 	"github.com/opmodel/pipeline/engine/render"
 )
@@ -68,14 +71,24 @@ func Delete(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
 			Discovery: d.strategy, Cluster: ClusterRef{Server: d.cluster.Server, Context: d.cluster.Context}, DryRun: opts.DryRun,
 			Objects: []ObjectAction{}, Deleted: []ObjectAction{}, Skipped: []ObjectAction{},
 		}
-		if d.inv == nil && len(d.entries) == 0 {
+		entries := d.entries
+		if len(d.terminating) > 0 {
+			// Already being deleted: another delete would change nothing.
+			gone := map[manifest.ID]bool{}
+			for _, e := range d.terminating {
+				gone[e.ID()] = true
+				dr.Warnings = append(dr.Warnings, fmt.Sprintf("%s is already being deleted (finalizers pending)", e.ID()))
+			}
+			entries = slices.DeleteFunc(slices.Clone(entries), func(e inventory.Entry) bool { return gone[e.ID()] })
+		}
+		if d.inv == nil && len(entries) == 0 {
 			dr.NothingToDelete = true
-			dr.Warnings = append(dr.Warnings, fmt.Sprintf("release %s has no inventory and no labelled objects in namespace %s: nothing to delete", d.label(), d.namespace))
+			dr.Warnings = append(dr.Warnings, fmt.Sprintf("release %s has no inventory and no labelled objects left to delete in namespace %s: nothing to delete", d.label(), d.namespace))
 			res.Releases = append(res.Releases, dr)
 			continue
 		}
 		rel := &render.Release{Name: d.name, Namespace: d.namespace, ReleaseID: d.releaseID, Environment: d.environment}
-		r, err := reconcile.Delete(ctx, d.cluster, rel, d.inv, d.entries, reconcile.DeleteOptions{
+		r, err := reconcile.Delete(ctx, d.cluster, rel, d.inv, entries, reconcile.DeleteOptions{
 			Options: reconcile.Options{DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs, Progress: opts.Progress},
 			Wait:    opts.Wait,
 		})

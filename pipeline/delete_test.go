@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -102,6 +103,15 @@ func TestDeleteKeepsPVCsUnlessAsked(t *testing.T) {
 	res = deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, PrunePVCs: true})
 	assert.Equal(t, len(res.Releases[0].Deleted), 1)
 	assert.Check(t, res.Releases[0].Inventory.Deleted)
+
+	// Deleting again has nothing to do. Without a pvc-protection
+	// controller (envtest) the claim is still terminating and found by its
+	// labels, but it is already going, and delete says so.
+	res = deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, PrunePVCs: true})
+	assert.Check(t, res.Releases[0].NothingToDelete)
+	if !env.Controllers() {
+		assert.Check(t, is.Contains(strings.Join(res.Releases[0].Warnings, "\n"), "already being deleted"))
+	}
 }
 
 func TestDeleteNeedsNamespaceWithName(t *testing.T) {

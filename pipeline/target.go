@@ -50,9 +50,12 @@ type deployed struct {
 	renderObjects func(context.Context) ([]manifest.Resource, error)
 	// entries are the release's objects: the inventory's latest change,
 	// else what the label scan found.
-	entries  []inventory.Entry
-	strategy string
-	requests int
+	entries []inventory.Entry
+	// terminating are the entries the label scan found already being
+	// deleted (finalizers pending): status shows them, delete leaves them.
+	terminating []inventory.Entry
+	strategy    string
+	requests    int
 	// ghosts carry the release's labels but are in neither the inventory
 	// nor the render; only looked for when an inventory exists.
 	ghosts []inventory.Entry
@@ -131,6 +134,11 @@ func (d *deployed) discover(ctx context.Context, ghosts bool) error {
 	d.requests += stats.Requests
 	if inv == nil {
 		d.entries, d.strategy = discover.Entries(objs), stats.Strategy
+		for _, u := range objs {
+			if u.GetDeletionTimestamp() != nil {
+				d.terminating = append(d.terminating, discover.EntryOf(u))
+			}
+		}
 		return nil
 	}
 	candidates := discover.Ghosts(objs, idsOf(d.entries))
