@@ -76,7 +76,7 @@ var (
 // transformer context is built once per release and once per component:
 // every FillPath re-evaluates the value it fills, so filling the context
 // piecewise into each transformer made rendering several times slower.
-func renderComponents(catalog, comps cue.Value, rc releaseContext, transformers []transformer, where string) ([]manifest.Resource, error) {
+func renderComponents(cctx *cue.Context, catalog, comps cue.Value, rc releaseContext, transformers []transformer, where string) ([]manifest.Resource, error) {
 	names, err := load.FieldNames(comps)
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: reading components:\n%s", where, load.Describe(err)))
@@ -92,6 +92,7 @@ func renderComponents(catalog, comps cue.Value, rc releaseContext, transformers 
 	if rc.env.Exists() {
 		relCtx = relCtx.FillPath(pathCtxEnironment, rc.env)
 	}
+	empty := cctx.CompileString("{}")
 	var out []manifest.Resource
 	seen := map[manifest.ID]string{}
 	for _, name := range names {
@@ -103,7 +104,7 @@ func renderComponents(catalog, comps cue.Value, rc releaseContext, transformers 
 		compCtx := relCtx.FillPath(pathCtxComponent, comp.LookupPath(cue.ParsePath("metadata")))
 		// One small value carries both inputs; unifying it into each
 		// transformer costs one evaluation instead of two FillPaths.
-		inputs := comp.Context().CompileString("{}").FillPath(pathComponent, comp).FillPath(pathContext, compCtx)
+		inputs := empty.FillPath(pathComponent, comp).FillPath(pathContext, compCtx)
 		matched := 0
 		for _, t := range transformers {
 			if !t.matches(comp) {
