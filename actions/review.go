@@ -73,9 +73,9 @@ func (r *runner) gitReview(ctx context.Context) (*pipeline.ChangeSet, error) {
 	}
 	// BaseDir stays empty when there is no base: everything is added.
 	opts := pipeline.ReviewOptions{
-		Selection:       pipeline.Selection{Dir: dir, Releases: r.cfg.releases},
-		Environments:    r.cfg.environments,
-		PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs,
+		Selection:    pipeline.Selection{Dir: dir, Releases: r.cfg.releases},
+		Environments: r.cfg.environments,
+		Protection:   pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
 	}
 	base, err := r.baseCommit(ctx, repo)
 	if err != nil {
@@ -161,9 +161,9 @@ func (r *runner) clusterDiff(ctx context.Context) (*pipeline.ChangeSet, error) {
 	out := &pipeline.ChangeSet{Releases: []pipeline.ReleaseChanges{}}
 	for _, env := range envs {
 		cs, err := pipeline.Diff(ctx, pipeline.DiffOptions{
-			Selection:       pipeline.Selection{Dir: r.dir(), Environment: env, Releases: r.cfg.releases},
-			ClusterOptions:  pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
-			PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs,
+			Selection:      pipeline.Selection{Dir: r.dir(), Environment: env, Releases: r.cfg.releases},
+			ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
+			Protection:     pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
 		})
 		if cs == nil {
 			name := strings.Join(r.cfg.releases, ",")

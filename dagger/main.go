@@ -223,7 +223,7 @@ func (m *Opm) Apply(
 		return nil, err
 	}
 	res, err := pipeline.Apply(ctx, pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun, NoPrune: noPrune,
-		PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs, Force: force, Adopt: adopt, MaxHistory: maxHistory})
+		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Adopt: adopt, MaxHistory: maxHistory})
 	return applied(res, err)
 }
 
@@ -251,7 +251,7 @@ func (m *Opm) Prune(
 		return nil, err
 	}
 	res, err := pipeline.Prune(ctx, pipeline.PruneOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun,
-		PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs, Force: force})
+		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force})
 	return applied(res, err)
 }
 
@@ -327,7 +327,7 @@ func (m *Opm) Delete(
 		return nil, err
 	}
 	res, err := pipeline.Delete(ctx, pipeline.DeleteOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: co,
-		DryRun: dryRun, Wait: wait, PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs})
+		DryRun: dryRun, Wait: wait, Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}})
 	if res == nil {
 		return nil, err
 	}

@@ -20,10 +20,7 @@ type ApplyOptions struct {
 	// NoPrune keeps the stale set (still recorded in the inventory). The
 	// existence check of objects not yet recorded runs regardless.
 	NoPrune bool `json:"noPrune,omitempty"`
-	// PruneNamespaces and PrunePVCs lift the protection of stale
-	// Namespaces and PersistentVolumeClaims.
-	PruneNamespaces bool `json:"pruneNamespaces,omitempty"`
-	PrunePVCs       bool `json:"prunePVCs,omitempty"`
+	Protection
 	// Force lets an empty render prune a whole release and recreates
 	// objects whose immutable fields change.
 	Force bool `json:"force,omitempty"`

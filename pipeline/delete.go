@@ -20,9 +20,7 @@ type DeleteOptions struct {
 	DryRun bool `json:"dryRun,omitempty"`
 	// Wait waits until the deleted objects are gone.
 	Wait bool `json:"wait,omitempty"`
-	// PruneNamespaces and PrunePVCs allow deleting those kinds, as for apply.
-	PruneNamespaces bool `json:"pruneNamespaces,omitempty"`
-	PrunePVCs       bool `json:"prunePVCs,omitempty"`
+	Protection
 	// Progress hears each object as it is deleted or skipped.
 	Progress func(ProgressEvent) `json:"-"`
 }

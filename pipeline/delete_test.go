@@ -100,14 +100,14 @@ func TestDeleteKeepsPVCsUnlessAsked(t *testing.T) {
 	assert.Check(t, r.Inventory.Written && !r.Inventory.Deleted)
 	assert.Check(t, exists(t, secrets, ns, inventory.SecretName("app", applied.ReleaseID)))
 
-	res = deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, PrunePVCs: true})
+	res = deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, Protection: pipeline.Protection{PrunePVCs: true}})
 	assert.Equal(t, len(res.Releases[0].Deleted), 1)
 	assert.Check(t, res.Releases[0].Inventory.Deleted)
 
 	// Deleting again has nothing to do. Without a pvc-protection
 	// controller (envtest) the claim is still terminating and found by its
 	// labels, but it is already going, and delete says so.
-	res = deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, PrunePVCs: true})
+	res = deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, Protection: pipeline.Protection{PrunePVCs: true}})
 	assert.Check(t, res.Releases[0].NothingToDelete)
 	if !env.Controllers() {
 		assert.Check(t, is.Contains(strings.Join(res.Releases[0].Warnings, "\n"), "already being deleted"))

@@ -14,10 +14,7 @@ import (
 type DiffOptions struct {
 	Selection
 	ClusterOptions
-	// PruneNamespaces and PrunePVCs are apply's flags: the diff warns about
-	// exactly the stale objects apply would keep.
-	PruneNamespaces bool `json:"pruneNamespaces,omitempty"`
-	PrunePVCs       bool `json:"prunePVCs,omitempty"`
+	Protection
 	// NoGhosts skips the label scan that finds ghosts.
 	NoGhosts bool `json:"noGhosts,omitempty"`
 }
@@ -74,7 +71,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 		}
 		if o.Class == preview.Stale {
 			e := inventory.Entry{Group: o.ID.Group, Kind: o.ID.Kind, Namespace: o.ID.Namespace, Name: o.ID.Name, V: o.Version, Component: o.Component}
-			if w, relWarn := protection(e, opts.PruneNamespaces, opts.PrunePVCs); w != "" {
+			if w, relWarn := opts.Protection.warnings(e); w != "" {
 				oc.Warning = joinWarnings(w, oc.Warning)
 				rc.Warnings = append(rc.Warnings, relWarn)
 			}

@@ -14,10 +14,7 @@ type PruneOptions struct {
 	ClusterOptions
 	// DryRun sends the deletes as server-side dry runs and writes nothing.
 	DryRun bool `json:"dryRun,omitempty"`
-	// PruneNamespaces and PrunePVCs lift the protection of stale
-	// Namespaces and PersistentVolumeClaims.
-	PruneNamespaces bool `json:"pruneNamespaces,omitempty"`
-	PrunePVCs       bool `json:"prunePVCs,omitempty"`
+	Protection
 	// Force lets an empty render prune a whole release.
 	Force bool `json:"force,omitempty"`
 	// Concurrency bounds parallel deletes per weight; 8 when zero.

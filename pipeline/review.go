@@ -32,10 +32,7 @@ type ReviewOptions struct {
 	// Environments are reviewed one after the other; default all declared
 	// on either side, or none when neither declares any.
 	Environments []string `json:"environments,omitempty"`
-	// PruneNamespaces and PrunePVCs are apply's protection flags: the
-	// warnings say what apply would do with them as given.
-	PruneNamespaces bool `json:"pruneNamespaces,omitempty"`
-	PrunePVCs       bool `json:"prunePVCs,omitempty"`
+	Protection
 }
 
 // Review compares two versions of a deployment directory without a
@@ -290,7 +287,7 @@ func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, opt
 			return err
 		}
 		oc.Diff = text
-		if w, relWarn := protection(e, opts.PruneNamespaces, opts.PrunePVCs); w != "" {
+		if w, relWarn := opts.Protection.warnings(e); w != "" {
 			oc.Warning = w
 			rc.Warnings = append(rc.Warnings, relWarn)
 		}

@@ -199,7 +199,7 @@ func TestReviewRenameMakesStaleSet(t *testing.T) {
 	assert.Equal(t, cs.Counts, pipeline.Counts{Added: 3, Stale: 3, Unchanged: 5})
 
 	// With --prune-pvcs the warning says the data goes.
-	cs = review(t, base, head, pipeline.ReviewOptions{Environments: []string{"staging"}, Selection: pipeline.Selection{Releases: []string{"minecraft"}}, PrunePVCs: true})
+	cs = review(t, base, head, pipeline.ReviewOptions{Environments: []string{"staging"}, Selection: pipeline.Selection{Releases: []string{"minecraft"}}, Protection: pipeline.Protection{PrunePVCs: true}})
 	assert.Equal(t, len(cs.Releases), 1)
 	assert.Assert(t, is.Contains(cs.Releases[0].Warnings[0], "would be pruned"))
 }
