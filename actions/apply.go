@@ -33,7 +33,7 @@ func (r *runner) apply(ctx context.Context) error {
 			break
 		}
 	}
-	r.addSummary(applyMarkdown(results, envs, runErr))
+	r.addSummary(applyMarkdown(results, envs, runErr) + "\n" + r.info.Footer() + "\n")
 
 	digests, changeIDs := map[string]string{}, map[string]string{}
 	stale, changed := 0, false

@@ -26,6 +26,9 @@ import (
 	"syscall"
 
 	"github.com/sethvargo/go-githubactions"
+
+	"github.com/opmodel/pipeline/buildinfo"
+	"github.com/opmodel/pipeline/pipeline"
 )
 
 func main() {
@@ -76,7 +79,8 @@ func run(ctx context.Context, action *githubactions.Action, httpClient *http.Cli
 	if err != nil {
 		return fmt.Errorf("reading the workflow context: %w", err)
 	}
-	r := &runner{action: action, cfg: cfg, gh: gh, ev: parseEvent(gh), red: red, http: httpClient}
+	r := &runner{action: action, cfg: cfg, gh: gh, ev: parseEvent(gh), red: red, http: httpClient, info: buildinfo.Read()}
+	r.infof("%s", r.info)
 	if r.workspace, err = workspace(action); err != nil {
 		return err
 	}
@@ -88,7 +92,7 @@ func run(ctx context.Context, action *githubactions.Action, httpClient *http.Cli
 	}
 	if err != nil {
 		// The reason goes to the summary too: it is what people open.
-		r.addSummary(fmt.Sprintf("### ❌ opm %s failed\n\n%s", cfg.mode, fence(err.Error())))
+		r.addSummary(fmt.Sprintf("### ❌ opm %s failed\n\n%s\n%s\n", cfg.mode, fence(err.Error()), r.info.Footer()))
 	}
 	return red.error(err)
 }
@@ -102,6 +106,8 @@ type runner struct {
 	red       *redactor
 	http      *http.Client
 	workspace string
+	// info is this build of opm, for the log and the footers.
+	info buildinfo.Info
 }
 
 func readConfig(a *githubactions.Action) (config, error) {
@@ -230,7 +236,7 @@ func (r *runner) setOutput(name, value string) {
 
 // summaryLimit keeps the step summary under GitHub's 1 MiB per step,
 // with room for the runner's own framing.
-const summaryLimit = 1<<20 - 4096
+const summaryLimit = pipeline.SummaryMarkdownLimit
 
 // addSummary appends to the job summary when the step has one.
 func (r *runner) addSummary(md string) {

@@ -19,6 +19,7 @@ import (
 
 	"dagger/opm/internal/dagger"
 
+	"github.com/opmodel/pipeline/buildinfo"
 	"github.com/opmodel/pipeline/pipeline"
 )
 
@@ -332,6 +333,28 @@ func (m *Opm) Delete(
 		return nil, err
 	}
 	return &DeleteResult{Summary: res.Summary(), Json: jsonOf(res)}, err
+}
+
+// VersionResult says which opm the module runs.
+type VersionResult struct {
+	Version    string
+	Commit     string
+	Date       string
+	GoVersion  string
+	CueVersion string
+	// Catalog is the embedded OPM catalog module and its version.
+	Catalog string
+	// Text is `opm version`, Json `opm version -o json`.
+	Text string
+	Json string
+}
+
+// Version reports the opm build inside the module: version, commit, build
+// date, Go and CUE versions and the embedded catalog.
+func (m *Opm) Version() *VersionResult {
+	i := buildinfo.Read()
+	return &VersionResult{Version: i.Version, Commit: i.Commit, Date: i.Date, GoVersion: i.GoVersion, CueVersion: i.CUEVersion,
+		Catalog: i.Catalog, Text: i.Text(), Json: jsonOf(i)}
 }
 
 // selection materialises the source and values files in the container.

@@ -112,4 +112,8 @@ type ChangeSet struct {
 	Operation string           `json:"operation"`
 	Releases  []ReleaseChanges `json:"releases"`
 	Counts    Counts           `json:"counts"`
+	// BaseRef and BaseCommit say what a review from git compared with:
+	// the ref that resolved and the merge base of it and HEAD.
+	BaseRef    string `json:"baseRef,omitempty"`
+	BaseCommit string `json:"baseCommit,omitempty"`
 }

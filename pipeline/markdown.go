@@ -43,6 +43,9 @@ type MarkdownOptions struct {
 	SummaryURL string
 	// CutHint replaces the sentence that says where the full review is.
 	CutHint string
+	// Footer ends the document after a blank line (counted in Limit):
+	// which opm wrote it (buildinfo.Info.Footer).
+	Footer string
 }
 
 // Markdown renders the change set for a pull-request comment, a job
@@ -51,6 +54,21 @@ type MarkdownOptions struct {
 // <details> per release with its stale set and a diff per changed object.
 // The output depends only on the change set and the options.
 func (cs *ChangeSet) Markdown(opts MarkdownOptions) string {
+	if opts.Footer == "" {
+		return cs.markdownBody(opts)
+	}
+	footer := "\n" + strings.TrimRight(opts.Footer, "\n") + "\n"
+	switch {
+	case opts.Limit == 0:
+		opts.Limit = DefaultMarkdownLimit - len(footer)
+	case opts.Limit > 0:
+		opts.Limit = max(opts.Limit-len(footer), 1)
+	}
+	return cs.markdownBody(opts) + footer
+}
+
+// markdownBody is Markdown without the footer.
+func (cs *ChangeSet) markdownBody(opts MarkdownOptions) string {
 	if cs.Operation == "diff" {
 		opts.Title = cmp.Or(opts.Title, "opm diff")
 		opts.BaseLabel = cmp.Or(opts.BaseLabel, "live")

@@ -223,3 +223,29 @@ func TestMarkdownHardCutStillCloses(t *testing.T) {
 		assert.Assert(t, strings.Contains(md, "The rest of this review was cut"), "missing %q", "The rest of this review was cut")
 	}
 }
+
+// The footer (which opm wrote this) ends the document and counts in the
+// limit, however much had to be cut.
+func TestMarkdownFooterIsLastAndCounted(t *testing.T) {
+	const footer = "<sub>opm v1.2.3 · CUE v0.17.1</sub>"
+	small := &pipeline.ChangeSet{Releases: []pipeline.ReleaseChanges{{Name: "a", Namespace: "ns"}}}
+	md := small.Markdown(pipeline.MarkdownOptions{Footer: footer})
+	assert.Equal(t, md, small.Markdown(pipeline.MarkdownOptions{})+"\n"+footer+"\n")
+
+	big := &pipeline.ChangeSet{}
+	for i := range 3000 {
+		big.Releases = append(big.Releases, pipeline.ReleaseChanges{
+			Name: fmt.Sprintf("release-%04d", i), Namespace: "ns", Warnings: []string{strings.Repeat("a long warning ", 5)},
+		})
+	}
+	for _, limit := range []int{0, 10000} {
+		md := big.Markdown(pipeline.MarkdownOptions{Limit: limit, Footer: footer})
+		want := limit
+		if limit == 0 {
+			want = pipeline.DefaultMarkdownLimit
+		}
+		assert.Assert(t, len(md) <= want, "%d bytes over %d", len(md), want)
+		assert.Assert(t, strings.HasSuffix(md, "\n"+footer+"\n"))
+		checkBalanced(t, md)
+	}
+}

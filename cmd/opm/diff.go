@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/opmodel/pipeline/buildinfo"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/pipeline"
 )
@@ -48,7 +49,7 @@ more for errors, as kubectl diff.`,
 					return err
 				}
 			case "markdown":
-				fmt.Fprint(out, cs.Markdown(pipeline.MarkdownOptions{}))
+				fmt.Fprint(out, cs.Markdown(pipeline.ReportMarkdownOptions(buildinfo.Read().Footer())))
 			default:
 				fmt.Fprint(out, cs.Text(isTerminal(out)))
 			}
