@@ -66,7 +66,7 @@ func (r *runner) applyEnv(ctx context.Context, env string) (*pipeline.ApplyResul
 	opts := pipeline.ApplyOptions{
 		Selection:      pipeline.Selection{Dir: r.dir(), Environment: env, Releases: r.cfg.releases},
 		ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
-		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, MaxHistory: r.cfg.maxHistory,
+		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, MaxHistory: r.cfg.maxHistory, RunURL: r.runURL(),
 		Protection: pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
 		// Progress is never called concurrently.
 		Progress: func(e pipeline.ProgressEvent) {

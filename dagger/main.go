@@ -335,6 +335,78 @@ func (m *Opm) Delete(
 	return &DeleteResult{Summary: res.Summary(), Json: jsonOf(res)}, err
 }
 
+// HistoryResult is the result of History.
+type HistoryResult struct {
+	// Table is `opm history`; Json `opm history -o json`.
+	Table string
+	Json  string
+}
+
+// History lists the changes recorded in the releases' inventories, newest
+// first, with where each came from.
+// +cache="never"
+func (m *Opm) History(
+	ctx context.Context,
+	// +optional
+	env string,
+	// +optional
+	releases []string,
+) (*HistoryResult, error) {
+	sel, co, err := m.clusterInputs(ctx, env, releases, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := pipeline.History(ctx, pipeline.HistoryOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: co})
+	if err != nil {
+		return nil, err
+	}
+	return &HistoryResult{Table: res.Table(), Json: jsonOf(res)}, nil
+}
+
+// Rollback returns a release to an earlier change: the source is rendered
+// as of the commit that change recorded and applied as a new change, with
+// every guard of apply. The commit is read from the source's git
+// repository, so the source must hold its .git directory (the default
+// source leaves .git out; without it rollback says it is not in a git
+// repository).
+// +cache="never"
+func (m *Opm) Rollback(
+	ctx context.Context,
+	// The release to roll back.
+	release string,
+	// The change ID to return to (see history).
+	to string,
+	// +optional
+	env string,
+	// +optional
+	values []*dagger.File,
+	// +optional
+	dryRun bool,
+	// +optional
+	allowDifferentDigest bool,
+	// +optional
+	pruneNamespaces bool,
+	// +optional
+	prunePvcs bool,
+	// +optional
+	// +default=10
+	maxHistory int,
+) (*ApplyResult, error) {
+	sel, co, err := m.clusterInputs(ctx, env, []string{release}, values)
+	if err != nil {
+		return nil, err
+	}
+	res, err := pipeline.Rollback(ctx, pipeline.RollbackOptions{
+		ApplyOptions: pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun, MaxHistory: maxHistory,
+			Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}},
+		To: to, AllowDifferentDigest: allowDifferentDigest,
+	})
+	if res == nil {
+		return nil, err
+	}
+	return &ApplyResult{Summary: res.Summary(), Pruned: res.PrunedObjects(), Json: jsonOf(res)}, err
+}
+
 // VersionResult says which opm the module runs.
 type VersionResult struct {
 	Version    string
