@@ -178,3 +178,41 @@ func TestApplyFailureFailsTheStep(t *testing.T) {
 	checkBalanced(t, h.summary())
 	checkNoKubeconfig(t, h, kubeconfig)
 }
+
+func TestRollbackMode(t *testing.T) {
+	r, ns, kubeconfig := clusterRepo(t)
+	h := newHarness(t, r, "push", "push.json")
+	h.env["INPUT_MODE"] = "apply"
+	h.env["INPUT_ENVIRONMENTS"] = "staging"
+	h.env["INPUT_RELEASES"] = "minecraft"
+	h.env["INPUT_KUBECONFIG"] = kubeconfig
+	assert.NilError(t, h.run())
+	first := h.outputs()["change-ids"]
+
+	r.edit("releases.cue", `name:       "minecraft"`, `name:       "minecraft-server"`)
+	r.commit("rename")
+	assert.NilError(t, h.run())
+	assert.Assert(t, h.outputs()["change-ids"] != first)
+
+	h.env["INPUT_MODE"] = "rollback"
+	assert.ErrorContains(t, h.run(), "needs the rollback-to input")
+	h.env["INPUT_ROLLBACK_TO"] = jsonMap(t, first)["minecraft/staging"]
+	assert.NilError(t, h.run())
+	assert.Equal(t, h.outputs()["change-ids"], first, "the first change is current again")
+	sum := h.summary()
+	contains(t, sum, "## opm rollback: staging")
+	contains(t, sum, "Rolled back from `change-sha1-")
+	contains(t, sum, "to `"+h.env["INPUT_ROLLBACK_TO"]+"`")
+	contains(t, sum, "<sub>opm ")
+	contains(t, h.stdout.String(), "::group::rollback minecraft (staging)")
+	checkBalanced(t, sum)
+	checkNoKubeconfig(t, h, kubeconfig)
+
+	cs, err := kubernetes.NewForConfig(testCluster(t).Config)
+	assert.NilError(t, err)
+	_, err = cs.AppsV1().StatefulSets(ns).Get(t.Context(), "minecraft", metav1.GetOptions{})
+	assert.NilError(t, err, "the StatefulSet of the first change is back")
+
+	h.env["INPUT_ROLLBACK_TO"] = "change-sha1-00000000"
+	assert.ErrorContains(t, h.run(), "it records: ")
+}

@@ -59,6 +59,9 @@ type config struct {
 	force           bool
 	pruneNamespaces bool
 	prunePVCs       bool
+	// rollbackTo and allowDifferentDigest are rollback mode's.
+	rollbackTo           string
+	allowDifferentDigest bool
 }
 
 // run is the whole Action: read inputs and the event, do the mode's work,
@@ -87,6 +90,8 @@ func run(ctx context.Context, action *githubactions.Action, httpClient *http.Cli
 	switch cfg.mode {
 	case "apply":
 		err = r.apply(ctx)
+	case "rollback":
+		err = r.rollback(ctx)
 	default:
 		err = r.review(ctx)
 	}
@@ -120,9 +125,10 @@ func readConfig(a *githubactions.Action) (config, error) {
 		kubeconfig:   []byte(input(a, "kubeconfig")),
 		context:      input(a, "context"),
 		token:        input(a, "github-token"),
+		rollbackTo:   input(a, "rollback-to"),
 	}
-	if cfg.mode != "review" && cfg.mode != "apply" {
-		return cfg, fmt.Errorf("input mode must be review or apply, not %q", cfg.mode)
+	if !slices.Contains([]string{"review", "apply", "rollback"}, cfg.mode) {
+		return cfg, fmt.Errorf("input mode must be review, apply or rollback, not %q", cfg.mode)
 	}
 	bools := []struct {
 		name string
@@ -135,6 +141,7 @@ func readConfig(a *githubactions.Action) (config, error) {
 		{"force", false, &cfg.force},
 		{"prune-namespaces", false, &cfg.pruneNamespaces},
 		{"prune-pvcs", false, &cfg.prunePVCs},
+		{"allow-different-digest", false, &cfg.allowDifferentDigest},
 	}
 	for _, b := range bools {
 		v := input(a, b.name)
