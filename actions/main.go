@@ -62,6 +62,9 @@ type config struct {
 	// rollbackTo and allowDifferentDigest are rollback mode's.
 	rollbackTo           string
 	allowDifferentDigest bool
+	// issue and continueOnUnreachable are drift mode's.
+	issue                 bool
+	continueOnUnreachable bool
 }
 
 // run is the whole Action: read inputs and the event, do the mode's work,
@@ -92,6 +95,8 @@ func run(ctx context.Context, action *githubactions.Action, httpClient *http.Cli
 		err = r.apply(ctx)
 	case "rollback":
 		err = r.rollback(ctx)
+	case "drift":
+		err = r.drift(ctx)
 	default:
 		err = r.review(ctx)
 	}
@@ -127,8 +132,8 @@ func readConfig(a *githubactions.Action) (config, error) {
 		token:        input(a, "github-token"),
 		rollbackTo:   input(a, "rollback-to"),
 	}
-	if !slices.Contains([]string{"review", "apply", "rollback"}, cfg.mode) {
-		return cfg, fmt.Errorf("input mode must be review, apply or rollback, not %q", cfg.mode)
+	if !slices.Contains([]string{"review", "apply", "rollback", "drift"}, cfg.mode) {
+		return cfg, fmt.Errorf("input mode must be review, apply, rollback or drift, not %q", cfg.mode)
 	}
 	bools := []struct {
 		name string
@@ -142,6 +147,8 @@ func readConfig(a *githubactions.Action) (config, error) {
 		{"prune-namespaces", false, &cfg.pruneNamespaces},
 		{"prune-pvcs", false, &cfg.prunePVCs},
 		{"allow-different-digest", false, &cfg.allowDifferentDigest},
+		{"issue", true, &cfg.issue},
+		{"continue-on-unreachable", false, &cfg.continueOnUnreachable},
 	}
 	for _, b := range bools {
 		v := input(a, b.name)

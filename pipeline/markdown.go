@@ -43,6 +43,9 @@ type MarkdownOptions struct {
 	SummaryURL string
 	// CutHint replaces the sentence that says where the full review is.
 	CutHint string
+	// Intro is written verbatim after the heading (counted in Limit): a
+	// drift report's table of environments.
+	Intro string
 	// Footer ends the document after a blank line (counted in Limit):
 	// which opm wrote it (buildinfo.Info.Footer).
 	Footer string
@@ -204,6 +207,9 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 		b.WriteString(": " + strings.Join(envs, ", "))
 	}
 	b.WriteString("\n\n")
+	if o.Intro != "" {
+		b.WriteString(strings.TrimRight(o.Intro, "\n") + "\n\n")
+	}
 
 	if cut.diffs+cut.releases > 0 {
 		var what []string
@@ -260,7 +266,11 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 		b.WriteString("| --- | --- | --- | --- | --- | ---: | ---: | ---: |\n")
 		for _, r := range cs.Releases {
 			if r.Error != "" {
-				fmt.Fprintf(b, "| %s | %s | %s | ❌ error | | | | |\n", mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace))
+				what := "❌ error"
+				if r.Unreachable {
+					what = "🔌 unreachable"
+				}
+				fmt.Fprintf(b, "| %s | %s | %s | %s | | | | |\n", mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace), what)
 				continue
 			}
 			var baseRev Revision
@@ -279,7 +289,10 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 	var warns []string
 	for _, r := range cs.Releases {
 		who := fmt.Sprintf("**%s** (%s)", mdEscape(r.Name), mdEscape(mdEnvLabel(r.Environment)))
-		if r.Error != "" {
+		switch {
+		case r.Unreachable:
+			warns = append(warns, fmt.Sprintf("🔌 %s is unreachable, so it could not be compared: %s", who, mdEscape(mdFirstLine(r.Error))))
+		case r.Error != "":
 			warns = append(warns, fmt.Sprintf("❌ %s could not be compared: %s", who, mdEscape(mdFirstLine(r.Error))))
 		}
 		for _, w := range r.Warnings {

@@ -249,3 +249,32 @@ func TestMarkdownFooterIsLastAndCounted(t *testing.T) {
 		checkBalanced(t, md)
 	}
 }
+
+// A drift summary per environment: the worst state of its releases wins,
+// and an unreachable environment is never "in sync".
+func TestDriftPerEnvironment(t *testing.T) {
+	cs := &pipeline.ChangeSet{Releases: []pipeline.ReleaseChanges{
+		{Name: "a", Environment: "prod", Error: "no context", Unreachable: true},
+		{Name: "b", Environment: "prod", Counts: pipeline.Counts{Unchanged: 3}},
+		{Name: "a", Environment: "staging", Counts: pipeline.Counts{Unchanged: 2, Modified: 1, Ghost: 1}},
+		{Name: "b", Environment: "staging", Counts: pipeline.Counts{Unchanged: 4}},
+		{Name: "a", Environment: "qa", Counts: pipeline.Counts{Unchanged: 1}},
+		{Name: "b", Environment: "qa", Error: "render failed"},
+		{Name: "a", Environment: "dev", Counts: pipeline.Counts{Unchanged: 5}},
+	}}
+	got := cs.Drift()
+	assert.DeepEqual(t, got, []pipeline.EnvironmentDrift{
+		{Environment: "prod", Status: pipeline.Unreachable, Releases: 2, Counts: pipeline.Counts{Unchanged: 3}},
+		{Environment: "staging", Status: pipeline.Drifted, Releases: 2, Counts: pipeline.Counts{Unchanged: 6, Modified: 1, Ghost: 1}},
+		{Environment: "qa", Status: pipeline.DriftError, Releases: 2, Counts: pipeline.Counts{Unchanged: 1}},
+		{Environment: "dev", Status: pipeline.InSync, Releases: 1, Counts: pipeline.Counts{Unchanged: 5}},
+	})
+	table := pipeline.DriftMarkdown(got)
+	assert.Assert(t, is.Contains(table, "| prod | 🔌 unreachable | 2 | | | | |\n"))
+	assert.Assert(t, is.Contains(table, "| staging | ⚠️ drifted | 2 | 0 | 1 | 0 | 1 |\n"))
+	assert.Assert(t, is.Contains(table, "| dev | ✅ in sync | 1 | 0 | 0 | 0 | 0 |\n"))
+	md := cs.Markdown(pipeline.MarkdownOptions{Title: "opm drift", Intro: table})
+	assert.Assert(t, strings.HasPrefix(md, "## opm drift: prod, staging, qa, dev\n\n"+table+"\n"), md)
+	assert.Assert(t, is.Contains(md, "| a | prod |  | 🔌 unreachable |"))
+	assert.Assert(t, is.Contains(md, "🔌 **a** (prod) is unreachable, so it could not be compared: no context"))
+}
