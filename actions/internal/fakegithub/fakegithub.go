@@ -1,7 +1,8 @@
 // Package fakegithub is a local stand-in for the part of the GitHub REST
 // API the opm Action uses — the authenticated user, issue comments (list
 // with Link-header pagination, create, update) and issues (list by state
-// with pagination, create, update, close) — so the Action runs
+// with pagination, create, update, close), tags (paginated) and release
+// asset downloads (on the web host, without a token) — so the Action runs
 // in-process in tests with no network. It enforces what GitHub enforces
 // and the Action must respect: a bearer token, the 65,536-character body
 // limit (422), a read-only token (403), and it records every request.
@@ -42,6 +43,12 @@ type Server struct {
 	Login string
 	// ReadOnly makes every write answer 403, like a fork's token.
 	ReadOnly bool
+	// Tags are what GET /repos/{o}/{r}/tags lists, in order.
+	Tags []Tag
+	// Releases holds release assets by tag and file name, served at
+	// /{owner}/{repo}/releases/download/{tag}/{name} as github.com does
+	// (the server's URL then stands for GITHUB_SERVER_URL too).
+	Releases map[string]map[string][]byte
 
 	mu         sync.Mutex
 	comments   []*Comment
@@ -49,6 +56,12 @@ type Server struct {
 	issues     []*Issue
 	nextNumber int
 	requests   []string
+}
+
+// Tag is a git tag and the commit it points at.
+type Tag struct {
+	Name string
+	SHA  string
 }
 
 // Issue is a stored issue.
@@ -72,11 +85,14 @@ func New(token string) *Server {
 	mux.HandleFunc("GET /repos/{owner}/{repo}/issues", s.listIssues)
 	mux.HandleFunc("POST /repos/{owner}/{repo}/issues", s.createIssue)
 	mux.HandleFunc("PATCH /repos/{owner}/{repo}/issues/{number}", s.editIssue)
+	mux.HandleFunc("GET /repos/{owner}/{repo}/tags", s.listTags)
+	mux.HandleFunc("GET /{owner}/{repo}/releases/download/{tag}/{name}", s.download)
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.requests = append(s.requests, r.Method+" "+r.URL.RequestURI())
 		s.mu.Unlock()
-		if r.Header.Get("Authorization") != "Bearer "+s.Token {
+		// Public release assets need no token.
+		if r.Header.Get("Authorization") != "Bearer "+s.Token && !strings.Contains(r.URL.Path, "/releases/download/") {
 			writeError(w, http.StatusUnauthorized, "Bad credentials")
 			return
 		}
@@ -169,6 +185,30 @@ func (s *Server) paginate(w http.ResponseWriter, r *http.Request, n int) (from, 
 		w.Header().Set("Link", fmt.Sprintf(`%s; rel="next", %s; rel="last"`, link(page+1), link(last)))
 	}
 	return min((page-1)*perPage, n), min(page*perPage, n)
+}
+
+func (s *Server) listTags(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	tags := slices.Clone(s.Tags)
+	s.mu.Unlock()
+	from, to := s.paginate(w, r, len(tags))
+	out := make([]map[string]any, 0, to-from)
+	for _, t := range tags[from:to] {
+		out = append(out, map[string]any{"name": t.Name, "commit": map[string]any{"sha": t.SHA}})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) download(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	b, ok := s.Releases[r.PathValue("tag")][r.PathValue("name")]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write(b)
 }
 
 // SeedIssue stores an open issue as if login had opened it and returns its number.
