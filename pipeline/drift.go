@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,11 +29,11 @@ func diffEach(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 		o.AllEnvironments, o.Environments, o.Environment = false, nil, env
 		cs, err := Diff(ctx, o)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("environment %s: %w", cmpOr(env, "-"), err))
+			errs = append(errs, fmt.Errorf("environment %s: %w", cmp.Or(env, "-"), err))
 		}
 		if cs == nil {
 			name := strings.Join(opts.Releases, ",")
-			out.Releases = append(out.Releases, ReleaseChanges{Name: cmpOr(name, "(all releases)"), Environment: env, Error: err.Error()})
+			out.Releases = append(out.Releases, ReleaseChanges{Name: cmp.Or(name, "(all releases)"), Environment: env, Error: err.Error()})
 			continue
 		}
 		out.Releases = append(out.Releases, cs.Releases...)

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -98,7 +99,7 @@ func findInventories(ctx context.Context, t Target, co ClusterOptions) ([]foundI
 		}
 		if inv == nil {
 			return nil, fault.Wrap(fault.NotFound, fmt.Errorf("no inventory of release %s in namespace %s on %s: it was never applied there, or its inventory Secret was deleted",
-				cmpOr(t.Name, "with id "+t.ReleaseID), t.Namespace, cluster))
+				cmp.Or(t.Name, "with id "+t.ReleaseID), t.Namespace, cluster))
 		}
 		return []foundInventory{{cluster: cluster, inv: inv}}, nil
 	}
@@ -120,18 +121,11 @@ func findInventories(ctx context.Context, t Target, co ClusterOptions) ([]foundI
 		}
 		if inv == nil {
 			return nil, fault.Wrap(fault.NotFound, fmt.Errorf("release %s has no inventory in namespace %s on %s: it was never applied there (environment %s), or its inventory Secret was deleted",
-				r.Name, r.Namespace, cluster, cmpOr(r.Environment, "-")))
+				r.Name, r.Namespace, cluster, cmp.Or(r.Environment, "-")))
 		}
 		out = append(out, foundInventory{rel: r, cluster: cluster, inv: inv})
 	}
 	return out, nil
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Table renders the history for a terminal: per release, one line per
@@ -142,7 +136,7 @@ func (r *HistoryResult) Table() string {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "Release:    %s (namespace %s, environment %s)\nInventory:  %s on %s\n\n", rh.Name, rh.Namespace, cmpOr(rh.Environment, "-"), rh.Inventory, rh.Cluster)
+		fmt.Fprintf(&b, "Release:    %s (namespace %s, environment %s)\nInventory:  %s on %s\n\n", rh.Name, rh.Namespace, cmp.Or(rh.Environment, "-"), rh.Inventory, rh.Cluster)
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "CHANGE\tTIME\tDIGEST\tOBJECTS\tSOURCE")
 		for _, c := range rh.Changes {

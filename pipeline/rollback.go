@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -104,7 +105,7 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 			short(commit), cur.Name, rel.ReleaseID, rel.Namespace, cur.ReleaseID, cur.Namespace)
 	case rel.Cluster != cur.Cluster:
 		return nil, fault.Validationf("at commit %s environment %s selects another cluster (%+v) than it does now (%+v): a rollback applies only to the cluster the release is on now",
-			short(commit), cmpOr(rel.Environment, "-"), rel.Cluster, cur.Cluster)
+			short(commit), cmp.Or(rel.Environment, "-"), rel.Cluster, cur.Cluster)
 	case rel.ManifestDigest != change.ManifestDigest && !opts.AllowDifferentDigest:
 		return nil, fault.Validationf("commit %s renders release %s with manifest digest %s, but change %s recorded %s: the catalog, opm or a values file changed since, so this would not restore exactly what ran; "+
 			"compare with `opm review --base %s`, and pass --allow-different-digest to apply it anyway", short(commit), cur.Name, rel.ManifestDigest, opts.To, change.ManifestDigest, short(commit))
