@@ -19,7 +19,7 @@ import (
 // catalog's Kubernetes provider.
 const everyKind = `package app
 
-import core "opmodel.dev/core@v0"
+import core "github.com/opmodel/pipeline/catalog@v0"
 
 core.#Module
 

@@ -123,7 +123,7 @@ func deploytestRoot(ns string) string {
 	return `package deploy
 
 import (
-	core "opmodel.dev/core@v0"
+	core "github.com/opmodel/pipeline/catalog@v0"
 	appmodule "test.example/deploy/app"
 )
 

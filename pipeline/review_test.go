@@ -281,7 +281,7 @@ func TestReviewEmptyRenderWarns(t *testing.T) {
 		assert.NilError(t, os.MkdirAll(filepath.Join(dir, "modules/empty"), 0o755))
 		assert.NilError(t, os.WriteFile(filepath.Join(dir, "modules/empty/empty.cue"), []byte(`package empty
 
-import core "opmodel.dev/core@v0"
+import core "github.com/opmodel/pipeline/catalog@v0"
 
 core.#Module
 

@@ -14,7 +14,7 @@ func generatedModule(n int) string {
 	var b strings.Builder
 	b.WriteString(`package app
 
-import core "opmodel.dev/core@v0"
+import core "github.com/opmodel/pipeline/catalog@v0"
 
 core.#Module
 

@@ -15,7 +15,7 @@ import (
 // scenarios: a required image, defaults, an enum and a nested struct.
 const appModule = `package app
 
-import core "opmodel.dev/core@v0"
+import core "github.com/opmodel/pipeline/catalog@v0"
 
 core.#Module
 
@@ -55,7 +55,7 @@ metadata: {
 const rootHeader = `package deploy
 
 import (
-	core "opmodel.dev/core@v0"
+	core "github.com/opmodel/pipeline/catalog@v0"
 	"test.example/deploy/app"
 )
 

@@ -23,7 +23,7 @@ import (
 //	config     extra ConfigMap data (a ConfigMap "<name>-config" when set)
 const AppModule = `package app
 
-import core "opmodel.dev/core@v0"
+import core "github.com/opmodel/pipeline/catalog@v0"
 
 core.#Module
 
@@ -73,7 +73,7 @@ func Dir(t testing.TB, namespace, values string) string {
 		"deploy.cue": fmt.Sprintf(`package deploy
 
 import (
-	core "opmodel.dev/core@v0"
+	core "github.com/opmodel/pipeline/catalog@v0"
 	appmodule "test.example/deploy/app"
 )
 
