@@ -100,3 +100,15 @@ func renderErr(t testing.TB, dir, env string, files ...string) error {
 	assert.Assert(t, err != nil, "render succeeded, want an error")
 	return err
 }
+
+// writeDir writes files (path → content) into a new directory.
+func writeDir(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		assert.NilError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	return dir
+}

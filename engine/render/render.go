@@ -82,9 +82,15 @@ func FromDeployment(ctx context.Context, d *load.Deployment, opts Options) ([]*R
 		}
 		files = append(files, s)
 	}
-	transformers, err := loadTransformers(d)
-	if err != nil {
-		return nil, err
+	var transformers []transformer
+	if !opts.IdentityOnly {
+		providers, where, err := selectProviders(d, env)
+		if err != nil {
+			return nil, err
+		}
+		if transformers, err = loadTransformers(providers); err != nil {
+			return nil, fmt.Errorf("loading %s: %w", where, err)
+		}
 	}
 	out := make([]*Release, 0, len(keys))
 	for _, key := range keys {
@@ -198,13 +204,24 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	return r, nil
 }
 
-// effectiveValues merges release < environment < files and validates the
-// result against the module's closed #config.
+// effectiveValues merges module values < release < environment < files and
+// validates the result against the module's closed #config. Module values
+// are the author's defaults of a module written for OPM's catalog.
 func effectiveValues(d *load.Deployment, rel cue.Value, where, key, envName string, files []*values.Set) (cue.Value, error) {
-	set, err := values.FromCUE(rel.LookupPath(cue.ParsePath("values")), fmt.Sprintf("release %q", key))
+	set := values.Empty()
+	if mv := rel.LookupPath(pathModule).LookupPath(cue.ParsePath("values")); mv.Exists() {
+		name, _ := rel.LookupPath(pathModule).LookupPath(cue.ParsePath("metadata.name")).String()
+		ms, err := values.FromCUE(mv, fmt.Sprintf("module %q values", name))
+		if err != nil {
+			return cue.Value{}, fault.Wrap(fault.Validation, err)
+		}
+		set.Merge(ms)
+	}
+	rs, err := values.FromCUE(rel.LookupPath(cue.ParsePath("values")), fmt.Sprintf("release %q", key))
 	if err != nil {
 		return cue.Value{}, fault.Wrap(fault.Validation, err)
 	}
+	set.Merge(rs)
 	if envName != "" {
 		ev, err := values.FromCUE(rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("values"))), fmt.Sprintf("environment %q", envName))
 		if err != nil {
