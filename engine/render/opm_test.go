@@ -159,3 +159,85 @@ func TestOPMModuleRegistryStopped(t *testing.T) {
 	assert.Check(t, is.Regexp(`(example.com/hello|opmodel.dev/(core|providers|resources))@v0\.[0-9]+\.[0-9]+`, err.Error()))
 	assert.ErrorContains(t, err, "CUE_REGISTRY="+reg.Host())
 }
+
+// teamProvider is a team's own provider in the deployment directory: it
+// renders a ServiceMonitor (a CRD's object) for every stateless container
+// component, beside whatever the Kubernetes provider renders.
+const teamProvider = `package team
+
+import (
+	core "opmodel.dev/core@v0"
+	workload "opmodel.dev/resources/workload@v0"
+)
+
+#Provider: core.#Provider & {
+	metadata: name: "team"
+	transformers: (#MonitorTransformer.metadata.fqn): #MonitorTransformer
+}
+
+#MonitorTransformer: core.#Transformer & {
+	metadata: {apiVersion: "test.example/team@v0", name: "monitor", fqn: "test.example/team@v0#MonitorTransformer"}
+	requiredLabels: "core.opmodel.dev/workload-type": "stateless"
+	requiredResources: (workload.#ContainerResource.metadata.fqn): workload.#ContainerResource
+	optionalTraits: (workload.#ScalingTrait.metadata.fqn): workload.#ScalingTrait
+	#transform: {
+		#component: _
+		#context:   core.#TransformerContext
+		output: {
+			apiVersion: "monitoring.coreos.com/v1"
+			kind:       "ServiceMonitor"
+			metadata: {name: #component.metadata.name, namespace: #context.namespace, labels: #context.labels}
+			spec: selector: matchLabels: #context.selector
+		}
+	}
+}
+`
+
+// Providers combine: an environment names the registry's Kubernetes
+// provider and a team's own; environments that name none use the
+// deployment directory's.
+func TestProvidersCombinePerEnvironment(t *testing.T) {
+	deploy := strings.Replace(deploytest.OPMDeployment, `k8s "opmodel.dev/providers/kubernetes@v0"`, "k8s \"opmodel.dev/providers/kubernetes@v0\"\n\tteamprovider \"test.example/opm-deploy/team\"", 1) + `
+environments: production: {
+	namespace: "production"
+	providers: {kubernetes: k8s.#Provider, team: teamprovider.#Provider}
+}
+`
+	deploytest.Registry(t, deploytest.OPMModules()...)
+	dir := writeDir(t, map[string]string{"cue.mod/module.cue": deploytest.OPMModuleFile, "deploy.cue": deploy, "team/team.cue": teamProvider})
+
+	prod := renderOne(t, dir, "production")
+	assert.DeepEqual(t, byKind(prod), map[string][]string{
+		"Deployment":     {"web"},
+		"Service":        {"web"},
+		"ConfigMap":      {"web-greeting", "web-static"},
+		"ServiceMonitor": {"web"},
+	})
+	for _, res := range prod.Resources {
+		assert.Check(t, is.Equal(res.Object.GetLabels()["environment.opmodel.dev/name"], "production"))
+	}
+	stg := renderOne(t, dir, "staging")
+	assert.Check(t, is.Len(byKind(stg)["ServiceMonitor"], 0))
+	assert.Check(t, is.Len(byKind(stg)["Deployment"], 1))
+}
+
+// Two providers defining the same transformer FQN is an error: which one
+// renders would be a guess.
+func TestProvidersWithTheSameTransformerConflict(t *testing.T) {
+	dir := opmDeployment(t, strings.Replace(deploytest.OPMDeployment, "providers: kubernetes: k8s.#Provider", "providers: {a: k8s.#Provider, b: k8s.#Provider}", 1))
+	err := renderErr(t, dir, "staging")
+	assert.Equal(t, fault.KindOf(err), fault.Validation)
+	assert.ErrorContains(t, err, `defined by providers "a" and "b"`)
+}
+
+// With no providers declared and no registry reachable, the embedded
+// catalog's Kubernetes provider renders the catalog's own modules.
+func TestEmbeddedProviderIsTheOfflineDefault(t *testing.T) {
+	t.Setenv("CUE_REGISTRY", "127.0.0.1:1")
+	t.Setenv("CUE_CACHE_DIR", t.TempDir())
+	dir := deployment(t, `
+releases: myapp: {#module: _app, metadata: namespace: "apps", values: image: "myapp:v1"}
+`)
+	r := renderOne(t, dir, "")
+	assert.DeepEqual(t, byKind(r), map[string][]string{"Deployment": {"web"}, "Service": {"web"}})
+}
