@@ -232,10 +232,16 @@ metadata: {apiVersion: "example.com/bench/mod@v0", name: "bench", version: "0.1.
 			rev = ", rev: #config.rev"
 		}
 		fmt.Fprintf(&mod, `	c%02[1]d: {
-		workload: {type: "stateless", replicas: 1, container: {image: #config.image, ports: http: containerPort: 8080}}
-		service: ports: http: {port: 80, targetPort: 8080}
-		configs: "c%02[1]d-config": data: {key: "value-%[1]d"%[2]s}
-		secrets: "c%02[1]d-secret": data: {password: "pw-%[1]d"%[2]s}
+		core.#Workload
+		core.#Service
+		core.#Configs
+		core.#Secrets
+		spec: {
+			workload: {type: "stateless", replicas: 1, container: {image: #config.image, ports: http: containerPort: 8080}}
+			service: ports: http: {port: 80, targetPort: 8080}
+			configs: "c%02[1]d-config": data: {key: "value-%[1]d"%[2]s}
+			secrets: "c%02[1]d-secret": data: {password: "pw-%[1]d"%[2]s}
+		}
 	}
 `, i, rev)
 	}

@@ -21,7 +21,11 @@ import (
 // files are placed in the loader's overlay. The loader reads a fetched
 // module from disk at OSRoot()/Dir plus the overlay, so the catalog must
 // appear to live at a real-looking absolute path (nothing is written there).
-const embeddedRoot = "/__opm_embedded__/" + catalog.ModulePath
+const embeddedRoot = EmbeddedRoot + catalog.ModulePath
+
+// EmbeddedRoot prefixes the file name of every position inside the embedded
+// catalog, so error messages can tell the catalog's lines from the user's.
+const EmbeddedRoot = "/__opm_embedded__/"
 
 // registry answers for the embedded catalog and hands every other module to
 // CUE's own registry client, which honours CUE_REGISTRY, caches and logins.

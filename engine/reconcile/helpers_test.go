@@ -128,23 +128,28 @@ const minecraftModule = `
 	kind:    *"stateful" | "stateless"
 }
 #components: app: {
-	workload: {
-		type:     #config.kind
-		name:     #config.name
-		replicas: 1
-		container: {
-			image: "itzg/minecraft-server:2025.10.0"
-			ports: game: containerPort: 25565
+	core.#Workload
+	core.#Service
+	core.#Volumes
+	spec: {
+		workload: {
+			type:     #config.kind
+			name:     #config.name
+			replicas: 1
+			container: {
+				image: "itzg/minecraft-server:2025.10.0"
+				ports: game: containerPort: 25565
+			}
 		}
-	}
-	service: {
-		name: #config.name
-		ports: game: {
-			port: 25565
-			if #config.badPort {targetPort: 70000}
+		service: {
+			name: #config.name
+			ports: game: {
+				port: 25565
+				if #config.badPort {targetPort: 70000}
+			}
 		}
+		volumes: (#config.claim): size: "1Gi"
 	}
-	volumes: (#config.claim): size: "1Gi"
 }
 `
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/token"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opmodel/pipeline/engine/fault"
@@ -22,16 +23,12 @@ import (
 type transformer struct {
 	provider string
 	fqn      string
-	// value is the transformer's #transform (the OPM model), or the whole
-	// transformer for the older field-path form (legacy).
-	value  cue.Value
-	legacy bool
+	// value is the transformer's #transform.
+	value cue.Value
 
 	requiredLabels                    map[string]string
 	requiredResources, requiredTraits []string
 	optionalResources, optionalTraits []string
-	requiredFields                    []string          // legacy
-	requiredValues                    map[string]string // legacy
 }
 
 func (t transformer) String() string { return fmt.Sprintf("%s (provider %s)", t.fqn, t.provider) }
@@ -112,33 +109,21 @@ func loadTransformers(providers []provider) ([]transformer, error) {
 }
 
 func readTransformer(providerName, fqn string, v cue.Value) (transformer, error) {
-	t := transformer{provider: providerName, fqn: fqn}
-	if tr := v.LookupPath(pathTransform); tr.Exists() {
-		t.value = tr
-		var err error
-		if t.requiredLabels, err = stringMap(v.LookupPath(cue.ParsePath("requiredLabels"))); err != nil {
-			return t, err
+	t := transformer{provider: providerName, fqn: fqn, value: v.LookupPath(pathTransform)}
+	if !t.value.Exists() {
+		return t, fmt.Errorf("it has no #transform (at %s); a transformer renders through #transform: {#component, #context, output}", v.Pos())
+	}
+	var err error
+	if t.requiredLabels, err = stringMap(v.LookupPath(cue.ParsePath("requiredLabels"))); err != nil {
+		return t, err
+	}
+	for _, f := range []struct {
+		dst  *[]string
+		name string
+	}{{&t.requiredResources, "requiredResources"}, {&t.requiredTraits, "requiredTraits"}, {&t.optionalResources, "optionalResources"}, {&t.optionalTraits, "optionalTraits"}} {
+		if *f.dst, err = load.FieldNames(v.LookupPath(cue.ParsePath(f.name))); err != nil {
+			return t, fmt.Errorf("%s: %s", f.name, load.Describe(err))
 		}
-		for _, f := range []struct {
-			dst  *[]string
-			name string
-		}{{&t.requiredResources, "requiredResources"}, {&t.requiredTraits, "requiredTraits"}, {&t.optionalResources, "optionalResources"}, {&t.optionalTraits, "optionalTraits"}} {
-			if *f.dst, err = load.FieldNames(v.LookupPath(cue.ParsePath(f.name))); err != nil {
-				return t, fmt.Errorf("%s: %s", f.name, load.Describe(err))
-			}
-		}
-		return t, nil
-	}
-	if !v.LookupPath(cue.ParsePath("requiredFields")).Exists() {
-		return t, fmt.Errorf("it has neither #transform nor requiredFields (at %s)", v.Pos())
-	}
-	t.value, t.legacy = v, true
-	t.requiredValues = map[string]string{}
-	if err := v.LookupPath(cue.ParsePath("requiredFields")).Decode(&t.requiredFields); err != nil {
-		return t, fmt.Errorf("requiredFields: %w", err)
-	}
-	if err := v.LookupPath(cue.ParsePath("requiredValues")).Decode(&t.requiredValues); err != nil {
-		return t, fmt.Errorf("requiredValues: %w", err)
 	}
 	return t, nil
 }
@@ -147,7 +132,6 @@ func readTransformer(providerName, fqn string, v cue.Value) (transformer, error)
 type component struct {
 	name                string
 	value               cue.Value
-	model               bool // built from #resources/#traits (the OPM model)
 	labels, annotations map[string]string
 	resources, traits   []string
 }
@@ -155,16 +139,15 @@ type component struct {
 func readComponent(name string, v cue.Value) (component, error) {
 	c := component{name: name, value: v}
 	res := v.LookupPath(cue.MakePath(cue.Def("#resources")))
-	c.model = res.Exists()
+	if !res.Exists() {
+		return c, fmt.Errorf("it has no #resources (at %s): a component is built from resources, traits and blueprints, e.g. embed the catalog's #Workload and set spec.workload", v.Pos())
+	}
 	var err error
 	if c.labels, err = anyStringMap(v.LookupPath(cue.ParsePath("metadata.labels"))); err != nil {
 		return c, err
 	}
 	if c.annotations, err = anyStringMap(v.LookupPath(cue.ParsePath("metadata.annotations"))); err != nil {
 		return c, err
-	}
-	if !c.model {
-		return c, nil
 	}
 	if c.resources, err = load.FieldNames(res); err != nil {
 		return c, fmt.Errorf("#resources: %s", load.Describe(err))
@@ -177,23 +160,6 @@ func readComponent(name string, v cue.Value) (component, error) {
 
 // matches reports whether t renders c.
 func (t transformer) matches(c component) bool {
-	if t.legacy != !c.model {
-		return false
-	}
-	if t.legacy {
-		for _, f := range t.requiredFields {
-			if !c.value.LookupPath(cue.ParsePath(f)).Exists() {
-				return false
-			}
-		}
-		for p, want := range t.requiredValues {
-			got, err := c.value.LookupPath(cue.ParsePath(p)).String()
-			if err != nil || got != want {
-				return false
-			}
-		}
-		return true
-	}
 	for k, want := range t.requiredLabels {
 		if got, ok := c.labels[k]; !ok || got != want {
 			return false
@@ -218,16 +184,13 @@ type releaseContext struct {
 }
 
 var (
-	pathContext       = cue.MakePath(cue.Def("#context"))
-	pathComponent     = cue.MakePath(cue.Def("#component"))
-	pathCtxDef        = cue.MakePath(cue.Def("#TransformerContext"))
-	pathCtxRelease    = cue.MakePath(cue.Def("#moduleReleaseMetadata"))
-	pathCtxComponent  = cue.MakePath(cue.Def("#componentMetadata"))
-	pathCtxEnironment = cue.MakePath(cue.Def("#environmentMetadata"))
+	pathContext      = cue.MakePath(cue.Def("#context"))
+	pathComponent    = cue.MakePath(cue.Def("#component"))
+	pathCtxRelease   = cue.MakePath(cue.Def("#moduleReleaseMetadata"))
+	pathCtxComponent = cue.MakePath(cue.Def("#componentMetadata"))
 )
 
-// contextData is the #context the engine gives every transformer of the OPM
-// model: plain data (release name and namespace, #moduleReleaseMetadata,
+// contextData is the #context the engine gives every transformer: plain data (release name and namespace, #moduleReleaseMetadata,
 // #componentMetadata) that unifies with whichever #TransformerContext the
 // transformer declares. Environment labels and annotations travel as
 // release labels and annotations, so every provider's objects carry them.
@@ -273,7 +236,7 @@ func contextData(rc releaseContext) (map[string]any, error) {
 // transformer in one step: every FillPath re-evaluates the value it fills,
 // so filling piecewise into each transformer made rendering several times
 // slower.
-func renderComponents(cctx *cue.Context, catalog, comps cue.Value, rc releaseContext, transformers []transformer, where string) ([]manifest.Resource, error) {
+func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, where string) ([]manifest.Resource, error) {
 	names, err := load.FieldNames(comps)
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: reading components:\n%s", where, load.Describe(err)))
@@ -283,21 +246,9 @@ func renderComponents(cctx *cue.Context, catalog, comps cue.Value, rc releaseCon
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", where, err))
 	}
 	empty := cctx.CompileString("{}")
-	// The OPM model: plain data for #context.
-	modelCtx := empty.FillPath(pathCtxRelease, relMeta).
+	relCtx := empty.FillPath(pathCtxRelease, relMeta).
 		FillPath(cue.MakePath(cue.Str("name")), rc.release.name).
 		FillPath(cue.MakePath(cue.Str("namespace")), rc.release.namespace)
-	// The legacy form: the catalog's own #TransformerContext.
-	legacyMeta := maps.Clone(relMeta)
-	legacyMeta["labels"], legacyMeta["annotations"] = rc.release.labels, rc.release.annotations
-	if len(rc.release.annotations) == 0 {
-		delete(legacyMeta, "annotations")
-	}
-	legacyCtx := catalog.LookupPath(pathCtxDef).FillPath(pathCtxRelease, legacyMeta)
-	if rc.env.Exists() {
-		legacyCtx = legacyCtx.FillPath(pathCtxEnironment, rc.env)
-	}
-
 	var out []manifest.Resource
 	seen := map[manifest.ID]string{}
 	for _, name := range names {
@@ -310,20 +261,16 @@ func renderComponents(cctx *cue.Context, catalog, comps cue.Value, rc releaseCon
 		if err != nil {
 			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", compWhere, err))
 		}
-		var inputs cue.Value
-		if comp.model {
-			cm := map[string]any{"name": name}
-			if len(comp.labels) > 0 {
-				cm["labels"] = comp.labels
-			}
-			if len(comp.annotations) > 0 {
-				cm["annotations"] = comp.annotations
-			}
-			inputs = empty.FillPath(pathComponent, cv).FillPath(pathContext, modelCtx.FillPath(pathCtxComponent, cm))
-		} else {
-			compCtx := legacyCtx.FillPath(pathCtxComponent, cv.LookupPath(cue.ParsePath("metadata")))
-			inputs = empty.FillPath(pathComponent, cv).FillPath(pathContext, compCtx)
+		cm := map[string]any{"name": name}
+		if len(comp.labels) > 0 {
+			cm["labels"] = comp.labels
 		}
+		if len(comp.annotations) > 0 {
+			cm["annotations"] = comp.annotations
+		}
+		// One small value carries both inputs; unifying it into each
+		// transformer costs one evaluation instead of two FillPaths.
+		inputs := empty.FillPath(pathComponent, cv).FillPath(pathContext, relCtx.FillPath(pathCtxComponent, cm))
 		var matched []transformer
 		for _, t := range transformers {
 			if !t.matches(comp) {
@@ -360,15 +307,12 @@ func renderComponents(cctx *cue.Context, catalog, comps cue.Value, rc releaseCon
 // asked for.
 func checkMatched(c component, matched, all []transformer, where string) error {
 	if len(matched) == 0 {
-		if !c.model {
-			return fault.Wrap(fault.Validation, fmt.Errorf("%s matches no transformer of the kubernetes provider (at %s); a component needs one of: workload (type stateless|stateful|daemon|task|scheduled-task), service, configs, secrets, volumes, ingress (with service), serviceAccount", where, c.value.Pos()))
-		}
 		providers := map[string]bool{}
 		for _, t := range all {
 			providers[t.provider] = true
 		}
-		return fault.Validationf("%s (at %s) matches no transformer of provider(s) %s: it has resources [%s], traits [%s] and labels %s; a transformer matches when the component has all of its required resources, traits and labels",
-			where, c.value.Pos(), strings.Join(slices.Sorted(maps.Keys(providers)), ", "), strings.Join(c.resources, ", "), strings.Join(c.traits, ", "), formatLabels(c.labels))
+		return fault.Validationf("%s matches no transformer of provider(s) %s (at %s): it has resources [%s], traits [%s] and labels %s; a transformer matches when the component has all of its required resources, traits and labels",
+			where, strings.Join(slices.Sorted(maps.Keys(providers)), ", "), authorPos(c.value), strings.Join(c.resources, ", "), strings.Join(c.traits, ", "), formatLabels(c.labels))
 	}
 	for _, tr := range c.traits {
 		if !slices.ContainsFunc(matched, func(t transformer) bool { return t.handles(tr) }) {
@@ -376,10 +320,30 @@ func checkMatched(c component, matched, all []transformer, where string) error {
 			for _, t := range matched {
 				names = append(names, t.fqn)
 			}
-			return fault.Validationf("%s (at %s) has trait %s, but none of the transformers that render it (%s) handles it; use a provider with a transformer that requires or accepts it, or remove the trait", where, c.value.Pos(), tr, strings.Join(names, ", "))
+			return fault.Validationf("%s (at %s) has trait %s, but none of the transformers that render it (%s) handles it; use a provider with a transformer that requires or accepts it, or remove the trait", where, authorPos(c.value), tr, strings.Join(names, ", "))
 		}
 	}
 	return nil
+}
+
+// authorPos is the first position of v, or of a value below it, in the
+// author's files rather than in the embedded catalog: that is where a
+// component can be fixed.
+func authorPos(v cue.Value) token.Pos {
+	queue := []cue.Value{v}
+	for seen := 0; len(queue) > 0 && seen < 64; seen++ {
+		x := queue[0]
+		queue = queue[1:]
+		if p := x.Pos(); p.IsValid() && !strings.HasPrefix(p.Filename(), load.EmbeddedRoot) {
+			return p
+		}
+		if it, err := x.Fields(); err == nil {
+			for it.Next() {
+				queue = append(queue, it.Value())
+			}
+		}
+	}
+	return v.Pos()
 }
 
 func formatLabels(m map[string]string) string {

@@ -36,19 +36,23 @@ metadata: {
 }
 
 #components: web: {
-	workload: {
-		type:     "stateless"
-		replicas: #config.replicaCount
-		container: {
-			image: #config.image
-			env: {
-				LOG_LEVEL: #config.logLevel
-				DB_HOST:   #config.db.host
-				DB_PORT:   "\(#config.db.port)"
+	core.#Workload
+	core.#Service
+	spec: {
+		workload: {
+			type:     "stateless"
+			replicas: #config.replicaCount
+			container: {
+				image: #config.image
+				env: {
+					LOG_LEVEL: #config.logLevel
+					DB_HOST:   #config.db.host
+					DB_PORT:   "\(#config.db.port)"
+				}
 			}
 		}
+		service: ports: http: port: 80
 	}
-	service: ports: http: port: 80
 }
 `
 

@@ -193,7 +193,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 
 	module := rel.LookupPath(pathModule).FillPath(pathConfig, effective)
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata")))}
-	if r.Resources, err = renderComponents(d.Context, d.Catalog, module.LookupPath(pathComponents), rc, transformers, where); err != nil {
+	if r.Resources, err = renderComponents(d.Context, module.LookupPath(pathComponents), rc, transformers, where); err != nil {
 		return nil, err
 	}
 	manifest.Sort(r.Resources)

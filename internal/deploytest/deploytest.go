@@ -48,18 +48,24 @@ metadata: {
 }
 
 #components: (#config.component): {
-	workload: {
-		type:     #config.type
-		name:     #config.name
-		replicas: #config.replicas
-		container: {image: #config.image, ports: http: containerPort: 8080}
-	}
-	service: {name: #config.name, ports: http: {port: #config.port, targetPort: 8080}}
-	if #config.withSecret {
-		secrets: "\(#config.name)-creds": data: password: #config.secret
-	}
-	if #config.config != _|_ {
-		configs: "\(#config.name)-config": data: #config.config
+	core.#Workload
+	core.#Service
+	core.#Secrets
+	core.#Configs
+	spec: {
+		workload: {
+			type:     #config.type
+			name:     #config.name
+			replicas: #config.replicas
+			container: {image: #config.image, ports: http: containerPort: 8080}
+		}
+		service: {name: #config.name, ports: http: {port: #config.port, targetPort: 8080}}
+		secrets: {
+			if #config.withSecret {"\(#config.name)-creds": data: password: #config.secret}
+		}
+		configs: {
+			if #config.config != _|_ {"\(#config.name)-config": data: #config.config}
+		}
 	}
 }
 `
