@@ -241,3 +241,30 @@ releases: myapp: {#module: _app, metadata: namespace: "apps", values: image: "my
 	r := renderOne(t, dir, "")
 	assert.DeepEqual(t, byKind(r), map[string][]string{"Deployment": {"web"}, "Service": {"web"}})
 }
+
+// A deployment directory releases a module written for an OPM catalog into
+// staging and production as it does its own: environment values over the
+// author's, one identity per environment, environment values type-checked
+// against the module's #config.
+func TestOPMModuleInTwoEnvironments(t *testing.T) {
+	deploy := deploytest.OPMDeployment + `
+environments: production: {
+	namespace: "production"
+	cluster: kubeContext: "prod"
+	values: {replicas: 5, image: "ghcr.io/example/hello:2.0.0"}
+}
+`
+	dir := opmDeployment(t, deploy)
+	stg, prod := renderOne(t, dir, "staging"), renderOne(t, dir, "production")
+	assert.Equal(t, prod.Namespace, "production")
+	assert.Equal(t, prod.Cluster.KubeContext, "prod")
+	assert.Check(t, stg.ReleaseID != prod.ReleaseID)
+	assert.Equal(t, prod.ReleaseID, uuid5("example.com/hello@v0#hello:hello:production:production"))
+	assert.DeepEqual(t, values(t, prod), map[string]any{"image": "ghcr.io/example/hello:2.0.0", "replicas": float64(5), "greeting": "hi"})
+	assert.Check(t, stg.ChangeID != prod.ChangeID)
+
+	bad := opmDeployment(t, deploytest.OPMDeployment+"\nenvironments: broken: {namespace: \"broken\", values: replicas: \"many\"}\n")
+	err := renderErr(t, bad, "broken")
+	assert.Equal(t, fault.KindOf(err), fault.Validation)
+	assert.ErrorContains(t, err, "environments.broken.values.replicas")
+}
