@@ -25,6 +25,10 @@ type transformer struct {
 	fqn      string
 	// value is the transformer's #transform.
 	value cue.Value
+	// envAware: its #context declares #environmentMetadata (seed 002), so
+	// the environment is passed as such rather than folded into the
+	// release's labels and annotations.
+	envAware bool
 
 	requiredLabels                    map[string]string
 	requiredResources, requiredTraits []string
@@ -113,6 +117,7 @@ func readTransformer(providerName, fqn string, v cue.Value) (transformer, error)
 	if !t.value.Exists() {
 		return t, fmt.Errorf("it has no #transform (at %s); a transformer renders through #transform: {#component, #context, output}", v.Pos())
 	}
+	t.envAware = declares(t.value.LookupPath(pathContext), "#environmentMetadata")
 	var err error
 	if t.requiredLabels, err = stringMap(v.LookupPath(cue.ParsePath("requiredLabels"))); err != nil {
 		return t, err
@@ -126,6 +131,20 @@ func readTransformer(providerName, fqn string, v cue.Value) (transformer, error)
 		}
 	}
 	return t, nil
+}
+
+// declares reports whether v declares the (possibly optional) field name.
+func declares(v cue.Value, name string) bool {
+	it, err := v.Fields(cue.Definitions(true), cue.Optional(true))
+	if err != nil {
+		return false
+	}
+	for it.Next() {
+		if strings.TrimSuffix(it.Selector().String(), "?") == name {
+			return true
+		}
+	}
+	return false
 }
 
 // component is what matching needs to know of one component.
@@ -188,47 +207,65 @@ var (
 	pathComponent    = cue.MakePath(cue.Def("#component"))
 	pathCtxRelease   = cue.MakePath(cue.Def("#moduleReleaseMetadata"))
 	pathCtxComponent = cue.MakePath(cue.Def("#componentMetadata"))
+	pathCtxEnv       = cue.MakePath(cue.Def("#environmentMetadata"))
 )
 
-// contextData is the #context the engine gives every transformer: plain data (release name and namespace, #moduleReleaseMetadata,
-// #componentMetadata) that unifies with whichever #TransformerContext the
-// transformer declares. Environment labels and annotations travel as
-// release labels and annotations, so every provider's objects carry them.
-func contextData(rc releaseContext) (map[string]any, error) {
+// contextData is what the engine gives every transformer as #context,
+// as plain data that unifies with whichever #TransformerContext the
+// transformer declares: the release metadata and, with an environment, its
+// metadata for contexts that declare #environmentMetadata (plain), or the
+// release metadata with the environment's labels and annotations folded in
+// for those that do not (folded), so every provider's objects carry them.
+func contextData(rc releaseContext) (plain, folded, env map[string]any, err error) {
+	plain = map[string]any{
+		"name": rc.release.name, "namespace": rc.release.namespace, "fqn": rc.release.fqn,
+		"version": rc.release.version, "identity": rc.release.identity, "labels": rc.release.labels,
+	}
+	if len(rc.release.annotations) > 0 {
+		plain["annotations"] = rc.release.annotations
+	}
+	if !rc.env.Exists() {
+		return plain, plain, nil, nil
+	}
+	envName, _ := rc.env.LookupPath(cue.ParsePath("name")).String()
+	envLabels, err := stringMap(rc.env.LookupPath(cue.ParsePath("labels")))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	envAnnotations, err := stringMap(rc.env.LookupPath(cue.ParsePath("annotations")))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	env = map[string]any{"name": envName}
+	if len(envLabels) > 0 {
+		env["labels"] = envLabels
+	}
+	if len(envAnnotations) > 0 {
+		env["annotations"] = envAnnotations
+	}
 	labels := maps.Clone(rc.release.labels)
 	annotations := maps.Clone(rc.release.annotations)
-	if rc.env.Exists() {
-		envName, _ := rc.env.LookupPath(cue.ParsePath("name")).String()
-		envLabels, err := stringMap(rc.env.LookupPath(cue.ParsePath("labels")))
-		if err != nil {
-			return nil, err
-		}
-		envLabels["environment.opmodel.dev/name"] = envName
-		envAnnotations, err := stringMap(rc.env.LookupPath(cue.ParsePath("annotations")))
-		if err != nil {
-			return nil, err
-		}
-		for _, add := range []struct {
-			dst  map[string]string
-			src  map[string]string
-			what string
-		}{{labels, envLabels, "label"}, {annotations, envAnnotations, "annotation"}} {
-			for k, v := range add.src {
-				if old, ok := add.dst[k]; ok && old != v {
-					return nil, fmt.Errorf("environment %q sets %s %s to %q, but the release has %q", envName, add.what, k, v, old)
-				}
-				add.dst[k] = v
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	envLabels["environment.opmodel.dev/name"] = envName
+	for _, add := range []struct {
+		dst, src map[string]string
+		what     string
+	}{{labels, envLabels, "label"}, {annotations, envAnnotations, "annotation"}} {
+		for k, v := range add.src {
+			if old, ok := add.dst[k]; ok && old != v {
+				return nil, nil, nil, fmt.Errorf("environment %q sets %s %s to %q, but the release has %q", envName, add.what, k, v, old)
 			}
+			add.dst[k] = v
 		}
 	}
-	meta := map[string]any{
-		"name": rc.release.name, "namespace": rc.release.namespace, "fqn": rc.release.fqn,
-		"version": rc.release.version, "identity": rc.release.identity, "labels": labels,
-	}
+	folded = maps.Clone(plain)
+	folded["labels"] = labels
 	if len(annotations) > 0 {
-		meta["annotations"] = annotations
+		folded["annotations"] = annotations
 	}
-	return meta, nil
+	return plain, folded, env, nil
 }
 
 // renderComponents runs the transformers over every component. Inputs are
@@ -241,14 +278,18 @@ func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, tra
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: reading components:\n%s", where, load.Describe(err)))
 	}
-	relMeta, err := contextData(rc)
+	plain, folded, envMeta, err := contextData(rc)
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", where, err))
 	}
 	empty := cctx.CompileString("{}")
-	relCtx := empty.FillPath(pathCtxRelease, relMeta).
-		FillPath(cue.MakePath(cue.Str("name")), rc.release.name).
+	base := empty.FillPath(cue.MakePath(cue.Str("name")), rc.release.name).
 		FillPath(cue.MakePath(cue.Str("namespace")), rc.release.namespace)
+	// Index 0: contexts without #environmentMetadata; 1: with it.
+	relCtx := [2]cue.Value{base.FillPath(pathCtxRelease, folded), base.FillPath(pathCtxRelease, plain)}
+	if envMeta != nil {
+		relCtx[1] = relCtx[1].FillPath(pathCtxEnv, envMeta)
+	}
 	var out []manifest.Resource
 	seen := map[manifest.ID]string{}
 	for _, name := range names {
@@ -270,14 +311,24 @@ func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, tra
 		}
 		// One small value carries both inputs; unifying it into each
 		// transformer costs one evaluation instead of two FillPaths.
-		inputs := empty.FillPath(pathComponent, cv).FillPath(pathContext, relCtx.FillPath(pathCtxComponent, cm))
+		var inputs [2]cue.Value
+		input := func(envAware bool) cue.Value {
+			i := 0
+			if envAware {
+				i = 1
+			}
+			if !inputs[i].Exists() {
+				inputs[i] = empty.FillPath(pathComponent, cv).FillPath(pathContext, relCtx[i].FillPath(pathCtxComponent, cm))
+			}
+			return inputs[i]
+		}
 		var matched []transformer
 		for _, t := range transformers {
 			if !t.matches(comp) {
 				continue
 			}
 			matched = append(matched, t)
-			tv := t.value.Unify(inputs)
+			tv := t.value.Unify(input(t.envAware))
 			objs, err := outputs(tv.LookupPath(cue.ParsePath("output")))
 			if err != nil {
 				return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, transformer %s:\n%s", compWhere, t, load.Describe(err)))
