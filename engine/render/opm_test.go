@@ -268,3 +268,26 @@ environments: production: {
 	assert.Equal(t, fault.KindOf(err), fault.Validation)
 	assert.ErrorContains(t, err, "environments.broken.values.replicas")
 }
+
+// A blueprint contributes one spec field and fills the spec of the
+// resources it is composed of; the embedded provider renders those.
+func TestEmbeddedBlueprint(t *testing.T) {
+	dir := deployment(t, `
+releases: myapp: {
+	#module: _app & {#components: site: {
+		core.#WebService
+		spec: webService: {image: "nginx:1.27", replicas: 2}
+	}}
+	metadata: namespace: "apps"
+	values: image: "myapp:v1"
+}
+`)
+	r := renderOne(t, dir, "")
+	assert.DeepEqual(t, byKind(r), map[string][]string{"Deployment": {"site", "web"}, "Service": {"site", "web"}})
+	for _, res := range r.Resources {
+		if res.Component == "site" && res.Object.GetKind() == "Deployment" {
+			replicas, _, _ := unstructuredInt(res.Object.Object, "spec", "replicas")
+			assert.Equal(t, replicas, int64(2))
+		}
+	}
+}
