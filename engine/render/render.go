@@ -1,8 +1,9 @@
 // Package render turns a deployment directory into rendered releases: it
-// selects releases and an environment, merges values (release < environment
-// < -f files), validates them against the module's #config, runs the
-// catalog's transformers over every component, and computes the manifest
-// digest and change ID.
+// selects releases and an environment, merges values (module < release <
+// environment < -f files), validates them against the module's #config,
+// matches the providers' transformers to every component of the OPM
+// component model (by label, resource and trait FQN), runs their #transform,
+// and computes the manifest digest and change ID.
 //
 // It never talks to a cluster. Every error about the user's input is a
 // fault.Validation error that names the release, environment or file and
