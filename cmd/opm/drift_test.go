@@ -8,6 +8,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/opmodel/pipeline/catalog"
 	"github.com/opmodel/pipeline/internal/deploytest"
 )
 
@@ -18,7 +19,7 @@ func TestDiffAllEnvironments(t *testing.T) {
 	dir := deploytest.Write(t, map[string]string{"deploy.cue": fmt.Sprintf(`package deploy
 
 import (
-	core "opmodel.dev/core@v0"
+	core %q
 	appmodule "test.example/deploy/app"
 )
 
@@ -28,7 +29,7 @@ releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
 environments: here: namespace: %q
 environments: far: {namespace: %q, cluster: kubeContext: "far-away"}
 releases: app: #module: appmodule
-`, ns, ns)})
+`, catalog.ModulePath, ns, ns)})
 	code, _, errOut := runOpm(t, "apply", dir, "--env", "here", "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 0, errOut)
 

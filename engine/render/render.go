@@ -1,8 +1,9 @@
 // Package render turns a deployment directory into rendered releases: it
-// selects releases and an environment, merges values (release < environment
-// < -f files), validates them against the module's #config, runs the
-// catalog's transformers over every component, and computes the manifest
-// digest and change ID.
+// selects releases and an environment, merges values (module < release <
+// environment < -f files), validates them against the module's #config,
+// matches the providers' transformers to every component of the OPM
+// component model (by label, resource and trait FQN), runs their #transform,
+// and computes the manifest digest and change ID.
 //
 // It never talks to a cluster. Every error about the user's input is a
 // fault.Validation error that names the release, environment or file and
@@ -82,9 +83,15 @@ func FromDeployment(ctx context.Context, d *load.Deployment, opts Options) ([]*R
 		}
 		files = append(files, s)
 	}
-	transformers, err := loadTransformers(d)
-	if err != nil {
-		return nil, err
+	var transformers []transformer
+	if !opts.IdentityOnly {
+		providers, where, err := selectProviders(d, env)
+		if err != nil {
+			return nil, err
+		}
+		if transformers, err = loadTransformers(providers); err != nil {
+			return nil, fmt.Errorf("loading %s: %w", where, err)
+		}
 	}
 	out := make([]*Release, 0, len(keys))
 	for _, key := range keys {
@@ -187,7 +194,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 
 	module := rel.LookupPath(pathModule).FillPath(pathConfig, effective)
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata")))}
-	if r.Resources, err = renderComponents(d.Context, d.Catalog, module.LookupPath(pathComponents), rc, transformers, where); err != nil {
+	if r.Resources, err = renderComponents(d.Context, module.LookupPath(pathComponents), rc, transformers, where); err != nil {
 		return nil, err
 	}
 	manifest.Sort(r.Resources)
@@ -198,13 +205,24 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	return r, nil
 }
 
-// effectiveValues merges release < environment < files and validates the
-// result against the module's closed #config.
+// effectiveValues merges module values < release < environment < files and
+// validates the result against the module's closed #config. Module values
+// are the author's defaults of a module written for OPM's catalog.
 func effectiveValues(d *load.Deployment, rel cue.Value, where, key, envName string, files []*values.Set) (cue.Value, error) {
-	set, err := values.FromCUE(rel.LookupPath(cue.ParsePath("values")), fmt.Sprintf("release %q", key))
+	set := values.Empty()
+	if mv := rel.LookupPath(pathModule).LookupPath(cue.ParsePath("values")); mv.Exists() {
+		name, _ := rel.LookupPath(pathModule).LookupPath(cue.ParsePath("metadata.name")).String()
+		ms, err := values.FromCUE(mv, fmt.Sprintf("module %q values", name))
+		if err != nil {
+			return cue.Value{}, fault.Wrap(fault.Validation, err)
+		}
+		set.Merge(ms)
+	}
+	rs, err := values.FromCUE(rel.LookupPath(cue.ParsePath("values")), fmt.Sprintf("release %q", key))
 	if err != nil {
 		return cue.Value{}, fault.Wrap(fault.Validation, err)
 	}
+	set.Merge(rs)
 	if envName != "" {
 		ev, err := values.FromCUE(rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("values"))), fmt.Sprintf("environment %q", envName))
 		if err != nil {

@@ -23,7 +23,7 @@ import (
 //	config     extra ConfigMap data (a ConfigMap "<name>-config" when set)
 const AppModule = `package app
 
-import core "opmodel.dev/core@v0"
+import core "github.com/opmodel/pipeline/catalog@v0"
 
 core.#Module
 
@@ -48,18 +48,24 @@ metadata: {
 }
 
 #components: (#config.component): {
-	workload: {
-		type:     #config.type
-		name:     #config.name
-		replicas: #config.replicas
-		container: {image: #config.image, ports: http: containerPort: 8080}
-	}
-	service: {name: #config.name, ports: http: {port: #config.port, targetPort: 8080}}
-	if #config.withSecret {
-		secrets: "\(#config.name)-creds": data: password: #config.secret
-	}
-	if #config.config != _|_ {
-		configs: "\(#config.name)-config": data: #config.config
+	core.#Workload
+	core.#Service
+	core.#Secrets
+	core.#Configs
+	spec: {
+		workload: {
+			type:     #config.type
+			name:     #config.name
+			replicas: #config.replicas
+			container: {image: #config.image, ports: http: containerPort: 8080}
+		}
+		service: {name: #config.name, ports: http: {port: #config.port, targetPort: 8080}}
+		secrets: {
+			if #config.withSecret {"\(#config.name)-creds": data: password: #config.secret}
+		}
+		configs: {
+			if #config.config != _|_ {"\(#config.name)-config": data: #config.config}
+		}
 	}
 }
 `
@@ -73,7 +79,7 @@ func Dir(t testing.TB, namespace, values string) string {
 		"deploy.cue": fmt.Sprintf(`package deploy
 
 import (
-	core "opmodel.dev/core@v0"
+	core "github.com/opmodel/pipeline/catalog@v0"
 	appmodule "test.example/deploy/app"
 )
 
