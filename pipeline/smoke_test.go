@@ -206,9 +206,9 @@ func TestSmokeUnhealthyTimesOutAndCleansUp(t *testing.T) {
 			ObjectMeta:     metav1.ObjectMeta{GenerateName: "web.", Namespace: p.Namespace},
 			InvolvedObject: corev1.ObjectReference{Kind: "Deployment", APIVersion: "apps/v1", Namespace: p.Namespace, Name: "web"},
 			Type:           "Warning", Reason: "SmokeTestProbe",
-			Message:        "pull failed with password smoke-secret-value", Count: 1,
+			Message: "pull failed with password smoke-secret-value", Count: 1,
 			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(),
-			Source:         corev1.EventSource{Component: "smoke-test"},
+			Source: corev1.EventSource{Component: "smoke-test"},
 		}
 		_, err := clientset(t).CoreV1().Events(p.Namespace).Create(t.Context(), ev, metav1.CreateOptions{})
 		assert.Check(t, err)
