@@ -199,28 +199,16 @@ func (r *runner) environments(ctx context.Context) ([]string, error) {
 // comment writes the sticky pull-request comment, when there is a pull
 // request to comment on and a token that may; it returns the comment's URL.
 func (r *runner) comment(ctx context.Context, cs *pipeline.ChangeSet, mdOpts pipeline.MarkdownOptions) (string, error) {
-	marker := comment.Marker(fmt.Sprintf("%s/%s/%s", r.gh.Workflow, r.gh.Job, r.envKey()))
-	return r.sticky(ctx, "review", marker, func() string {
-		mdOpts.Marker = marker
-		return cs.Markdown(withLimit(mdOpts, 0, r.runURL(), ""))
-	})
-}
-
-// sticky creates or updates the pull-request comment found by marker with
-// the body body() renders (what names it in messages: "review", "smoke
-// test"), and returns its URL; "" when there is no pull request, comments
-// are off, or the token may not write.
-func (r *runner) sticky(ctx context.Context, what, marker string, body func() string) (string, error) {
 	if !r.cfg.comment || r.ev.pr == nil {
 		return "", nil
 	}
 	pr := r.ev.pr
 	switch {
 	case pr.fork() && r.ev.name == "pull_request":
-		r.action.Noticef("This pull request comes from the fork %s, whose token is read-only: the %s is in the job summary, not in a comment.", pr.headRepo, what)
+		r.action.Noticef("This pull request comes from the fork %s, whose token is read-only: the review is in the job summary, not in a comment.", pr.headRepo)
 		return "", nil
 	case r.cfg.token == "":
-		r.action.Noticef("No github-token: the %s is in the job summary, not in a comment.", what)
+		r.action.Noticef("No github-token: the review is in the job summary, not in a comment.")
 		return "", nil
 	}
 	owner, repo := r.gh.Repo()
@@ -228,9 +216,12 @@ func (r *runner) sticky(ctx context.Context, what, marker string, body func() st
 	if err != nil {
 		return "", err
 	}
-	res, err := comment.Upsert(ctx, client, comment.Target{Owner: owner, Repo: repo, Number: pr.number}, marker, r.red.text(body()))
+	marker := comment.Marker(fmt.Sprintf("%s/%s/%s", r.gh.Workflow, r.gh.Job, r.envKey()))
+	mdOpts.Marker = marker
+	body := r.red.text(cs.Markdown(withLimit(mdOpts, 0, r.runURL(), "")))
+	res, err := comment.Upsert(ctx, client, comment.Target{Owner: owner, Repo: repo, Number: pr.number}, marker, body)
 	if comment.IsForbidden(err) {
-		r.action.Warningf("The token may not comment on this pull request (give the job `permissions: pull-requests: write`): the %s is in the job summary. %s", what, r.red.text(err.Error()))
+		r.action.Warningf("The token may not comment on this pull request (give the job `permissions: pull-requests: write`): the review is in the job summary. %s", r.red.text(err.Error()))
 		return "", nil
 	}
 	if err != nil {
@@ -240,7 +231,7 @@ func (r *runner) sticky(ctx context.Context, what, marker string, body func() st
 	if res.Created {
 		verb = "Created"
 	}
-	r.infof("%s the %s comment %s", verb, what, res.URL)
+	r.infof("%s the review comment %s", verb, res.URL)
 	return res.URL, nil
 }
 

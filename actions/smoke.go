@@ -45,7 +45,7 @@ func (r *runner) smoke(ctx context.Context) error {
 		r.addSummary(all.Markdown(withLimit(mdOpts, summaryLimit, "", "")))
 	}
 	marker := comment.SmokeMarker(fmt.Sprintf("%s/%s/%s", r.gh.Workflow, r.gh.Job, r.envKey()))
-	url, err := r.sticky(ctx, "smoke test", marker, func() string {
+	url, err := r.smokeComment(ctx, marker, func() string {
 		o := withLimit(mdOpts, 0, r.runURL(), "")
 		o.Marker = marker
 		md := all.Markdown(o)
@@ -91,4 +91,42 @@ func (r *runner) smokeEnv(ctx context.Context, env string) (*pipeline.SmokeResul
 		r.infof("%s", res.Text())
 	}
 	return res, err
+}
+
+// smokeComment creates or updates the smoke test's own pull-request comment
+// (found by marker) with body(), under the same rules as the review's: no
+// pull request, comments off, a fork's read-only token or no token mean the
+// job summary only; a token that may not write gets a warning.
+func (r *runner) smokeComment(ctx context.Context, marker string, body func() string) (string, error) {
+	if !r.cfg.comment || r.ev.pr == nil {
+		return "", nil
+	}
+	pr := r.ev.pr
+	switch {
+	case pr.fork() && r.ev.name == "pull_request":
+		r.action.Noticef("This pull request comes from the fork %s, whose token is read-only: the smoke test is in the job summary, not in a comment.", pr.headRepo)
+		return "", nil
+	case r.cfg.token == "":
+		r.action.Noticef("No github-token: the smoke test is in the job summary, not in a comment.")
+		return "", nil
+	}
+	owner, repo := r.gh.Repo()
+	client, err := comment.NewClient(r.http, r.gh.APIURL, r.cfg.token)
+	if err != nil {
+		return "", err
+	}
+	res, err := comment.Upsert(ctx, client, comment.Target{Owner: owner, Repo: repo, Number: pr.number}, marker, r.red.text(body()))
+	if comment.IsForbidden(err) {
+		r.action.Warningf("The token may not comment on this pull request (give the job `permissions: pull-requests: write`): the smoke test is in the job summary. %s", r.red.text(err.Error()))
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	verb := "Updated"
+	if res.Created {
+		verb = "Created"
+	}
+	r.infof("%s the smoke test comment %s", verb, res.URL)
+	return res.URL, nil
 }
