@@ -13,51 +13,6 @@ import (
 	"github.com/opmodel/pipeline/pipeline"
 )
 
-// smokeModule is healthy without controllers (a Service and a ConfigMap);
-// in environment broken it adds a Deployment whose pods can never run on
-// any cluster (its ServiceAccount and claim do not exist).
-const smokeModule = `package app
-
-import core "opmodel.dev/core@v0"
-
-core.#Module
-
-metadata: {
-	apiVersion: "test.example/deploy/app@v0"
-	name:       "app"
-	version:    "1.0.0"
-}
-
-#config: broken: *false | bool
-
-#components: web: {
-	service: {name: "web", ports: http: {port: 80, targetPort: 8080}}
-	configs: "web-config": data: greeting: "hello"
-	if #config.broken {
-		workload: {
-			type: "stateless", name: "web", serviceAccountName: "no-such-account"
-			container: image: "registry.invalid/opm-test/app:1.0"
-			volumes: data: claim: "no-such-claim"
-		}
-	}
-}
-`
-
-const smokeDeploy = `package deploy
-
-import (
-	core "opmodel.dev/core@v0"
-	appmodule "test.example/deploy/app"
-)
-
-environments: [Name=string]: core.#Environment & {metadata: name: Name}
-releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
-
-environments: dev: namespace: "dev"
-environments: broken: {namespace: "broken", values: broken: true}
-releases: app: #module: appmodule
-`
-
 // smokeComments are the Action's smoke-test comments on the pull request.
 func (h *harness) smokeComments() []string {
 	var out []string
@@ -74,7 +29,11 @@ func TestSmokeMode(t *testing.T) {
 	b, err := os.ReadFile(env.Kubeconfig)
 	assert.NilError(t, err)
 	kubeconfig := string(b)
-	dir := deploytest.Write(t, map[string]string{"app/app.cue": smokeModule, "deploy.cue": smokeDeploy})
+	dir := deploytest.HealthyDir(t, `
+environments: dev: namespace: "dev"
+environments: broken: {namespace: "broken", values: broken: true}
+releases: app: #module: appmodule
+`)
 	h := newHarness(t, newRepo(t), "pull_request", "pull_request.json")
 	h.env["INPUT_MODE"] = "smoke"
 	h.env["INPUT_PATH"] = dir

@@ -22,67 +22,17 @@ import (
 	"github.com/opmodel/pipeline/pipeline"
 )
 
-// smokeModule is healthy without controllers (Service, ConfigMap, Secret)
-// unless broken adds a Deployment whose pods can never start on any
-// cluster: its ServiceAccount and its claim do not exist, so pods are
-// never created or never scheduled (envtest has no controllers at all).
-const smokeModule = `package app
-
-import core "opmodel.dev/core@v0"
-
-core.#Module
-
-metadata: {
-	apiVersion: "test.example/deploy/app@v0"
-	name:       "app"
-	version:    "1.0.0"
-}
-
-#config: {
-	secret: *"smoke-secret-value" | string
-	stamp:  *"" | string
-	broken: *false | bool
-}
-
-#components: web: {
-	service: {name: "web", ports: http: {port: 80, targetPort: 8080}}
-	secrets: "web-creds": data: password: #config.secret
-	configs: "web-config": data: stamp: #config.stamp
-	if #config.broken {
-		workload: {
-			type:               "stateless"
-			name:               "web"
-			serviceAccountName: "no-such-account"
-			container: {image: "registry.invalid/opm-test/app:1.0", ports: http: containerPort: 8080}
-			volumes: data: claim: "no-such-claim"
-		}
-	}
-}
-`
-
-// smokeDir is a deployment with environment "dev" whose release sets its
-// own namespace (which Smoke must override).
+// smokeDir is a deployment of deploytest.HealthyModule with environment
+// "dev" whose release sets its own namespace (which Smoke must override).
 func smokeDir(t *testing.T, values string) string {
-	return deploytest.Write(t, map[string]string{
-		"app/app.cue": smokeModule,
-		"deploy.cue": fmt.Sprintf(`package deploy
-
-import (
-	core "opmodel.dev/core@v0"
-	appmodule "test.example/deploy/app"
-)
-
-environments: [Name=string]: core.#Environment & {metadata: name: Name}
-releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
-
+	return deploytest.HealthyDir(t, fmt.Sprintf(`
 environments: dev: namespace: "dev"
 releases: app: {
 	#module: appmodule
 	metadata: namespace: "app-home"
 	values: {%s}
 }
-`, values),
-	})
+`, values))
 }
 
 func smokeOptions(t *testing.T, dir string, files ...string) pipeline.SmokeOptions {

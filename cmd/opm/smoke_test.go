@@ -18,56 +18,15 @@ import (
 	"github.com/opmodel/pipeline/pipeline"
 )
 
-// smokeCLIModule has a Service and a ConfigMap (healthy without
-// controllers) and, with broken, a Deployment whose pods can never run on
-// any cluster (missing ServiceAccount and claim).
-const smokeCLIModule = `package app
-
-import core "opmodel.dev/core@v0"
-
-core.#Module
-
-metadata: {
-	apiVersion: "test.example/deploy/app@v0"
-	name:       "app"
-	version:    "1.0.0"
-}
-
-#config: broken: *false | bool
-
-#components: web: {
-	service: {name: "web", ports: http: {port: 80, targetPort: 8080}}
-	configs: "web-config": data: greeting: "hello"
-	if #config.broken {
-		workload: {
-			type: "stateless", name: "web", serviceAccountName: "no-such-account"
-			container: image: "registry.invalid/opm-test/app:1.0"
-			volumes: data: claim: "no-such-claim"
-		}
-	}
-}
-`
-
-// smokeCLIDir declares environment "prod" pinned to kubeContext and
-// environment "dev" with no cluster.
+// smokeCLIDir is a deployment of deploytest.HealthyModule with environment
+// "prod" pinned to kubeContext and environment "dev" whose release never
+// becomes healthy.
 func smokeCLIDir(t *testing.T, kubeContext string) string {
-	return deploytest.Write(t, map[string]string{
-		"app/app.cue": smokeCLIModule,
-		"deploy.cue": `package deploy
-
-import (
-	core "opmodel.dev/core@v0"
-	appmodule "test.example/deploy/app"
-)
-
-environments: [Name=string]: core.#Environment & {metadata: name: Name}
-releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
-
-environments: prod: {namespace: "prod", cluster: kubeContext: "` + kubeContext + `"}
+	return deploytest.HealthyDir(t, `
+environments: prod: {namespace: "prod", cluster: kubeContext: "`+kubeContext+`"}
 environments: dev: {namespace: "dev", values: broken: true}
 releases: app: #module: appmodule
-`,
-	})
+`)
 }
 
 func smokeNamespaces(t *testing.T, prefix string) []string {
