@@ -70,6 +70,9 @@ cluster cannot be reached, 4 without permission.`,
 	}
 	sel.register(cmd.Flags())
 	cluster.register(cmd.Flags())
+	// A smoke test never uses an environment's own cluster settings.
+	cmd.Flags().Lookup("kubeconfig").Usage = "kubeconfig file of the throwaway cluster (default KUBECONFIG or ~/.kube/config; environments' cluster.kubeConfig is ignored)"
+	cmd.Flags().Lookup("context").Usage = "context of the throwaway cluster (default the current context; environments' cluster.kubeContext is ignored)"
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or markdown")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", pipeline.DefaultSmokeTimeout, "how long to wait for every object to become healthy")
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "keep the throwaway namespace (and, after a failure, everything in it)")
