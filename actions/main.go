@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sethvargo/go-githubactions"
 )
@@ -56,6 +57,7 @@ type config struct {
 	force           bool
 	pruneNamespaces bool
 	prunePVCs       bool
+	timeout         time.Duration
 }
 
 // run is the whole Action: read inputs and the event, do the mode's work,
@@ -83,6 +85,8 @@ func run(ctx context.Context, action *githubactions.Action, httpClient *http.Cli
 	switch cfg.mode {
 	case "apply":
 		err = r.apply(ctx)
+	case "smoke":
+		err = r.smoke(ctx)
 	default:
 		err = r.review(ctx)
 	}
@@ -115,8 +119,15 @@ func readConfig(a *githubactions.Action) (config, error) {
 		context:      input(a, "context"),
 		token:        input(a, "github-token"),
 	}
-	if cfg.mode != "review" && cfg.mode != "apply" {
-		return cfg, fmt.Errorf("input mode must be review or apply, not %q", cfg.mode)
+	if cfg.mode != "review" && cfg.mode != "apply" && cfg.mode != "smoke" {
+		return cfg, fmt.Errorf("input mode must be review, apply or smoke, not %q", cfg.mode)
+	}
+	if v := input(a, "timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("input timeout must be a duration such as 5m, not %q", v)
+		}
+		cfg.timeout = d
 	}
 	bools := []struct {
 		name string
