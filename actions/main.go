@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sethvargo/go-githubactions"
 
@@ -59,6 +60,7 @@ type config struct {
 	force           bool
 	pruneNamespaces bool
 	prunePVCs       bool
+	timeout         time.Duration
 	// rollbackTo and allowDifferentDigest are rollback mode's.
 	rollbackTo           string
 	allowDifferentDigest bool
@@ -97,6 +99,8 @@ func run(ctx context.Context, action *githubactions.Action, httpClient *http.Cli
 		err = r.rollback(ctx)
 	case "drift":
 		err = r.drift(ctx)
+	case "smoke":
+		err = r.smoke(ctx)
 	default:
 		err = r.review(ctx)
 	}
@@ -132,8 +136,15 @@ func readConfig(a *githubactions.Action) (config, error) {
 		token:        input(a, "github-token"),
 		rollbackTo:   input(a, "rollback-to"),
 	}
-	if !slices.Contains([]string{"review", "apply", "rollback", "drift"}, cfg.mode) {
-		return cfg, fmt.Errorf("input mode must be review, apply, rollback or drift, not %q", cfg.mode)
+	if !slices.Contains([]string{"review", "apply", "smoke", "rollback", "drift"}, cfg.mode) {
+		return cfg, fmt.Errorf("input mode must be review, apply, smoke, rollback or drift, not %q", cfg.mode)
+	}
+	if v := input(a, "timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("input timeout must be a duration such as 5m, not %q", v)
+		}
+		cfg.timeout = d
 	}
 	bools := []struct {
 		name string

@@ -57,6 +57,11 @@ func (r *runner) review(ctx context.Context) error {
 	return nil
 }
 
+func withLimit(o pipeline.MarkdownOptions, limit int, summaryURL, hint string) pipeline.MarkdownOptions {
+	o.Limit, o.SummaryURL, o.CutHint = limit, summaryURL, hint
+	return o
+}
+
 // gitReview renders the merge base of the base ref and HEAD next to the
 // working tree and compares them (pipeline.Review with BaseRefs, the same
 // review `opm review --base` prints).

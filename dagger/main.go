@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"dagger/opm/internal/dagger"
@@ -500,4 +501,170 @@ func jsonOf(v any) string {
 		return ""
 	}
 	return string(b)
+}
+
+// k3sImage pins the throwaway cluster Smoke runs: k3s, a complete
+// Kubernetes (controllers, scheduler, kubelet) in one container.
+const k3sImage = "rancher/k3s:v1.34.1-k3s1"
+
+// k3sCgroupInit runs before k3s. k3s sets up cgroup v2 nesting only when it
+// is PID 1, which it is not under Dagger's process shim, so do it here:
+// move every process out of the root cgroup, then delegate all controllers
+// to children (what the kubelet's pods need).
+const k3sCgroupInit = `#!/bin/sh
+set -eu
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+	mkdir -p /sys/fs/cgroup/opm-init
+	while read -r pid; do echo "$pid" > /sys/fs/cgroup/opm-init/cgroup.procs 2>/dev/null || true; done < /sys/fs/cgroup/cgroup.procs
+	for c in $(cat /sys/fs/cgroup/cgroup.controllers); do echo "+$c" > /sys/fs/cgroup/cgroup.subtree_control; done
+fi
+exec "$@"
+`
+
+// k3sReady waits until the API answers, a node is Ready and new namespaces
+// get their default ServiceAccount, then prints the admin kubeconfig.
+const k3sReady = `set -eu
+until [ -s /k3s-config/k3s.yaml ]; do sleep 1; done
+k() { k3s kubectl --kubeconfig /k3s-config/k3s.yaml --server https://k3s:6443 "$@"; }
+until k get --raw /readyz >/dev/null 2>&1; do sleep 1; done
+until k get nodes -o name 2>/dev/null | grep -q node; do sleep 1; done
+k wait --for=condition=Ready nodes --all --timeout=180s >/dev/null
+until k -n default get serviceaccount default >/dev/null 2>&1; do sleep 1; done
+cat /k3s-config/k3s.yaml
+`
+
+// SmokeResult is the result of Smoke.
+type SmokeResult struct {
+	// Passed is true when every release passed every step.
+	Passed bool
+	// Markdown is the report for a pull request or job summary; Text the
+	// terminal form.
+	Markdown string
+	Text     string
+	Json     string
+}
+
+// Smoke starts a throwaway k3s cluster and smoke-tests the releases on it:
+// each in a namespace of its own, apply → healthy → a second apply changes
+// nothing → delete → nothing left. The cluster's kubeconfig stays inside
+// the module; the cluster is stopped at the end.
+// +cache="never"
+func (m *Opm) Smoke(
+	ctx context.Context,
+	env string,
+	// +optional
+	releases []string,
+	// How long to wait for every object to become healthy.
+	// +optional
+	// +default="5m"
+	timeout string,
+) (*SmokeResult, error) {
+	d, err := time.ParseDuration(timeout)
+	if err != nil {
+		return nil, fmt.Errorf("timeout %q: %w", timeout, err)
+	}
+	sel, err := m.selection(ctx, env, releases, nil)
+	if err != nil {
+		return nil, err
+	}
+	svc, kubeconfig, err := startK3s(ctx)
+	if svc != nil {
+		defer svc.Stop(context.WithoutCancel(ctx), dagger.ServiceStopOpts{Kill: true})
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := pipeline.Smoke(ctx, pipeline.SmokeOptions{Selection: sel, ClusterOptions: pipeline.ClusterOptions{KubeconfigData: kubeconfig}, Timeout: d})
+	if res == nil {
+		return nil, err
+	}
+	return &SmokeResult{Passed: res.Passed, Markdown: res.Markdown(pipeline.MarkdownOptions{}), Text: res.Text(), Json: jsonOf(res)}, err
+}
+
+// startK3s runs k3s as a privileged service, waits until it can run pods
+// and returns a kubeconfig for it, held in memory only.
+func startK3s(ctx context.Context) (*dagger.Service, []byte, error) {
+	run := fmt.Sprintf("%d", time.Now().UnixNano())
+	// k3s writes its kubeconfig here; a volume per run, so no run reads
+	// another's credentials.
+	conf := dag.CacheVolume("opm-smoke-k3s-" + run)
+	svc, err := dag.Container().From(k3sImage).
+		WithNewFile("/usr/local/bin/opm-cgroup-init", k3sCgroupInit, dagger.ContainerWithNewFileOpts{Permissions: 0o755}).
+		WithEntrypoint([]string{"/usr/local/bin/opm-cgroup-init"}).
+		WithMountedCache("/etc/rancher/k3s", conf).
+		WithMountedTemp("/var/lib/kubelet").
+		WithMountedTemp("/var/lib/cni").
+		WithMountedTemp("/var/log").
+		WithEnvVariable("OPM_SMOKE_RUN", run).
+		WithExposedPort(6443).
+		AsService(dagger.ContainerAsServiceOpts{
+			// The API server binds the container's own address, the one
+			// Dagger's service check and other containers reach.
+			Args: []string{"sh", "-c", `exec k3s server --bind-address "$(ip route | awk '/ src / {print $NF; exit}')" ` +
+				`--tls-san k3s --disable traefik --disable metrics-server --egress-selector-mode disabled`},
+			UseEntrypoint:            true,
+			InsecureRootCapabilities: true,
+		}).Start(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting k3s (%s): %w", k3sImage, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	raw, err := dag.Container().From(k3sImage).WithoutEntrypoint().
+		WithEnvVariable("OPM_SMOKE_RUN", run).
+		WithMountedCache("/k3s-config", conf).
+		WithServiceBinding("k3s", svc).
+		WithExec([]string{"sh", "-c", k3sReady}).
+		Stdout(wctx)
+	if err != nil {
+		return svc, nil, fmt.Errorf("waiting for k3s to run pods: %w", err)
+	}
+	endpoint, err := svc.Endpoint(ctx, dagger.ServiceEndpointOpts{Port: 6443})
+	if err != nil {
+		return svc, nil, fmt.Errorf("k3s endpoint: %w", err)
+	}
+	kc, err := k3sKubeconfig(raw, endpoint)
+	return svc, kc, err
+}
+
+// k3sKubeconfig builds a kubeconfig for endpoint from the credentials in
+// k3s's own (which points at 127.0.0.1). The endpoint's generated host name
+// is not in the serving certificate; "kubernetes" always is.
+func k3sKubeconfig(raw, endpoint string) ([]byte, error) {
+	field := func(name string) (string, error) {
+		for _, line := range strings.Split(raw, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+": "); ok {
+				return strings.TrimSpace(v), nil
+			}
+		}
+		return "", fmt.Errorf("the k3s kubeconfig has no %s", name)
+	}
+	var vals [3]string
+	for i, name := range []string{"certificate-authority-data", "client-certificate-data", "client-key-data"} {
+		v, err := field(name)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	return []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: opm-smoke-k3s
+  cluster:
+    server: https://%s
+    tls-server-name: kubernetes
+    certificate-authority-data: %s
+users:
+- name: opm-smoke-k3s
+  user:
+    client-certificate-data: %s
+    client-key-data: %s
+contexts:
+- name: opm-smoke-k3s
+  context:
+    cluster: opm-smoke-k3s
+    user: opm-smoke-k3s
+current-context: opm-smoke-k3s
+`, endpoint, vals[0], vals[1], vals[2])), nil
 }

@@ -29,6 +29,9 @@ type Selection struct {
 	Releases []string `json:"releases,omitempty"`
 	// ValuesFiles are merged last (release < environment < files), one release only.
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
+	// NamespaceOverride replaces every selected release's namespace (and
+	// so its identity); Smoke sets it to a throwaway namespace.
+	NamespaceOverride string `json:"namespaceOverride,omitempty"`
 }
 
 func (s Selection) renderOptions() render.Options {
@@ -36,7 +39,7 @@ func (s Selection) renderOptions() render.Options {
 	if dir == "" {
 		dir = "."
 	}
-	return render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles}
+	return render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles, Namespace: s.NamespaceOverride}
 }
 
 // RenderOptions are the options of Render.

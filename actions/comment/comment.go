@@ -35,7 +35,13 @@ type Result struct {
 
 // Marker returns the hidden marker for key: an HTML comment GitHub does
 // not show. Characters that could end the comment early are replaced.
-func Marker(key string) string {
+func Marker(key string) string { return marker("pr-review", key) }
+
+// SmokeMarker is the marker of the smoke-test comment, apart from the
+// review's so that each updates only its own.
+func SmokeMarker(key string) string { return marker("smoke", key) }
+
+func marker(kind, key string) string {
 	var b strings.Builder
 	for _, r := range key {
 		switch {
@@ -49,7 +55,7 @@ func Marker(key string) string {
 	for strings.Contains(k, "--") { // "--" has no place inside an HTML comment
 		k = strings.ReplaceAll(k, "--", "-")
 	}
-	return "<!-- opm:pr-review:" + k + " -->"
+	return "<!-- opm:" + kind + ":" + k + " -->"
 }
 
 // NewClient returns a go-github client for the REST API at apiURL (the
