@@ -247,3 +247,15 @@ func TestModuleSchemaFromThePinnedEngine(t *testing.T) {
 	}
 	t.Fatal("File has no export field")
 }
+
+func TestGoVersionsAboveTheEngines(t *testing.T) {
+	dir := t.TempDir()
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module dagger/opm\n\ngo 1.25.4\n"), 0o644))
+	problems, err := goVersions(dir, "1.25.3")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, problems, []string{"dagger/opm needs go 1.25.4 but the engine builds modules with go 1.25.3: lower its go line (or pick an older version of it)"})
+
+	problems, err = goVersions(dir, "1.25.4")
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(problems, 0))
+}
