@@ -25,8 +25,23 @@ func tunnel(t *testing.T, listenHost, target string) string {
 	t.Helper()
 	l, err := net.Listen("tcp", net.JoinHostPort(listenHost, "0"))
 	assert.NilError(t, err)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { l.Close(); wg.Wait() })
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		conns  []net.Conn
+		closed bool
+	)
+	// Clients keep idle connections open: close them all, then wait.
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		closed = true
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -40,6 +55,13 @@ func tunnel(t *testing.T, listenHost, target string) string {
 				in.Close()
 				continue
 			}
+			mu.Lock()
+			conns = append(conns, in, out)
+			if closed {
+				in.Close()
+				out.Close()
+			}
+			mu.Unlock()
 			wg.Add(2)
 			go func() { defer wg.Done(); io.Copy(out, in); out.Close() }()
 			go func() { defer wg.Done(); io.Copy(in, out); in.Close() }()
