@@ -33,6 +33,8 @@ type Opm struct {
 	Path string
 	// +private
 	Kubeconfig *dagger.Secret
+	// +private
+	Cluster *dagger.Service
 	// Context overrides every environment's kubeContext.
 	Context string
 }
@@ -53,8 +55,14 @@ func New(
 	// A context overriding every environment's kubeContext.
 	// +optional
 	context string,
+	// The API server as a service, for a cluster on the caller's machine
+	// (kind, minikube, Docker Desktop) whose kubeconfig names 127.0.0.1,
+	// e.g. tcp://localhost:6443. The kubeconfig's cluster with that port is
+	// pointed at it, TLS server name kept.
+	// +optional
+	cluster *dagger.Service,
 ) *Opm {
-	return &Opm{Source: source, Path: path, Kubeconfig: kubeconfig, Context: context}
+	return &Opm{Source: source, Path: path, Kubeconfig: kubeconfig, Context: context, Cluster: cluster}
 }
 
 // Release is one rendered release.
@@ -93,13 +101,14 @@ func (m *Opm) Render(
 	ctx context.Context,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 	// Values files (CUE, JSON or YAML) merged last; need exactly one release.
 	// +optional
 	values []*dagger.File,
 ) (*RenderResult, error) {
-	sel, err := m.selection(ctx, env, releases, values)
+	sel, err := m.selection(ctx, env, release, values)
 	if err != nil {
 		return nil, err
 	}
@@ -144,10 +153,11 @@ func (m *Opm) Review(
 	base *dagger.Directory,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 ) (*ChangesResult, error) {
-	sel, err := m.selection(ctx, env, releases, nil)
+	sel, err := m.selection(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -168,12 +178,13 @@ func (m *Opm) Diff(
 	ctx context.Context,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 	// +optional
 	values []*dagger.File,
 ) (*ChangesResult, error) {
-	sel, co, err := m.clusterInputs(ctx, env, releases, values)
+	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +192,7 @@ func (m *Opm) Diff(
 	if cs == nil {
 		return nil, err
 	}
+	failed(cs.Text(false), err)
 	return changes(cs), err
 }
 
@@ -200,8 +212,9 @@ func (m *Opm) Apply(
 	ctx context.Context,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 	// +optional
 	values []*dagger.File,
 	// +optional
@@ -220,7 +233,7 @@ func (m *Opm) Apply(
 	// +default=10
 	maxHistory int,
 ) (*ApplyResult, error) {
-	sel, co, err := m.clusterInputs(ctx, env, releases, values)
+	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return nil, err
 	}
@@ -235,8 +248,9 @@ func (m *Opm) Prune(
 	ctx context.Context,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 	// +optional
 	values []*dagger.File,
 	// +optional
@@ -248,7 +262,7 @@ func (m *Opm) Prune(
 	// +optional
 	force bool,
 ) (*ApplyResult, error) {
-	sel, co, err := m.clusterInputs(ctx, env, releases, values)
+	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +275,7 @@ func applied(res *pipeline.ApplyResult, err error) (*ApplyResult, error) {
 	if res == nil {
 		return nil, err
 	}
+	failed(res.Summary(), err)
 	return &ApplyResult{Summary: res.Summary(), Pruned: res.PrunedObjects(), Json: jsonOf(res)}, err
 }
 
@@ -278,15 +293,16 @@ func (m *Opm) Status(
 	ctx context.Context,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 	// +optional
 	wait bool,
 	// +optional
 	// +default="5m"
 	timeout string,
 ) (*StatusResult, error) {
-	sel, co, err := m.clusterInputs(ctx, env, releases, nil)
+	sel, co, err := m.clusterInputs(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -298,6 +314,7 @@ func (m *Opm) Status(
 	if res == nil {
 		return nil, err
 	}
+	failed(res.Table(), err)
 	return &StatusResult{Healthy: res.Healthy, Table: res.Table(), Json: jsonOf(res)}, err
 }
 
@@ -313,8 +330,9 @@ func (m *Opm) Delete(
 	ctx context.Context,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 	// +optional
 	dryRun bool,
 	// +optional
@@ -324,7 +342,7 @@ func (m *Opm) Delete(
 	// +optional
 	prunePvcs bool,
 ) (*DeleteResult, error) {
-	sel, co, err := m.clusterInputs(ctx, env, releases, nil)
+	sel, co, err := m.clusterInputs(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -333,6 +351,7 @@ func (m *Opm) Delete(
 	if res == nil {
 		return nil, err
 	}
+	failed(res.Summary(), err)
 	return &DeleteResult{Summary: res.Summary(), Json: jsonOf(res)}, err
 }
 
@@ -351,9 +370,9 @@ func (m *Opm) History(
 	// +optional
 	env string,
 	// +optional
-	releases []string,
+	release []string,
 ) (*HistoryResult, error) {
-	sel, co, err := m.clusterInputs(ctx, env, releases, nil)
+	sel, co, err := m.clusterInputs(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -470,18 +489,42 @@ func (m *Opm) clusterInputs(ctx context.Context, env string, releases []string, 
 	return sel, co, err
 }
 
-// cluster reads the kubeconfig secret into memory only.
+// cluster reads the kubeconfig secret into memory only, refuses what a
+// container cannot use (exec plugins, file paths) and points it at the
+// --cluster service when one is given.
 func (m *Opm) cluster(ctx context.Context) (pipeline.ClusterOptions, error) {
 	co := pipeline.ClusterOptions{Context: m.Context}
 	if m.Kubeconfig == nil {
+		if m.Cluster != nil {
+			return co, fmt.Errorf("--cluster needs --kubeconfig: the service carries the connection, the kubeconfig the credentials")
+		}
 		return co, nil
 	}
 	data, err := m.Kubeconfig.Plaintext(ctx)
 	if err != nil {
 		return co, err
 	}
-	co.KubeconfigData = []byte(data)
-	return co, nil
+	server := ""
+	if m.Cluster != nil {
+		svc, err := m.Cluster.Start(ctx)
+		if err != nil {
+			return co, fmt.Errorf("start the --cluster service: %w", err)
+		}
+		if server, err = svc.Endpoint(ctx); err != nil {
+			return co, fmt.Errorf("the --cluster service's endpoint: %w", err)
+		}
+	}
+	co.KubeconfigData, err = pipeline.ContainerKubeconfig([]byte(data), server)
+	return co, err
+}
+
+// failed prints what an operation did before it failed: Dagger drops the
+// result of a function that returns an error, so this is the only way the
+// caller sees what was applied and what was not.
+func failed(text string, err error) {
+	if err != nil && text != "" {
+		fmt.Fprintln(os.Stderr, text)
+	}
 }
 
 func export(ctx context.Context, dir *dagger.Directory, name string) (string, error) {
@@ -553,7 +596,7 @@ func (m *Opm) Smoke(
 	ctx context.Context,
 	env string,
 	// +optional
-	releases []string,
+	release []string,
 	// How long to wait for every object to become healthy.
 	// +optional
 	// +default="5m"
@@ -563,7 +606,7 @@ func (m *Opm) Smoke(
 	if err != nil {
 		return nil, fmt.Errorf("timeout %q: %w", timeout, err)
 	}
-	sel, err := m.selection(ctx, env, releases, nil)
+	sel, err := m.selection(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
 	}
