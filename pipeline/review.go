@@ -63,18 +63,16 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 		return nil, fault.Validationf("values files apply to exactly one release, but %d are selected: select one release", len(keys))
 	}
 	cs := &ChangeSet{Operation: "review", Releases: []ReleaseChanges{}}
-	for _, env := range envs {
-		for _, key := range keys {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			rc, ok := reviewRelease(ctx, opts, head, base, key, env)
-			if !ok {
-				continue
-			}
-			cs.Releases = append(cs.Releases, rc)
-			cs.Counts.AddAll(rc.Counts)
+	results, err := reviewAll(ctx, opts, head, base, envs, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range results {
+		if !r.ok {
+			continue
 		}
+		cs.Releases = append(cs.Releases, r.rc)
+		cs.Counts.AddAll(r.rc.Counts)
 	}
 	return cs, nil
 }
