@@ -32,6 +32,9 @@ type ReviewOptions struct {
 	// Environments are reviewed one after the other; default all declared
 	// on either side, or none when neither declares any.
 	Environments []string `json:"environments,omitempty"`
+	// Parallelism bounds how many release × environment reviews run at
+	// once (each goroutine loads both sides again); one per core when < 1.
+	Parallelism int `json:"parallelism,omitempty"`
 	Protection
 }
 

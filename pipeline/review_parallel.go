@@ -22,7 +22,7 @@ type reviewSides struct{ head, base *reviewSide }
 // every other loads both directories again.
 func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, envs, keys []string) ([]reviewed, error) {
 	out := make([]reviewed, len(envs)*len(keys))
-	err := render.Each(ctx, len(out), func(ctx context.Context, worker int) (reviewSides, error) {
+	err := render.Each(ctx, opts.Parallelism, len(out), func(ctx context.Context, worker int) (reviewSides, error) {
 		if worker == 0 {
 			return reviewSides{head, base}, nil
 		}

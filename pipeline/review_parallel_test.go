@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"encoding/json"
-	"runtime"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -18,10 +17,8 @@ func TestReviewParallelEqualsSequential(t *testing.T) {
 		renameMinecraft(t)(dir)
 		reviewEdit(t, dir, "releases.cue", `difficulty: "normal"`, `difficulty: "impossible"`)
 	})
-	run := func(procs int) []byte {
-		prev := runtime.GOMAXPROCS(procs)
-		defer runtime.GOMAXPROCS(prev)
-		cs := review(t, base, head, pipeline.ReviewOptions{})
+	run := func(parallelism int) []byte {
+		cs := review(t, base, head, pipeline.ReviewOptions{Parallelism: parallelism})
 		b, err := json.Marshal(cs)
 		assert.NilError(t, err)
 		return b

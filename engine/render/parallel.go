@@ -8,12 +8,16 @@ import (
 )
 
 // Workers is how many independent renders run at once for n units of
-// work: one per usable core (GOMAXPROCS), never more than n, at least 1.
-func Workers(n int) int {
-	return max(1, min(n, runtime.GOMAXPROCS(0)))
+// work: limit, or one per usable core (GOMAXPROCS) when limit < 1; never
+// more than n, at least 1.
+func Workers(n, limit int) int {
+	if limit < 1 {
+		limit = runtime.GOMAXPROCS(0)
+	}
+	return max(1, min(n, limit))
 }
 
-// Each runs fn for every i in [0, n) on Workers(n) goroutines. CUE values
+// Each runs fn for every i in [0, n) on Workers(n, limit) goroutines. CUE values
 // of one cue.Context must not be evaluated concurrently, so every goroutine
 // first calls setup once for state of its own (its own loaded deployment,
 // hence its own CUE context); setup(0) may hand back state the caller
@@ -21,8 +25,8 @@ func Workers(n int) int {
 // input order whatever finishes first. The error returned is the one of
 // the lowest i that failed — what a sequential loop would have returned —
 // and units after a failed one are not started.
-func Each[S any](ctx context.Context, n int, setup func(ctx context.Context, worker int) (S, error), fn func(ctx context.Context, s S, i int) error) error {
-	workers := Workers(n)
+func Each[S any](ctx context.Context, limit, n int, setup func(ctx context.Context, worker int) (S, error), fn func(ctx context.Context, s S, i int) error) error {
+	workers := Workers(n, limit)
 	errs := make([]error, n)
 	setupErrs := make([]error, workers)
 	var next atomic.Int64

@@ -41,7 +41,7 @@ func TestParallelRenderEqualsSequential(t *testing.T) {
 			// Releases render as written need a namespace of their own.
 			opts.Namespace = "plain"
 		}
-		assert.Assert(t, render.Workers(5) > 1)
+		assert.Assert(t, render.Workers(5, 0) > 1)
 		parallel, err := render.Render(ctx, opts)
 		assert.NilError(t, err)
 		d, err := load.Load(ctx, dir)

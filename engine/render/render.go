@@ -46,6 +46,10 @@ type Options struct {
 	// computed, so the release id and every namespaced object follow it.
 	// Smoke tests use it to deploy into a throwaway namespace.
 	Namespace string
+	// Parallelism bounds how many releases render at once (each holds a
+	// CUE context of its own); one per core when < 1, 1 renders them one
+	// after the other.
+	Parallelism int
 }
 
 var (
@@ -70,11 +74,11 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 		return nil, err
 	}
 	// Identity alone costs less than loading the deployment again.
-	if opts.IdentityOnly || Workers(len(p.keys)) == 1 {
+	if opts.IdentityOnly || Workers(len(p.keys), opts.Parallelism) == 1 {
 		return p.renderAll(ctx)
 	}
 	out := make([]*Release, len(p.keys))
-	err = Each(ctx, len(p.keys), func(ctx context.Context, worker int) (*plan, error) {
+	err = Each(ctx, opts.Parallelism, len(p.keys), func(ctx context.Context, worker int) (*plan, error) {
 		if worker == 0 {
 			return p, nil
 		}
