@@ -113,8 +113,10 @@ $(ACTIONLINT):
 actionlint: $(ACTIONLINT)
 	$(ACTIONLINT) -shellcheck= -pyflakes= .github/workflows/*.yml
 
-# Times opm apply against kubectl apply --server-side on a 200-object
-# release (bench/, behind the "bench" build tag so `make test` skips it).
+# Times opm against kubectl apply --server-side and fluxcd/pkg/ssa (the
+# bench/ssa module, built by the test) on 200- and 1000-object releases,
+# plus review and render scaling (bench/, behind the "bench" build tag so
+# `make test` skips it).
 # Local-directory mode (no package argument) lets the result lines through.
 bench: kube-bin
-	cd bench && KUBEBUILDER_ASSETS="$(BIN)" go test -tags bench -count=1 -run '^TestBench' -timeout 20m
+	cd bench && KUBEBUILDER_ASSETS="$(BIN)" go test -tags bench -count=1 -run '^TestBench' -timeout 60m

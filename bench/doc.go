@@ -18,6 +18,13 @@
 //	bench diff-200 …, bench status-200 …
 //	bench discovery-200 inventory=<n>req labels=<m>req ratio=<n/m>
 //
+// TestBenchPeers adds apply, re-apply and diff at 200 and 1 000 objects
+// against kubectl (1 000) and fluxcd/pkg/ssa's ResourceManager (both; the
+// driver is the bench/ssa module, built by the test), opm's render time
+// alone and its peak RSS; TestBenchReview times a 10 releases × 3
+// environments review against the sequential path; TestBenchRenderScaling
+// renders 10 to 500 components. The README lists every line they print.
+//
 // Both tools run as separate processes, so each pays its own start-up,
 // discovery and (for opm) CUE rendering; kubectl gets a warm discovery
 // cache first, which favours it.

@@ -37,6 +37,9 @@ type ReviewOptions struct {
 	// a commit). The base is the merge base of the first that exists and
 	// HEAD, checked out into a temporary worktree as the Action does.
 	BaseRefs []string `json:"baseRefs,omitempty"`
+	// Parallelism bounds how many release × environment reviews run at
+	// once (each goroutine loads both sides again); one per core when < 1.
+	Parallelism int `json:"parallelism,omitempty"`
 	Protection
 }
 
@@ -71,18 +74,16 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 		return nil, fault.Validationf("values files apply to exactly one release, but %d are selected: select one release", len(keys))
 	}
 	cs := &ChangeSet{Operation: "review", Releases: []ReleaseChanges{}}
-	for _, env := range envs {
-		for _, key := range keys {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			rc, ok := reviewRelease(ctx, opts, head, base, key, env)
-			if !ok {
-				continue
-			}
-			cs.Releases = append(cs.Releases, rc)
-			cs.Counts.AddAll(rc.Counts)
+	results, err := reviewAll(ctx, opts, head, base, envs, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range results {
+		if !r.ok {
+			continue
 		}
+		cs.Releases = append(cs.Releases, r.rc)
+		cs.Counts.AddAll(r.rc.Counts)
 	}
 	return cs, nil
 }

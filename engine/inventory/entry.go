@@ -21,6 +21,10 @@ type Entry struct {
 	Name      string `json:"name"`
 	V         string `json:"v"`
 	Component string `json:"component"`
+	// Applied is what the last successful apply left; only the newest
+	// change carries it (see applied.go). Optional: readers that do not
+	// know it ignore it, and an entry without it is simply never skipped.
+	Applied *Applied `json:"applied,omitempty"`
 }
 
 // ID returns the entry's Kubernetes identity.

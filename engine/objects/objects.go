@@ -120,6 +120,9 @@ type Result struct {
 	Reason string
 	// Err is set when Action is Failed.
 	Err error
+	// ResourceVersion is the object's resourceVersion after a real (not
+	// dry-run) create, configure or unchanged check; empty otherwise.
+	ResourceVersion string
 }
 
 // Mapping resolves a kind to its resource through the cluster's
@@ -255,10 +258,12 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 	}
 
 	if live == nil {
-		if _, err := c.apply(ctx, ri, obj, c.opts.DryRun); err != nil {
+		out, err := c.apply(ctx, ri, obj, c.opts.DryRun)
+		if err != nil {
 			return fail(fmt.Errorf("apply %s: %w", res.ID, err))
 		}
 		res.Action = Created
+		res.ResourceVersion = c.writtenVersion(out)
 		return res
 	}
 
@@ -271,10 +276,12 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 	}
 	if sameObject(live, dry) {
 		res.Action = Unchanged
+		res.ResourceVersion = c.writtenVersion(live)
 		return res
 	}
 	if !c.opts.DryRun {
-		_, err := c.apply(ctx, ri, obj, false)
+		out, err := c.apply(ctx, ri, obj, false)
+		res.ResourceVersion = c.writtenVersion(out)
 		if fields, ok := immutableFields(err); ok {
 			return c.recreate(ctx, ri, r, live, &ImmutableError{ID: res.ID, Fields: fields, Err: err}, res)
 		}
@@ -444,3 +451,12 @@ func (c *Client) failed(res Result, err error) (Result, error) {
 // isPVC reports whether id is a PersistentVolumeClaim, whose deletion
 // deletes data.
 func isPVC(id manifest.ID) bool { return id.Group == "" && id.Kind == "PersistentVolumeClaim" }
+
+// writtenVersion is o's resourceVersion, or empty in a dry run (nothing
+// was persisted) or without an object.
+func (c *Client) writtenVersion(o *unstructured.Unstructured) string {
+	if c.opts.DryRun || o == nil {
+		return ""
+	}
+	return o.GetResourceVersion()
+}

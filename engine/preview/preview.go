@@ -114,9 +114,14 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		return nil, fmt.Errorf("reading the live objects of release %s: %w", rel.Name, err)
 	}
 	rendered := make([]Object, len(rel.Resources))
+	applied := recordedApplied(inv)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for i, r := range rel.Resources {
+		if o, ok := unchangedSinceApplied(applied, r, live[i].Object); ok {
+			rendered[i] = o
+			continue
+		}
 		g.Go(func() error {
 			o, err := previewObject(gctx, client, r, live[i].Object)
 			rendered[i] = o

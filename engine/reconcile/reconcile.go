@@ -199,12 +199,17 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 		newNamespaces = []string{rel.Namespace}
 	}
 
-	// 6: apply.
-	results, applyErr := r.client.ApplyAll(ctx, rel.Resources, objects.ApplyOptions{
+	// 6: apply, except what provably did not change since the last apply.
+	unchanged, toApply, err := r.splitUnchanged(ctx, prevEntries, live)
+	if err != nil {
+		return r.res, err
+	}
+	results, applyErr := r.client.ApplyAll(ctx, toApply, objects.ApplyOptions{
 		Live:          live,
 		Progress:      func(res objects.Result) { r.emit(PhaseApply, objectOf(res)) },
 		NewNamespaces: newNamespaces,
 	})
+	results = r.mergeUnchanged(results, unchanged, applyErr != nil)
 	for _, res := range results {
 		r.res.Applied = append(r.res.Applied, objectOf(res))
 		r.res.Counts.add(res.Action)
@@ -221,7 +226,12 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	if inv == nil {
 		inv = inventory.New(r.invRelease())
 	}
-	entries := append(inventory.Entries(rel.Resources), kept...)
+	rendered, err := appliedEntries(rel.Resources, results)
+	if err != nil {
+		return r.res, errors.Join(err, pruneErr)
+	}
+	inventory.DropApplied(inv)
+	entries := append(rendered, kept...)
 	change := inventory.Change{
 		Module:         inventory.ModuleRef{Path: rel.Module.Path, Version: rel.Module.Version, Name: rel.Module.Name, Local: rel.Module.Version == ""},
 		Values:         rel.ValuesText,

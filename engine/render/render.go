@@ -46,6 +46,10 @@ type Options struct {
 	// computed, so the release id and every namespaced object follow it.
 	// Smoke tests use it to deploy into a throwaway namespace.
 	Namespace string
+	// Parallelism bounds how many releases render at once (each holds a
+	// CUE context of its own); one per core when < 1, 1 renders them one
+	// after the other.
+	Parallelism int
 }
 
 var (
@@ -57,16 +61,65 @@ var (
 )
 
 // Render loads dir and renders the selected releases, sorted by key.
+// Several releases render concurrently, one per core, each goroutine with
+// its own loaded deployment (its own CUE context); the result is the same
+// as rendering them one after the other.
 func Render(ctx context.Context, opts Options) ([]*Release, error) {
 	d, err := load.Load(ctx, opts.Dir)
 	if err != nil {
 		return nil, err
 	}
-	return FromDeployment(ctx, d, opts)
+	p, err := prepare(d, opts)
+	if err != nil {
+		return nil, err
+	}
+	// Identity alone costs less than loading the deployment again.
+	if opts.IdentityOnly || Workers(len(p.keys), opts.Parallelism) == 1 {
+		return p.renderAll(ctx)
+	}
+	out := make([]*Release, len(p.keys))
+	err = Each(ctx, opts.Parallelism, len(p.keys), func(ctx context.Context, worker int) (*plan, error) {
+		if worker == 0 {
+			return p, nil
+		}
+		dw, err := load.Load(ctx, opts.Dir)
+		if err != nil {
+			return nil, err
+		}
+		return prepare(dw, opts)
+	}, func(ctx context.Context, pw *plan, i int) error {
+		r, err := pw.render(p.keys[i])
+		out[i] = r
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-// FromDeployment renders releases of an already loaded deployment.
+// FromDeployment renders releases of an already loaded deployment, one
+// after the other (d's CUE context is not safe for concurrent use).
 func FromDeployment(ctx context.Context, d *load.Deployment, opts Options) ([]*Release, error) {
+	p, err := prepare(d, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.renderAll(ctx)
+}
+
+// plan is what every release of one render shares: the selection, the
+// environment, values files and transformers, all in d's CUE context.
+type plan struct {
+	d            *load.Deployment
+	opts         Options
+	keys         []string
+	env          cue.Value
+	files        []*values.Set
+	transformers []transformer
+}
+
+func prepare(d *load.Deployment, opts Options) (*plan, error) {
 	keys, err := selectReleases(d, opts.Releases)
 	if err != nil {
 		return nil, err
@@ -74,51 +127,58 @@ func FromDeployment(ctx context.Context, d *load.Deployment, opts Options) ([]*R
 	if len(opts.ValuesFiles) > 0 && len(keys) != 1 {
 		return nil, fault.Validationf("-f values files apply to exactly one release, but %d are selected (%s): add --release NAME", len(keys), strings.Join(keys, ", "))
 	}
-	var env cue.Value
+	p := &plan{d: d, opts: opts, keys: keys}
 	if opts.Environment != "" {
-		if env, err = selectEnvironment(d, opts.Environment); err != nil {
+		if p.env, err = selectEnvironment(d, opts.Environment); err != nil {
 			return nil, err
 		}
 	}
-	var files []*values.Set
 	for _, f := range opts.ValuesFiles {
 		s, err := values.ReadFile(d.Context, f)
 		if err != nil {
 			return nil, fault.Wrap(fault.Validation, err)
 		}
-		files = append(files, s)
+		p.files = append(p.files, s)
 	}
-	var transformers []transformer
 	if !opts.IdentityOnly {
-		providers, where, err := selectProviders(d, env)
+		providers, where, err := selectProviders(d, p.env)
 		if err != nil {
 			return nil, err
 		}
-		if transformers, err = loadTransformers(providers); err != nil {
+		if p.transformers, err = loadTransformers(providers); err != nil {
 			return nil, fmt.Errorf("loading %s: %w", where, err)
 		}
 	}
-	out := make([]*Release, 0, len(keys))
-	for _, key := range keys {
+	return p, nil
+}
+
+func (p *plan) renderAll(ctx context.Context) ([]*Release, error) {
+	out := make([]*Release, 0, len(p.keys))
+	for _, key := range p.keys {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		rel := d.Root.LookupPath(cue.MakePath(cue.Str("releases"), cue.Str(key)))
-		if opts.Namespace != "" {
-			if rel, err = withNamespace(d, key, rel, opts.Namespace); err != nil {
-				return nil, err
-			}
-		}
-		if env.Exists() {
-			rel = rel.FillPath(pathEnvironment, env)
-		}
-		r, err := renderRelease(d, key, rel, files, transformers, opts.IdentityOnly)
+		r, err := p.render(key)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+func (p *plan) render(key string) (*Release, error) {
+	var err error
+	rel := p.d.Root.LookupPath(cue.MakePath(cue.Str("releases"), cue.Str(key)))
+	if p.opts.Namespace != "" {
+		if rel, err = withNamespace(p.d, key, rel, p.opts.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	if p.env.Exists() {
+		rel = rel.FillPath(pathEnvironment, p.env)
+	}
+	return renderRelease(p.d, key, rel, p.files, p.transformers, p.opts.IdentityOnly)
 }
 
 func selectReleases(d *load.Deployment, want []string) ([]string, error) {

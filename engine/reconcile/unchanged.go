@@ -1,0 +1,109 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/opmodel/pipeline/engine/discover"
+	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/objects"
+)
+
+// splitUnchanged reads every rendered object the previous change recorded
+// with batched LISTs (discover.FromInventory by release id) and sets apart
+// those provably unchanged since that apply (inventory.UnchangedSinceApplied):
+// they need no request at all. The rest are returned to be applied; what
+// was read for them goes into live so the apply skips its GET.
+func (r *run) splitUnchanged(ctx context.Context, prevEntries []inventory.Entry, live map[manifest.ID]*unstructured.Unstructured) (unchanged map[manifest.ID]objects.Result, apply []manifest.Resource, err error) {
+	applied := inventory.AppliedByID(prevEntries)
+	var recorded []manifest.Resource
+	for _, res := range r.rel.Resources {
+		if applied[res.ID()] != nil {
+			recorded = append(recorded, res)
+		}
+	}
+	if len(recorded) == 0 {
+		return nil, r.rel.Resources, nil
+	}
+	found, _, err := discover.FromInventory(ctx, r.cl, inventory.Entries(recorded), discover.Options{Workers: r.client.Options().Concurrency, ReleaseID: r.rel.ReleaseID})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: reading the recorded objects: %w", r.where(), err)
+	}
+	unchanged = make(map[manifest.ID]objects.Result, len(recorded))
+	for i, res := range recorded {
+		obj := found[i].Object
+		id := res.ID()
+		if inventory.UnchangedSinceApplied(applied[id], res, obj) {
+			unchanged[id] = objects.Result{ID: id, Version: res.GVK().Version, Component: res.Component, Action: objects.Unchanged, ResourceVersion: obj.GetResourceVersion()}
+			continue
+		}
+		// Discovery reads the server's preferred version; only an object
+		// read at the rendered version can stand in for the apply's GET.
+		if obj != nil && obj.GetAPIVersion() == res.Object.GetAPIVersion() {
+			live[id] = obj
+		}
+	}
+	for _, res := range r.rel.Resources {
+		if _, ok := unchanged[res.ID()]; !ok {
+			apply = append(apply, res)
+		}
+	}
+	return unchanged, apply, nil
+}
+
+// mergeUnchanged puts the objects splitUnchanged set apart back among the
+// apply's results, in render order. After a failed apply only the stages
+// it reached are reported, as before: an unchanged object in a later
+// stage than every result is left out.
+func (r *run) mergeUnchanged(results []objects.Result, unchanged map[manifest.ID]objects.Result, failed bool) []objects.Result {
+	if len(unchanged) == 0 {
+		return results
+	}
+	reached := math.MaxInt
+	if failed {
+		reached = math.MinInt
+		for _, res := range results {
+			reached = max(reached, stageOf(res.ID))
+		}
+	}
+	byID := make(map[manifest.ID]objects.Result, len(results)+len(unchanged))
+	for _, res := range results {
+		byID[res.ID] = res
+	}
+	for _, res := range r.rel.Resources {
+		if u, ok := unchanged[res.ID()]; ok && stageOf(u.ID) <= reached {
+			byID[u.ID] = u
+			r.emit(PhaseApply, objectOf(u))
+		}
+	}
+	out := make([]objects.Result, 0, len(byID))
+	for _, res := range r.rel.Resources {
+		if got, ok := byID[res.ID()]; ok {
+			out = append(out, got)
+		}
+	}
+	return out
+}
+
+// stageOf orders objects as objects.ApplyAll stages them: CRDs and
+// Namespaces first, then by weight.
+func stageOf(id manifest.ID) int {
+	if (id.Group == "apiextensions.k8s.io" && id.Kind == "CustomResourceDefinition") || (id.Group == "" && id.Kind == "Namespace") {
+		return math.MinInt
+	}
+	return manifest.Weight(id.GroupKind())
+}
+
+// appliedEntries is what the inventory records for the rendered objects:
+// their entries with the resourceVersion each has after this apply.
+func appliedEntries(rs []manifest.Resource, results []objects.Result) ([]inventory.Entry, error) {
+	rvs := make(map[manifest.ID]string, len(results))
+	for _, res := range results {
+		rvs[res.ID] = res.ResourceVersion
+	}
+	return inventory.WithApplied(rs, rvs)
+}
