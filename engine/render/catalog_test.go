@@ -224,6 +224,12 @@ func TestSchemaMisuseNamesPathValueAndPosition(t *testing.T) {
 			want: []string{`component "web"`, "output.0.metadata.namespace", `"elsewhere"`, `"shop"`, "app/app.cue:13"},
 		},
 		{
+			name: "cluster-scoped object with a namespace",
+			component: `	core.#Objects
+	spec: objects: [{apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: {name: "x", namespace: "shop"}}]`,
+			want: []string{`component "web"`, "output.0.metadata.namespace", "ClusterRole is cluster-scoped: remove metadata.namespace"},
+		},
+		{
 			name: "object overriding an identity label",
 			component: `	core.#Objects
 	spec: objects: [{apiVersion: "v1", kind: "ConfigMap", metadata: {name: "x", labels: "app.kubernetes.io/managed-by": "helm"}}]`,
