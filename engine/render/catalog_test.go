@@ -212,6 +212,13 @@ func TestSchemaMisuseNamesPathValueAndPosition(t *testing.T) {
 			want: []string{"spec.autoscaling", "app/app.cue:14"},
 		},
 		{
+			name: "autoscaling a daemon",
+			component: `	core.#Workload
+	core.#Autoscaling
+	spec: {workload: {type: "daemon", container: image: "x"}, autoscaling: {maxReplicas: 3, cpu: 50}}`,
+			want: []string{`component "web"`, "autoscaling scales stateless and stateful workloads, not a daemon one"},
+		},
+		{
 			name: "object without kind",
 			component: `	core.#Objects
 	spec: objects: [{apiVersion: "v1", metadata: name: "x"}]`,
