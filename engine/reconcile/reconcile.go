@@ -70,6 +70,8 @@ type Options struct {
 	Progress func(Event)
 	// Now stamps the inventory; time.Now when nil.
 	Now func() time.Time
+	// Source is recorded with the change (where it came from); nil when unknown.
+	Source *inventory.Source
 }
 
 func (o Options) now() time.Time {
@@ -225,6 +227,7 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 		Values:         rel.ValuesText,
 		ManifestDigest: rel.ManifestDigest,
 		Inventory:      inventory.EntryList{Entries: entries},
+		Source:         opts.Source,
 	}
 	inv.Record(rel.ChangeID, change, opts.now(), opts.MaxHistory)
 	r.res.Inventory.Name = inv.Name()

@@ -41,6 +41,11 @@ type Options struct {
 	// merge, no transformers, no Resources, digest or change ID. Status and
 	// delete need no more, and skipping the transformers is most of the cost.
 	IdentityOnly bool
+	// Namespace, when set, replaces every selected release's namespace —
+	// even one the release sets itself — before identity and objects are
+	// computed, so the release id and every namespaced object follow it.
+	// Smoke tests use it to deploy into a throwaway namespace.
+	Namespace string
 }
 
 var (
@@ -99,6 +104,11 @@ func FromDeployment(ctx context.Context, d *load.Deployment, opts Options) ([]*R
 			return nil, err
 		}
 		rel := d.Root.LookupPath(cue.MakePath(cue.Str("releases"), cue.Str(key)))
+		if opts.Namespace != "" {
+			if rel, err = withNamespace(d, key, rel, opts.Namespace); err != nil {
+				return nil, err
+			}
+		}
 		if env.Exists() {
 			rel = rel.FillPath(pathEnvironment, env)
 		}
@@ -351,4 +361,46 @@ func concrete(v cue.Value) bool {
 		v = d
 	}
 	return v.Exists() && v.IsConcrete()
+}
+
+// withNamespace rebuilds release key from the catalog's #ModuleRelease with
+// its module, values, name, annotations and own labels, and namespace ns.
+// A namespace the release sets is concrete and cannot be unified away, so
+// the release is rebuilt rather than filled.
+func withNamespace(d *load.Deployment, key string, rel cue.Value, ns string) (cue.Value, error) {
+	where := fmt.Sprintf("release %q", key)
+	md := rel.LookupPath(cue.ParsePath("metadata"))
+	nameV := md.LookupPath(cue.ParsePath("name"))
+	if dv, ok := nameV.Default(); ok {
+		nameV = dv
+	}
+	name, err := nameV.String()
+	if err != nil {
+		return cue.Value{}, fault.Wrap(fault.Validation, fmt.Errorf("%s: metadata name is not set: %s", where, load.Describe(err)))
+	}
+	out := d.Catalog.LookupPath(cue.ParsePath("#ModuleRelease")).
+		FillPath(pathModule, rel.LookupPath(pathModule)).
+		FillPath(cue.ParsePath("values"), rel.LookupPath(cue.ParsePath("values"))).
+		FillPath(cue.ParsePath("metadata.name"), name).
+		FillPath(cue.ParsePath("metadata.namespace"), ns)
+	if a := md.LookupPath(cue.ParsePath("annotations")); a.Exists() {
+		out = out.FillPath(cue.ParsePath("metadata.annotations"), a)
+	}
+	if ls := md.LookupPath(cue.ParsePath("labels")); ls.Exists() {
+		it, err := ls.Fields()
+		if err != nil {
+			return cue.Value{}, fault.Wrap(fault.Validation, fmt.Errorf("%s: metadata labels: %s", where, load.Describe(err)))
+		}
+		for it.Next() {
+			k := it.Selector().Unquoted()
+			// The release's own identity labels are computed again for ns.
+			if strings.HasPrefix(k, "module-release.opmodel.dev/") {
+				continue
+			}
+			if v, err := it.Value().String(); err == nil {
+				out = out.FillPath(cue.MakePath(cue.Str("metadata"), cue.Str("labels"), cue.Str(k)), v)
+			}
+		}
+	}
+	return out, nil
 }
