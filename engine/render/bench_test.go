@@ -72,3 +72,19 @@ releases: myapp: {#module: _app}
 		})
 	}
 }
+
+// BenchmarkRenderShop renders the realistic example (examples/shop, four
+// components using most of the catalog and a team provider) for
+// production, to set its per-component cost beside the generated module's.
+func BenchmarkRenderShop(b *testing.B) {
+	for b.Loop() {
+		rels, err := render.Render(b.Context(), render.Options{Dir: "../../examples/shop", Environment: "production"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(rels[0].Resources) == 0 {
+			b.Fatal("rendered nothing")
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/4, "µs/component")
+}

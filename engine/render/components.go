@@ -1,12 +1,15 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
+	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/token"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -25,6 +28,9 @@ type transformer struct {
 	fqn      string
 	// value is the transformer's #transform.
 	value cue.Value
+	// pos is where the transformer is declared: errors about its output
+	// point there.
+	pos token.Pos
 	// envAware: its #context declares #environmentMetadata (seed 002), so
 	// the environment is passed as such rather than folded into the
 	// release's labels and annotations.
@@ -113,7 +119,7 @@ func loadTransformers(providers []provider) ([]transformer, error) {
 }
 
 func readTransformer(providerName, fqn string, v cue.Value) (transformer, error) {
-	t := transformer{provider: providerName, fqn: fqn, value: v.LookupPath(pathTransform)}
+	t := transformer{provider: providerName, fqn: fqn, value: v.LookupPath(pathTransform), pos: declPos(v)}
 	if !t.value.Exists() {
 		return t, fmt.Errorf("it has no #transform (at %s); a transformer renders through #transform: {#component, #context, output}", v.Pos())
 	}
@@ -131,6 +137,15 @@ func readTransformer(providerName, fqn string, v cue.Value) (transformer, error)
 		}
 	}
 	return t, nil
+}
+
+// declPos is the position of the transformer's own declaration: its
+// metadata.name when set there, else the value's.
+func declPos(v cue.Value) token.Pos {
+	if p := v.LookupPath(cue.ParsePath("metadata.name")).Pos(); p.IsValid() {
+		return p
+	}
+	return v.Pos()
 }
 
 // declares reports whether v declares the (possibly optional) field name.
@@ -291,12 +306,16 @@ func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, tra
 		relCtx[1] = relCtx[1].FillPath(pathCtxEnv, envMeta)
 	}
 	var out []manifest.Resource
-	seen := map[manifest.ID]string{}
+	type owner struct {
+		component string
+		t         transformer
+	}
+	seen := map[manifest.ID]owner{}
 	for _, name := range names {
 		compWhere := fmt.Sprintf("%s, component %q", where, name)
 		cv := comps.LookupPath(cue.MakePath(cue.Str(name)))
 		if err := cv.Validate(cue.Concrete(true)); err != nil {
-			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s is incomplete or invalid:\n%s", compWhere, load.Describe(err)))
+			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s is incomplete or invalid:\n%s", compWhere, describeComponent(err, comps)))
 		}
 		comp, err := readComponent(name, cv)
 		if err != nil {
@@ -331,18 +350,21 @@ func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, tra
 			tv := t.value.Unify(input(t.envAware))
 			objs, err := outputs(tv.LookupPath(cue.ParsePath("output")))
 			if err != nil {
-				return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, transformer %s:\n%s", compWhere, t, load.Describe(err)))
+				return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, transformer %s:\n%s", compWhere, t, describeOutput(err, cv)))
 			}
-			for _, o := range objs {
+			for i, o := range objs {
 				res := manifest.Resource{Object: o, Component: name}
 				id := res.ID()
-				if id.Name == "" || id.Kind == "" || o.GetAPIVersion() == "" {
-					return nil, fault.Validationf("%s, transformer %s: an output object has no apiVersion, kind or metadata.name", compWhere, t)
+				if missing := missingIdentity(o); missing != "" {
+					return nil, fault.Validationf("%s: transformer %s (declared at %s) renders an object (output %d) without %s; every output needs apiVersion, kind and metadata.name", compWhere, t, t.pos, i, missing)
 				}
 				if other, dup := seen[id]; dup {
-					return nil, fault.Validationf("%s: %s is also rendered by component %q; two components cannot produce the same object", compWhere, id, other)
+					if other.component == name {
+						return nil, fault.Validationf("%s: transformers %s (declared at %s) and %s (declared at %s) both render %s; two transformers cannot claim the same output: remove one from the providers, or narrow its requiredResources/requiredTraits/requiredLabels", compWhere, other.t, other.t.pos, t, t.pos, id)
+					}
+					return nil, fault.Validationf("%s: %s is also rendered by component %q; two components cannot produce the same object", compWhere, id, other.component)
 				}
-				seen[id] = name
+				seen[id] = owner{name, t}
 				out = append(out, res)
 			}
 		}
@@ -351,6 +373,21 @@ func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, tra
 		}
 	}
 	return out, nil
+}
+
+// missingIdentity names the identifying fields o lacks, or is "".
+func missingIdentity(o *unstructured.Unstructured) string {
+	var m []string
+	if o.GetAPIVersion() == "" {
+		m = append(m, "apiVersion")
+	}
+	if o.GetKind() == "" {
+		m = append(m, "kind")
+	}
+	if o.GetName() == "" {
+		m = append(m, "metadata.name")
+	}
+	return strings.Join(m, ", ")
 }
 
 // checkMatched refuses a component no transformer renders, and a trait no
@@ -445,7 +482,14 @@ func outputs(v cue.Value) ([]*unstructured.Unstructured, error) {
 		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(b); err != nil {
-			return nil, err
+			// unstructured's decoder refuses an object without kind; keep
+			// it as a plain map so the caller can say which transformer
+			// rendered it.
+			var m map[string]any
+			if json.Unmarshal(b, &m) != nil {
+				return nil, err
+			}
+			u.Object = m
 		}
 		objs = append(objs, u)
 	}
@@ -478,4 +522,80 @@ func valuePath(path []string) string {
 		return ""
 	}
 	return strings.Join(path[i+1:], ".")
+}
+
+// authorPosAt is the author's position of the deepest value that exists
+// along sub below root: where the value a schema error is about was set,
+// when CUE only reports the schema's own position.
+func authorPosAt(root cue.Value, sub []string) token.Pos {
+	var sels []cue.Selector
+	for _, s := range sub {
+		switch {
+		case strings.HasPrefix(s, "#"):
+			sels = append(sels, cue.Def(s))
+		case strings.HasPrefix(s, "_"):
+			return token.NoPos
+		case strings.HasPrefix(s, `"`):
+			u, err := strconv.Unquote(s)
+			if err != nil {
+				return token.NoPos
+			}
+			sels = append(sels, cue.Str(u))
+		default:
+			if n, err := strconv.Atoi(s); err == nil {
+				sels = append(sels, cue.Index(n))
+			} else {
+				sels = append(sels, cue.Str(s))
+			}
+		}
+	}
+	for n := len(sels); n > 0; n-- {
+		v := root.LookupPath(cue.MakePath(sels[:n]...))
+		if !v.Exists() {
+			continue
+		}
+		if p := authorPos(v); p.IsValid() && !strings.HasPrefix(p.Filename(), load.EmbeddedRoot) {
+			return p
+		}
+	}
+	return token.NoPos
+}
+
+// describeComponent describes an error about a component's value, adding
+// where the author set the offending value.
+func describeComponent(err error, comps cue.Value) string {
+	return load.DescribeWith(err, func(path []string) (string, []token.Pos) {
+		i := slices.Index(path, "#components")
+		if i < 0 {
+			return "", nil
+		}
+		return strings.Join(path, "."), []token.Pos{authorPosAt(comps, path[i+1:])}
+	})
+}
+
+// describeOutput describes an error in a transformer's output. The output
+// is declared as one object or a list of objects; the alternative that did
+// not apply only adds noise ("mismatched types struct and list"), so it is
+// dropped, and paths start at output.
+func describeOutput(err error, comp cue.Value) string {
+	var kept cueerrors.Error
+	for _, e := range cueerrors.Errors(err) {
+		msg := e.Error()
+		if strings.Contains(msg, "mismatched types struct and list") || strings.Contains(msg, "mismatched types list and struct") ||
+			strings.Contains(msg, "errors in empty disjunction") {
+			continue
+		}
+		kept = cueerrors.Append(kept, e)
+	}
+	if kept == nil {
+		return load.Describe(err)
+	}
+	where := authorPos(comp)
+	return load.DescribeWith(kept, func(path []string) (string, []token.Pos) {
+		i := slices.Index(path, "output")
+		if i < 0 {
+			return "", nil
+		}
+		return strings.Join(path[i:], "."), []token.Pos{where}
+	})
 }

@@ -336,6 +336,10 @@ func describeRelease(err error, rel cue.Value, envName string) string {
 	return load.DescribeWith(err, func(path []string) (string, []token.Pos) {
 		i := slices.Index(path, "_envValuesTypeCheck")
 		if i < 0 || envName == "" {
+			// A component's schema error: add where the author set it.
+			if len(path) > 2 && slices.Contains(path, "#components") {
+				return strings.Join(path, "."), []token.Pos{authorPosAt(rel, path[2:])}
+			}
 			return "", nil
 		}
 		sub := path[i+1:]

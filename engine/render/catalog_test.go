@@ -1,0 +1,253 @@
+package render_test
+
+import (
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/opmodel/pipeline/engine/fault"
+)
+
+// teamModule is a module whose "web" component carries the catalog's
+// resources plus fields of the team provider's TLS resource (defined in
+// the deployment directory's certs package), and components set by the
+// test through the fragment it appends.
+const teamModule = `package app
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	"test.example/deploy/certs"
+)
+
+core.#Module
+
+metadata: {apiVersion: "test.example/deploy/app@v0", name: "app", version: "1.0.0"}
+
+#config: {}
+
+#components: web: {
+	core.#Workload
+	certs.#TLS
+	spec: {
+		workload: {type: "stateless", container: image: "registry.invalid/web:1"}
+		tls: {issuer: "letsencrypt", dnsNames: ["shop.example.com"]}
+	}
+}
+`
+
+// certsProvider is a team provider: a TLS resource and a transformer
+// rendering a cert-manager Certificate from it, written against the
+// catalog's #Resource and #Transformer.
+const certsProvider = `package certs
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+#TLSResource: core.#Resource & {
+	metadata: {apiVersion: "test.example/deploy/certs@v0", name: "tls"}
+	#spec: tls: {issuer!: string, dnsNames!: [...string]}
+}
+
+#TLS: {#resources: (#TLSResource.metadata.fqn): #TLSResource}
+
+#CertificateTransformer: core.#Transformer & {
+	metadata: {apiVersion: "test.example/deploy/certs@v0", name: "certificate-transformer"}
+	requiredResources: (#TLSResource.metadata.fqn): #TLSResource
+	#transform: {
+		#component: _
+		#context:   core.#TransformerContext
+		output: {
+			apiVersion: "cert-manager.io/v1"
+			kind:       "Certificate"
+			metadata: #context.objectMeta & {name: #component.metadata.name}
+			spec: {
+				secretName: "\(#component.metadata.name)-tls"
+				issuerRef: {kind: "ClusterIssuer", name: #component.spec.tls.issuer}
+				dnsNames: #component.spec.tls.dnsNames
+			}
+		}
+	}
+}
+
+provider: core.#Provider & {
+	metadata: name: "certs"
+	transformers: (#CertificateTransformer.metadata.fqn): #CertificateTransformer
+}
+`
+
+const teamRoot = `package deploy
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	appmodule "test.example/deploy/app"
+	teamcerts "test.example/deploy/certs"
+)
+
+releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+releases: app: {#module: appmodule, metadata: namespace: "shop"}
+
+providers: {
+	kubernetes: core.#KubernetesProvider
+	certs:      teamcerts.provider
+}
+`
+
+func teamDir(t *testing.T, provider, root string) string {
+	t.Helper()
+	return writeDir(t, map[string]string{
+		"cue.mod/module.cue": "module: \"test.example/deploy@v0\"\nlanguage: version: \"v0.12.0\"\n",
+		"app/app.cue":        teamModule,
+		"certs/certs.cue":    provider,
+		"deploy.cue":         root,
+	})
+}
+
+func TestTeamProviderRendersItsOwnResource(t *testing.T) {
+	r := renderOne(t, teamDir(t, certsProvider, teamRoot), "")
+	var kinds []string
+	for _, res := range r.Resources {
+		kinds = append(kinds, res.Object.GetKind())
+		if res.Object.GetKind() == "Certificate" {
+			assert.Equal(t, res.Object.GetNamespace(), "shop")
+			assert.Equal(t, res.Object.GetLabels()["component.opmodel.dev/name"], "web")
+		}
+	}
+	assert.DeepEqual(t, kinds, []string{"Deployment", "Certificate"})
+}
+
+func TestTwoTransformersClaimingOneOutputIsAnError(t *testing.T) {
+	// A second transformer, in a second provider, rendering the same
+	// Certificate for the same component.
+	dup := certsProvider + `
+#Copy: core.#Transformer & {
+	metadata: {apiVersion: "test.example/deploy/certs@v0", name: "certificate-copy-transformer"}
+	requiredResources: #CertificateTransformer.requiredResources
+	#transform: #CertificateTransformer.#transform
+}
+copy: core.#Provider & {metadata: name: "copy", transformers: (#Copy.metadata.fqn): #Copy}
+`
+	root := strings.Replace(teamRoot, "certs:      teamcerts.provider", "certs:      teamcerts.provider\n\tcopy:       teamcerts.copy", 1)
+	err := renderErr(t, teamDir(t, dup, root), "")
+	assert.Equal(t, fault.KindOf(err), fault.Validation)
+	assert.Check(t, is.Contains(err.Error(), "CertificateTransformer (provider certs)"))
+	assert.Check(t, is.Contains(err.Error(), "CertificateCopyTransformer (provider copy)"))
+	assert.Check(t, is.Contains(err.Error(), "both render Certificate"))
+	assert.Check(t, is.Contains(err.Error(), "certs/certs.cue:"), "the error points at the transformers' declarations")
+}
+
+func TestTransformerOutputWithoutKindIsAnError(t *testing.T) {
+	noKind := strings.Replace(certsProvider, `kind:       "Certificate"`, "", 1)
+	err := renderErr(t, teamDir(t, noKind, teamRoot), "")
+	assert.Equal(t, fault.KindOf(err), fault.Validation)
+	assert.Check(t, is.Contains(err.Error(), "CertificateTransformer (provider certs)"))
+	assert.Check(t, is.Contains(err.Error(), "without kind"))
+	assert.Check(t, is.Contains(err.Error(), "certs/certs.cue:13"), "the error points at the transformer's declaration")
+}
+
+// misuse renders appModule's shape with one web component body and
+// returns the error.
+func misuse(t *testing.T, component string) error {
+	t.Helper()
+	module := `package app
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+core.#Module
+
+metadata: {apiVersion: "test.example/deploy/app@v0", name: "app", version: "1.0.0"}
+
+#config: {}
+
+#components: web: {
+` + component + `
+}
+`
+	dir := deployment(t, `releases: app: {#module: _app, metadata: namespace: "shop"}`, "app/app.cue", module)
+	err := renderErr(t, dir, "")
+	assert.Equal(t, fault.KindOf(err), fault.Validation)
+	return err
+}
+
+func TestSchemaMisuseNamesPathValueAndPosition(t *testing.T) {
+	for _, tc := range []struct {
+		name, component string
+		want            []string
+	}{
+		{
+			name: "env reference without key",
+			component: `	core.#Workload
+	spec: workload: {type: "stateless", container: {image: "x", env: PASSWORD: {secret: "db"}}}`,
+			want: []string{"spec.workload.container.env.PASSWORD", "app/app.cue:13"},
+		},
+		{
+			name: "probe with two handlers",
+			component: `	core.#Workload
+	spec: workload: {type: "stateless", container: {image: "x", probes: liveness: {http: port: 80, tcp: port: 80}}}`,
+			want: []string{"spec.workload.container.probes.liveness", "app/app.cue:13"},
+		},
+		{
+			name: "volume with two sources",
+			component: `	core.#Workload
+	spec: workload: {type: "stateless", container: image: "x", volumes: data: {claim: "a", emptyDir: {}}}`,
+			want: []string{"spec.workload.volumes.data", "app/app.cue:13"},
+		},
+		{
+			name: "strategy on a StatefulSet",
+			component: `	core.#Workload
+	spec: workload: {type: "stateful", container: image: "x", strategy: type: "Recreate"}`,
+			want: []string{"spec.workload.strategy", "not allowed", "app/app.cue:13"},
+		},
+		{
+			name: "pod label overriding an identity label",
+			component: `	core.#Workload
+	spec: workload: {type: "stateless", container: image: "x", pod: labels: "app.kubernetes.io/name": "other"}`,
+			want: []string{"app.kubernetes.io/name", "conflicting values", `"other"`, `"web"`, "app/app.cue:13"},
+		},
+		{
+			name: "autoscaling without a metric",
+			component: `	core.#Workload
+	core.#Autoscaling
+	spec: {workload: {type: "stateless", container: image: "x"}, autoscaling: maxReplicas: 3}`,
+			want: []string{"spec.autoscaling", "app/app.cue:14"},
+		},
+		{
+			name: "autoscaling a daemon",
+			component: `	core.#Workload
+	core.#Autoscaling
+	spec: {workload: {type: "daemon", container: image: "x"}, autoscaling: {maxReplicas: 3, cpu: 50}}`,
+			want: []string{`component "web"`, "autoscaling scales stateless and stateful workloads, not a daemon one"},
+		},
+		{
+			name: "object without kind",
+			component: `	core.#Objects
+	spec: objects: [{apiVersion: "v1", metadata: name: "x"}]`,
+			want: []string{`component "web"`, "spec.objects.0.kind", "app/app.cue:13"},
+		},
+		{
+			name: "object in another namespace",
+			component: `	core.#Objects
+	spec: objects: [{apiVersion: "v1", kind: "ConfigMap", metadata: {name: "x", namespace: "elsewhere"}}]`,
+			want: []string{`component "web"`, "output.0.metadata.namespace", `"elsewhere"`, `"shop"`, "app/app.cue:13"},
+		},
+		{
+			name: "cluster-scoped object with a namespace",
+			component: `	core.#Objects
+	spec: objects: [{apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: {name: "x", namespace: "shop"}}]`,
+			want: []string{`component "web"`, "output.0.metadata.namespace", "ClusterRole is cluster-scoped: remove metadata.namespace"},
+		},
+		{
+			name: "object overriding an identity label",
+			component: `	core.#Objects
+	spec: objects: [{apiVersion: "v1", kind: "ConfigMap", metadata: {name: "x", labels: "app.kubernetes.io/managed-by": "helm"}}]`,
+			want: []string{`component "web"`, "app.kubernetes.io/managed-by", `"helm"`, `"open-platform-model"`, "app/app.cue:13"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := misuse(t, tc.component)
+			for _, w := range tc.want {
+				assert.Check(t, is.Contains(err.Error(), w))
+			}
+		})
+	}
+}
