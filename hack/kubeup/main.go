@@ -138,7 +138,7 @@ func (p *plane) up(ctx context.Context) error {
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	server := "https://127.0.0.1:" + strconv.Itoa(ports[2])
 
-	if err := p.start(p.etcd(), nil,
+	if err := p.start(p.etcd(),
 		"--name=kubeup",
 		"--data-dir="+filepath.Join(p.dir, "etcd"),
 		"--listen-client-urls="+etcdURL,
@@ -156,7 +156,7 @@ func (p *plane) up(ctx context.Context) error {
 	}
 
 	// Flags as envtest sets them, plus client-certificate auth with our CA.
-	if err := p.start(p.apiserver(), nil,
+	if err := p.start(p.apiserver(),
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -205,7 +205,7 @@ func (p *plane) startControllers(ctx context.Context, kubeconfig string, pki *pk
 		return err
 	}
 	for _, proc := range procs {
-		if err := p.start(component{proc.Name, proc.Path}, proc.Env, proc.Args...); err != nil {
+		if err := p.start(component{proc.Name, proc.Path}, proc.Args...); err != nil {
 			return err
 		}
 	}
@@ -292,7 +292,7 @@ func (p *plane) status(ctx context.Context) error {
 
 // start launches c detached from this process (own session, output to a
 // log file) so that it keeps running after kubeup and make exit.
-func (p *plane) start(c component, env []string, args ...string) error {
+func (p *plane) start(c component, args ...string) error {
 	logPath := filepath.Join(p.dir, c.name+".log")
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -300,7 +300,6 @@ func (p *plane) start(c component, env []string, args ...string) error {
 	}
 	defer log.Close()
 	cmd := exec.Command(c.binary, args...)
-	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -315,7 +315,6 @@ func startProcess(p localkube.Process, logPath string) (*process, error) {
 	}
 	defer log.Close()
 	cmd := exec.Command(p.Path, p.Args...)
-	cmd.Env = append(os.Environ(), p.Env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// A test binary killed by `go test -timeout` or a signal cannot run
 	// Stop; the kernel then stops the controllers with it (Linux).

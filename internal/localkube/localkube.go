@@ -75,11 +75,10 @@ type Config struct {
 	ServiceAccountKey string
 }
 
-// Process is one program to run: its name, binary, arguments and the
-// environment variables to add to the caller's.
+// Process is one program to run: its name, binary and arguments.
 type Process struct {
 	Name, Path string
-	Args, Env  []string
+	Args       []string
 }
 
 // Processes returns the controller-manager, scheduler and kwok to run for
