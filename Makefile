@@ -40,7 +40,8 @@ $(addprefix bin/,$(KUBE_CMDS)): bin/%: hack/kube/go.mod hack/kube/go.sum
 	@touch $@
 
 # kwok needs newer k8s.io libraries than k8s.io/kubernetes v1.34, hence its
-# own tools module.
+# own tools module, and Go >= 1.26 (an older go fetches that toolchain
+# itself unless GOTOOLCHAIN=local).
 bin/kwok: hack/kwok/go.mod hack/kwok/go.sum
 	@mkdir -p bin
 	cd hack/kwok && go build -o ../../bin/kwok sigs.k8s.io/kwok/cmd/kwok
