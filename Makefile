@@ -1,8 +1,9 @@
 # Build, test and local-cluster targets. CI runs `make test` (see .ci/run).
 #
-# The tests need a real API server. There is no Docker and no binary download
-# here, so kube-apiserver is compiled from the pinned tools module hack/kube
-# and etcd comes from Debian/Ubuntu's etcd-server package.
+# The tests need a real cluster. There is no Docker and no binary download
+# here, so kube-apiserver, kube-controller-manager and kube-scheduler are
+# compiled from the pinned tools module hack/kube, kwok (simulated nodes and
+# pods) from hack/kwok, and etcd comes from Debian/Ubuntu's etcd-server package.
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -33,13 +34,25 @@ LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/opm ./cmd/opm
 
-kube-bin: bin/kube-apiserver bin/etcd
+KUBE_CMDS := kube-apiserver kube-controller-manager kube-scheduler
 
-# Rebuilt only when the pinned Kubernetes version changes. `go build -o` keeps
-# an up-to-date binary untouched, so touch it to keep make from retrying.
-bin/kube-apiserver: hack/kube/go.mod hack/kube/go.sum
+kube-bin: $(addprefix bin/,$(KUBE_CMDS)) bin/kwok bin/etcd
+
+# Rebuilt only when the pinned versions change. `go build -o` keeps an
+# up-to-date binary untouched, so touch it to keep make from retrying. The
+# three Kubernetes commands share most packages: after the first, the others
+# take a minute or two.
+$(addprefix bin/,$(KUBE_CMDS)): bin/%: hack/kube/go.mod hack/kube/go.sum
 	@mkdir -p bin
-	cd hack/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o ../../bin/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	cd hack/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o ../../bin/$* k8s.io/kubernetes/cmd/$*
+	@touch $@
+
+# kwok needs newer k8s.io libraries than k8s.io/kubernetes v1.34, hence its
+# own tools module, and Go >= 1.26 (an older go fetches that toolchain
+# itself unless GOTOOLCHAIN=local).
+bin/kwok: hack/kwok/go.mod hack/kwok/go.sum
+	@mkdir -p bin
+	cd hack/kwok && go build -o ../../bin/kwok sigs.k8s.io/kwok/cmd/kwok
 	@touch $@
 
 # The package also enables a systemd unit; it is not needed (and does not run
@@ -54,7 +67,8 @@ bin/etcd:
 	fi
 	ln -sf "$(ETCD)" $@
 
-# Leaves etcd and kube-apiserver running after make exits; state in bin/kube/.
+# Leaves the control plane (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, kwok) running after make exits; state in bin/kube/.
 kube-up: kube-bin
 	go run ./hack/kubeup up -bin "$(BIN)"
 

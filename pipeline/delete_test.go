@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/internal/deploytest"
@@ -100,18 +102,24 @@ func TestDeleteKeepsPVCsUnlessAsked(t *testing.T) {
 	assert.Check(t, r.Inventory.Written && !r.Inventory.Deleted)
 	assert.Check(t, exists(t, secrets, ns, inventory.SecretName("app", applied.ReleaseID)))
 
+	// A finalizer of the test's own holds the claim terminating, however
+	// fast the pvc-protection controller releases it.
+	hold := []byte(`{"metadata":{"finalizers":["opmodel.dev/test-hold"]}}`)
+	_, err := dyn().Resource(pvcs).Namespace(ns).Patch(t.Context(), "data", types.MergePatchType, hold, metav1.PatchOptions{})
+	assert.NilError(t, err)
+	t.Cleanup(func() {
+		release := []byte(`{"metadata":{"finalizers":null}}`)
+		_, _ = dyn().Resource(pvcs).Namespace(ns).Patch(context.Background(), "data", types.MergePatchType, release, metav1.PatchOptions{})
+	})
 	res = deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, Protection: pipeline.Protection{PrunePVCs: true}})
 	assert.Equal(t, len(res.Releases[0].Deleted), 1)
 	assert.Check(t, res.Releases[0].Inventory.Deleted)
 
-	// Deleting again has nothing to do. Without a pvc-protection
-	// controller (envtest) the claim is still terminating and found by its
-	// labels, but it is already going, and delete says so.
+	// Deleting again has nothing to do: the claim is still terminating and
+	// found by its labels, but it is already going, and delete says so.
 	res = deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, Protection: pipeline.Protection{PrunePVCs: true}})
 	assert.Check(t, res.Releases[0].NothingToDelete)
-	if !env.Controllers() {
-		assert.Check(t, is.Contains(strings.Join(res.Releases[0].Warnings, "\n"), "already being deleted"))
-	}
+	assert.Check(t, is.Contains(strings.Join(res.Releases[0].Warnings, "\n"), "already being deleted"))
 }
 
 func TestDeleteNeedsNamespaceWithName(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/opmodel/pipeline/internal/deploytest"
+	"github.com/opmodel/pipeline/internal/kubetest"
 )
 
 // diff, status and delete through the CLI: flags, outputs and exit codes.
@@ -49,7 +50,7 @@ func TestDiffStatusDeleteCommands(t *testing.T) {
 	assert.Equal(t, cs.Counts.Stale, 3)
 
 	code, out, _ = runOpm(t, args("status", dir)...)
-	assert.Equal(t, code, 1, "the Deployment is not ready (no controllers here)")
+	assert.Equal(t, code, 1, "the Deployment is not ready (its image never pulls)")
 	assert.Check(t, is.Contains(out, "Discovery:   inventory"))
 	assert.Check(t, is.Contains(out, "InProgress"))
 	code, out, _ = runOpm(t, args("status", "--name", "app", "-n", ns, "-o", "json")...)
@@ -95,4 +96,30 @@ func TestContextMissingIsAConnectivityError(t *testing.T) {
 	code, _, errOut := runOpm(t, "diff", dir, "--kubeconfig", env.Kubeconfig, "--context", "nope")
 	assert.Equal(t, code, 3, errOut)
 	assert.Check(t, is.Contains(errOut, `"nope"`))
+}
+
+// status --wait on a rollout that cannot finish: the image never pulls
+// (the simulated nodes report ImagePullBackOff; a real kubelet cannot
+// resolve the registry), so the wait times out, exits 1 and says which
+// object is not ready and why. Then the image is fixed and the same wait
+// succeeds once the controllers have rolled it out.
+func TestStatusWaitTimesOutOnAnImageThatNeverPulls(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.Dir(t, ns, `withSecret: false`)
+	kc := []string{"--kubeconfig", env.Kubeconfig}
+	code, _, errOut := runOpm(t, append([]string{"apply", dir}, kc...)...)
+	assert.Equal(t, code, 0, errOut)
+
+	code, out, errOut := runOpm(t, append([]string{"status", dir, "--wait", "--timeout", "3s"}, kc...)...)
+	assert.Equal(t, code, 1, "%s%s", out, errOut)
+	assert.Check(t, is.Contains(errOut, "Error: timed out after 3s waiting for 1 of 2 objects to become Current: "+
+		"deployment.apps/app: InProgress (Available: 0/1)"))
+	assert.Check(t, is.Contains(errOut, "app: service/app: Current"), "progress lines on stderr")
+
+	ready := deploytest.Values(t, `image: "`+kubetest.ReadyImage+`"`)
+	code, _, errOut = runOpm(t, append([]string{"apply", dir, "-f", ready}, kc...)...)
+	assert.Equal(t, code, 0, errOut)
+	code, out, errOut = runOpm(t, append([]string{"status", dir, "-f", ready, "--wait", "--timeout", "1m"}, kc...)...)
+	assert.Equal(t, code, 0, "%s%s", out, errOut)
+	assert.Check(t, is.Contains(errOut, "app: deployment.apps/app: Current"))
 }

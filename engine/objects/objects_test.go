@@ -477,20 +477,8 @@ func TestForceRecreatesPVCsOnlyWhenAllowed(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, same.GetUID(), before.GetUID(), "the claim and its data are still there")
 
-	// No controller-manager runs here: play the pvc-protection controller
-	// and release the claim's finalizer once its deletion starts.
-	c := newClient(t, Options{})
-	go func() {
-		for ctx.Err() == nil {
-			if u, err := get(t, c, pvc(t, ns, "slow")); err == nil && u.GetDeletionTimestamp() != nil {
-				u.SetFinalizers(nil)
-				ri, _, _ := c.resource(u.GroupVersionKind(), ns)
-				_, _ = ri.Update(context.Background(), u, metav1.UpdateOptions{})
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
+	// The pvc-protection controller releases the claim's finalizer once
+	// its deletion starts (no pod uses it), and the re-create waits for it.
 	got = newClient(t, Options{Force: true, RecreatePVCs: true, WaitTimeout: 30 * time.Second}).Apply(ctx, pvc(t, ns, "fast"), nil, false)
 	assert.NilError(t, got.Err)
 	assert.Equal(t, got.Action, Recreated)

@@ -1,15 +1,16 @@
 //go:build unix
 
-// Command kubeup runs a throwaway control plane (etcd + kube-apiserver) on
-// loopback for trying the CLI by hand: `make kube-up` / `make kube-down`.
+// Command kubeup runs a throwaway cluster on loopback for trying the CLI by
+// hand: `make kube-up` / `make kube-down`. It is the test suite's cluster
+// (internal/kubetest): etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and kwok with simulated nodes (internal/localkube).
 //
 // Unlike envtest, which stops its processes with the test binary, kubeup
 // leaves them running in their own session and records their pids, so the
 // cluster outlives the make invocation. Everything lives under <bin>/kube
-// and the admin kubeconfig is <bin>/kubeconfig (context opm-local).
-//
-// There is no controller-manager or scheduler: objects are stored and
-// validated, but nothing reconciles them.
+// and the admin kubeconfig is <bin>/kubeconfig (context opm-local). Every
+// process names that directory on its command line, which is how `down`
+// also finds processes whose pid file is gone (a failed start).
 package main
 
 import (
@@ -30,6 +31,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/opmodel/pipeline/internal/localkube"
 )
 
 const contextName = "opm-local"
@@ -93,21 +96,31 @@ func (p *plane) pidFile(c component) string {
 	return filepath.Join(p.dir, c.name+".pid")
 }
 
+// components are all processes of the plane, in start order.
+func (p *plane) components() []component {
+	cs := []component{p.etcd(), p.apiserver()}
+	for _, name := range localkube.Commands {
+		cs = append(cs, component{name, filepath.Join(p.bin, name)})
+	}
+	return cs
+}
+
 func (p *plane) up(ctx context.Context) error {
+	started := time.Now()
 	if err := p.ready(ctx); err == nil {
 		fmt.Printf("Local cluster is already up.\n")
 		p.printUsage()
 		return nil
 	}
-	if _, err := os.Stat(p.dir); err == nil {
+	if _, err := os.Stat(p.dir); err == nil || len(p.orphans()) > 0 {
 		fmt.Println("Found state of a cluster that is not healthy; starting afresh.")
 		if err := p.down(); err != nil {
 			return err
 		}
 	}
-	for _, c := range []component{p.etcd(), p.apiserver()} {
-		if _, err := os.Stat(c.binary); err != nil {
-			return fmt.Errorf("%s is missing: run `make kube-bin`", c.binary)
+	for _, c := range p.components() {
+		if err := localkube.CheckExecutable(c.binary); err != nil {
+			return fmt.Errorf("%w: run `make kube-bin`", err)
 		}
 	}
 	if err := os.MkdirAll(p.pki, 0o700); err != nil {
@@ -156,10 +169,9 @@ func (p *plane) up(ctx context.Context) error {
 		"--service-account-issuer="+server,
 		"--service-account-key-file="+pki.saPublic,
 		"--service-account-signing-key-file="+pki.saPrivate,
-		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-cluster-ip-range="+localkube.ServiceCIDR,
+		"--feature-gates="+localkube.APIServerFeatureGates,
 		"--allow-privileged=true",
-		// No controller-manager creates default service accounts.
-		"--disable-admission-plugins=ServiceAccount",
 	); err != nil {
 		return errors.Join(err, p.down())
 	}
@@ -168,12 +180,51 @@ func (p *plane) up(ctx context.Context) error {
 	if err := clientcmd.WriteToFile(*kc, p.kubeconfig); err != nil {
 		return errors.Join(fmt.Errorf("write %s: %w", p.kubeconfig, err), p.down())
 	}
-	if err := waitFor(ctx, 2*time.Minute, p.apiserver(), p, p.ready); err != nil {
+	// The controllers get their own copy inside the state directory, so
+	// their command lines name it too.
+	controllersKubeconfig := filepath.Join(p.dir, "admin.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, controllersKubeconfig); err != nil {
+		return errors.Join(fmt.Errorf("write %s: %w", controllersKubeconfig, err), p.down())
+	}
+	if err := waitFor(ctx, 2*time.Minute, p.apiserver(), p, p.apiserverReady); err != nil {
 		return errors.Join(err, p.down())
 	}
-	fmt.Printf("Local cluster is up at %s.\n", server)
+	if err := p.startControllers(ctx, controllersKubeconfig, pki); err != nil {
+		return errors.Join(err, p.down())
+	}
+	fmt.Printf("Local cluster is up at %s with %d simulated nodes (%.1fs).\n", server, localkube.Nodes, time.Since(started).Seconds())
 	p.printUsage()
 	return nil
+}
+
+// startControllers runs the controller-manager, scheduler and kwok,
+// registers the simulated nodes and waits until they are Ready.
+func (p *plane) startControllers(ctx context.Context, kubeconfig string, pki *pkiFiles) error {
+	procs, err := localkube.Processes(localkube.Config{Bin: p.bin, Dir: p.dir, Kubeconfig: kubeconfig, ServiceAccountKey: pki.saPrivate})
+	if err != nil {
+		return err
+	}
+	for _, proc := range procs {
+		if err := p.start(component{proc.Name, proc.Path}, proc.Args...); err != nil {
+			return err
+		}
+	}
+	cs, err := p.client()
+	if err != nil {
+		return err
+	}
+	if err := localkube.CreateNodes(ctx, cs); err != nil {
+		return err
+	}
+	alive := func() error {
+		for _, proc := range procs {
+			if _, err := p.running(component{proc.Name, proc.Path}); err != nil {
+				return fmt.Errorf("%s exited while starting (%v):\n%s", proc.Name, err, tail(filepath.Join(p.dir, proc.Name+".log"), 20))
+			}
+		}
+		return nil
+	}
+	return localkube.WaitReady(ctx, cs, 2*time.Minute, alive)
 }
 
 func (p *plane) printUsage() {
@@ -189,31 +240,45 @@ func (p *plane) printUsage() {
 `, rel, p.kubeconfig, contextName, p.dir)
 }
 
-// ready checks /readyz through the kubeconfig that users get, so "up" means
-// that file works.
+// ready says whether every process runs and the API server answers
+// through the kubeconfig that users get, so "up" means that file works.
 func (p *plane) ready(ctx context.Context) error {
-	for _, c := range []component{p.etcd(), p.apiserver()} {
+	for _, c := range p.components() {
 		if _, err := p.running(c); err != nil {
 			return err
 		}
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
+	return p.apiserverReady(ctx)
+}
+
+// apiserverReady checks /readyz through the users' kubeconfig.
+func (p *plane) apiserverReady(ctx context.Context) error {
+	cs, err := p.client()
 	if err != nil {
-		return fmt.Errorf("read %s: %w", p.kubeconfig, err)
-	}
-	cfg.Timeout = 5 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("client for %s: %w", cfg.Host, err)
+		return err
 	}
 	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 	if err != nil {
-		return fmt.Errorf("%s/readyz: %w", cfg.Host, err)
+		return fmt.Errorf("/readyz: %w", err)
 	}
 	if string(body) != "ok" {
-		return fmt.Errorf("%s/readyz answered %q", cfg.Host, body)
+		return fmt.Errorf("/readyz answered %q", body)
 	}
 	return nil
+}
+
+func (p *plane) client() (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p.kubeconfig, err)
+	}
+	cfg.Timeout = 5 * time.Second
+	cfg.QPS, cfg.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
+	}
+	return cs, nil
 }
 
 func (p *plane) status(ctx context.Context) error {
@@ -264,13 +329,15 @@ func (p *plane) running(c component) (int, error) {
 	if err := syscall.Kill(pid, 0); err != nil {
 		return 0, fmt.Errorf("%s (pid %d) is not running", c.name, pid)
 	}
-	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
+	if state, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && zombie(string(state)) {
+		return 0, fmt.Errorf("%s (pid %d) has exited", c.name, pid)
+	}
+	// A live process with an empty command line (one in the middle of
+	// exec) cannot be told apart, so only a named other binary is refused.
+	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(cmdline) > 0 {
 		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
 		if filepath.Base(argv0) != c.name {
 			return 0, fmt.Errorf("pid %d is %s, not %s", pid, argv0, c.name)
-		}
-		if state, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && zombie(string(state)) {
-			return 0, fmt.Errorf("%s (pid %d) has exited", c.name, pid)
 		}
 	}
 	return pid, nil
@@ -282,10 +349,15 @@ func zombie(stat string) bool {
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
-// down stops kube-apiserver, then etcd, and removes all state.
+// down stops every process of the plane in reverse start order, then any
+// other process that still names the state directory on its command line
+// (one whose pid file a failed start never wrote or already removed), and
+// removes all state.
 func (p *plane) down() error {
 	stopped := false
-	for _, c := range []component{p.apiserver(), p.etcd()} {
+	cs := p.components()
+	for i := len(cs) - 1; i >= 0; i-- {
+		c := cs[i]
 		pid, err := p.running(c)
 		if err != nil {
 			continue
@@ -294,6 +366,13 @@ func (p *plane) down() error {
 			return fmt.Errorf("stop %s (pid %d): %w", c.name, pid, err)
 		}
 		fmt.Printf("Stopped %s (pid %d).\n", c.name, pid)
+		stopped = true
+	}
+	for _, o := range p.orphans() {
+		if err := terminate(o.pid); err != nil {
+			return fmt.Errorf("stop %s (pid %d): %w", o.name, o.pid, err)
+		}
+		fmt.Printf("Stopped %s (pid %d), found by its state directory.\n", o.name, o.pid)
 		stopped = true
 	}
 	if !stopped {
@@ -306,6 +385,49 @@ func (p *plane) down() error {
 		return fmt.Errorf("remove kubeconfig: %w", err)
 	}
 	return nil
+}
+
+type orphan struct {
+	pid  int
+	name string
+}
+
+// orphans lists live processes running one of the plane's binaries with an
+// argument inside the state directory. Both conditions must hold, so no
+// unrelated process (an editor with a log open) is ever signalled.
+func (p *plane) orphans() []orphan {
+	names := map[string]bool{}
+	for _, c := range p.components() {
+		names[c.name] = true
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	prefix := p.dir + string(filepath.Separator)
+	var out []orphan
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		argv := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		name := filepath.Base(argv[0])
+		if !names[name] || !alive(pid) {
+			continue
+		}
+		for _, a := range argv[1:] {
+			if strings.Contains(a, prefix) || strings.HasSuffix(a, "="+p.dir) {
+				out = append(out, orphan{pid, name})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // terminate asks politely, then insists after 15s.
@@ -346,7 +468,7 @@ func waitFor(ctx context.Context, timeout time.Duration, c component, p *plane, 
 	var last error
 	for {
 		if _, err := p.running(c); err != nil {
-			return fmt.Errorf("%s exited while starting:\n%s", c.name, tail(filepath.Join(p.dir, c.name+".log"), 20))
+			return fmt.Errorf("%s exited while starting (%v):\n%s", c.name, err, tail(filepath.Join(p.dir, c.name+".log"), 20))
 		}
 		if last = check(ctx); last == nil {
 			return nil

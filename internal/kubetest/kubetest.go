@@ -18,19 +18,24 @@
 //		os.Exit(code)
 //	}
 //
-// By default Start runs etcd and kube-apiserver through envtest, taking the
-// binaries from KUBEBUILDER_ASSETS (a relative path counts from the module
-// root) or else from <module root>/bin, where `make kube-bin` puts them.
-// Missing binaries are an error, never a skip:
-// a test suite that silently skips its cluster tests proves nothing.
+// By default Start runs a whole local cluster: etcd and kube-apiserver
+// through envtest, then kube-controller-manager, kube-scheduler and kwok
+// with simulated nodes (internal/localkube), so Deployments roll out, Jobs
+// complete, namespaces finish terminating and dependents are garbage
+// collected as on a user's cluster. The binaries come from
+// KUBEBUILDER_ASSETS (a relative path counts from the module root) or else
+// from <module root>/bin, where `make kube-bin` puts them. Missing binaries
+// are an error, never a skip: a test suite that silently skips its cluster
+// tests proves nothing.
 //
 // With OPM_TEST_EXISTING_CLUSTER=1 the same tests run against the cluster
 // that the default kubeconfig loading rules (KUBECONFIG, ~/.kube/config)
-// select, for example a kind cluster.
+// select, for example a kind cluster, where a real kubelet replaces kwok.
+// Images: ReadyImage becomes Ready and JobImage completes on both;
+// FailingImage never pulls on either.
 //
-// envtest has no controller-manager: namespaces never finish terminating,
-// there is no garbage collection and workloads never become ready on their
-// own.
+// A test that must write object status by hand (a state the controllers
+// pass through too quickly to observe) uses Env.WithoutControllers.
 package kubetest
 
 import (
@@ -40,8 +45,11 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,6 +61,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/opmodel/pipeline/internal/localkube"
 )
 
 const (
@@ -63,6 +73,17 @@ const (
 	// NamespaceLabel marks namespaces created by Env.Namespace, so leftovers
 	// on a long-lived cluster can be found and removed.
 	NamespaceLabel = "opmodel.dev/kubetest"
+
+	// ReadyImage is an image whose pods become Running and Ready, on the
+	// simulated nodes and on a real node alike, and stay so. The kind job
+	// loads it and JobImage into its node beforehand.
+	ReadyImage = "registry.k8s.io/pause:3.10"
+	// JobImage runs a Job's pod to completion on a real node with the
+	// command ["true"]; on the simulated nodes every Job pod completes.
+	JobImage = "busybox:1.36"
+	// FailingImage never pulls: a real kubelet cannot resolve its registry,
+	// and the simulated nodes report ImagePullBackOff for it.
+	FailingImage = localkube.FailingRegistry + "/opm-test/app:1.0"
 
 	adminUser = "opm-admin"
 	// Tests create many objects quickly; client-go's default 5/10 would
@@ -79,25 +100,42 @@ type Env struct {
 	// credentials, with current context ContextName, for CLI-level tests.
 	Kubeconfig string
 
-	env       *envtest.Environment
-	dir       string
-	clientset kubernetes.Interface
+	env         *envtest.Environment
+	dir         string
+	clientset   kubernetes.Interface
+	controllers []*process // nil for an existing cluster and WithoutControllers
+	existing    bool
+
+	bareOnce sync.Once
+	bare     *Env
+	bareErr  error
 }
 
 // Start brings up the test cluster, or connects to the existing one when
 // OPM_TEST_EXISTING_CLUSTER=1. The caller must Stop it.
 func Start() (*Env, error) {
+	if os.Getenv(ExistingClusterEnv) == "1" {
+		return start(true, false)
+	}
+	return start(false, true)
+}
+
+func start(existing, controllers bool) (*Env, error) {
 	dir, err := os.MkdirTemp("", "kubetest-")
 	if err != nil {
 		return nil, fmt.Errorf("create kubetest temp dir: %w", err)
 	}
-	e := &Env{dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig")}
+	e := &Env{dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), existing: existing}
 
 	var kubeconfig []byte
-	if os.Getenv(ExistingClusterEnv) == "1" {
+	var assets string
+	if existing {
 		e.Config, kubeconfig, err = existingCluster()
 	} else {
-		e.Config, kubeconfig, err = e.startEnvtest()
+		assets, err = assetsDir()
+		if err == nil {
+			e.Config, kubeconfig, err = e.startEnvtest(assets, controllers)
+		}
 	}
 	if err != nil {
 		return nil, errors.Join(err, e.Stop())
@@ -108,19 +146,29 @@ func Start() (*Env, error) {
 	if e.clientset, err = kubernetes.NewForConfig(e.Config); err != nil {
 		return nil, errors.Join(fmt.Errorf("build test clientset: %w", err), e.Stop())
 	}
+	if !existing && controllers {
+		if err := e.startControllers(assets); err != nil {
+			return nil, errors.Join(err, e.Stop())
+		}
+	}
 	return e, nil
 }
 
 // startEnvtest runs etcd and kube-apiserver and provisions the admin user.
-func (e *Env) startEnvtest() (*rest.Config, []byte, error) {
-	assets, err := assetsDir()
-	if err != nil {
-		return nil, nil, err
-	}
+// Either way its Service range is localkube.ServiceCIDR; with controllers
+// the ServiceAccount admission plugin is on, as on any cluster (envtest
+// turns it off because nothing would create default ServiceAccounts).
+func (e *Env) startEnvtest(assets string, controllers bool) (*rest.Config, []byte, error) {
 	apiserver := filepath.Join(assets, "kube-apiserver")
 	etcd := filepath.Join(assets, "etcd")
-	for _, bin := range []string{apiserver, etcd} {
-		if err := checkExecutable(bin); err != nil {
+	bins := []string{apiserver, etcd}
+	if controllers {
+		for _, name := range localkube.Commands {
+			bins = append(bins, filepath.Join(assets, name))
+		}
+	}
+	for _, bin := range bins {
+		if err := localkube.CheckExecutable(bin); err != nil {
 			return nil, nil, fmt.Errorf("test control plane: %w; run `make kube-bin` (or set KUBEBUILDER_ASSETS, or %s=1 to use the current kubeconfig's cluster)", err, ExistingClusterEnv)
 		}
 	}
@@ -136,6 +184,12 @@ func (e *Env) startEnvtest() (*rest.Config, []byte, error) {
 	// Explicit paths, so TEST_ASSET_* variables cannot pick other binaries
 	// than the ones checked above.
 	e.env.ControlPlane.GetAPIServer().Path = apiserver
+	args := e.env.ControlPlane.GetAPIServer().Configure()
+	args.Set("service-cluster-ip-range", localkube.ServiceCIDR)
+	args.Set("feature-gates", localkube.APIServerFeatureGates)
+	if controllers {
+		args.Disable("disable-admission-plugins")
+	}
 	e.env.ControlPlane.Etcd = &envtest.Etcd{Path: etcd}
 	if _, err := e.env.Start(); err != nil {
 		return nil, nil, fmt.Errorf("start envtest control plane from %s: %w", assets, err)
@@ -204,10 +258,135 @@ func renameCurrentContext(kc *clientcmdapi.Config) ([]byte, error) {
 	return out, nil
 }
 
+// startControllers runs the controller-manager, scheduler and kwok next
+// to envtest's API server and waits until they work.
+func (e *Env) startControllers(assets string) error {
+	procs, err := localkube.Processes(localkube.Config{
+		Bin: assets, Dir: e.dir, Kubeconfig: e.Kubeconfig,
+		// envtest generates the API server's token key pair into its
+		// certificate directory; the controller-manager signs with the
+		// private half.
+		ServiceAccountKey: filepath.Join(e.env.ControlPlane.APIServer.CertDir, "sa-signer.key"),
+	})
+	if err != nil {
+		return fmt.Errorf("test control plane: %w", err)
+	}
+	for _, p := range procs {
+		proc, err := startProcess(p, filepath.Join(e.dir, p.Name+".log"))
+		if err != nil {
+			return err
+		}
+		e.controllers = append(e.controllers, proc)
+	}
+	ctx := context.Background()
+	if err := localkube.CreateNodes(ctx, e.clientset); err != nil {
+		return err
+	}
+	alive := func() error {
+		for _, p := range e.controllers {
+			if err := p.exited(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := localkube.WaitReady(ctx, e.clientset, 2*time.Minute, alive); err != nil {
+		var logs strings.Builder
+		for _, p := range e.controllers {
+			fmt.Fprintf(&logs, "\n--- %s (end of log) ---\n%s", p.name, p.tail(15))
+		}
+		return fmt.Errorf("test control plane: %w%s", err, logs.String())
+	}
+	return nil
+}
+
+// process is a controller running as a child of the test binary.
+type process struct {
+	name, log string
+	cmd       *exec.Cmd
+	done      chan struct{}
+	err       error // valid once done is closed
+}
+
+func startProcess(p localkube.Process, logPath string) (*process, error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("create %s log: %w", p.Name, err)
+	}
+	defer log.Close()
+	cmd := exec.Command(p.Path, p.Args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// A test binary killed by `go test -timeout` or a signal cannot run
+	// Stop; the kernel then stops the controllers with it (Linux).
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", p.Name, err)
+	}
+	proc := &process{name: p.Name, log: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		proc.err = cmd.Wait()
+		close(proc.done)
+	}()
+	return proc, nil
+}
+
+// exited reports a process that is no longer running.
+func (p *process) exited() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s exited while starting (%v)", p.name, p.err)
+	default:
+		return nil
+	}
+}
+
+func (p *process) tail(n int) string {
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// stop asks the process to end and kills it after 10s.
+func (p *process) stop() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("stop %s: %w", p.name, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	return nil
+}
+
 // Stop stops the control plane (when Start started one) and removes the
 // kubeconfig file.
 func (e *Env) Stop() error {
 	var errs []error
+	if e.bare != nil {
+		if err := e.bare.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Controllers first: they would log errors for every second the API
+	// server is gone.
+	for _, p := range e.controllers {
+		if err := p.stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if e.env != nil {
 		if err := e.env.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop envtest control plane: %w", err))
@@ -220,8 +399,9 @@ func (e *Env) Stop() error {
 }
 
 // Namespace creates a namespace named after the test, unique across runs,
-// and deletes it when the test ends. Deletion is not awaited: without a
-// namespace controller (envtest) it never completes.
+// and deletes it when the test ends (not awaited: the namespace controller
+// finishes it). Where controllers run, it returns once the namespace's
+// default ServiceAccount exists, as pods cannot be created before.
 func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
 	name, err := namespaceName(t.Name())
@@ -236,6 +416,18 @@ func (e *Env) Namespace(t testing.TB) string {
 	}}
 	if _, err := e.clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create test namespace %s: %v", name, err)
+	}
+	if e.Controllers() {
+		for {
+			_, err := e.clientset.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+			if err == nil {
+				break
+			}
+			if !apierrors.IsNotFound(err) || ctx.Err() != nil {
+				t.Fatalf("test namespace %s: no default ServiceAccount: %v", name, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	t.Cleanup(func() {
 		// t.Context() is already cancelled when cleanups run.
@@ -320,17 +512,6 @@ func moduleRoot() (string, error) {
 	}
 }
 
-func checkExecutable(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("%s is missing", path)
-	}
-	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("%s is not an executable file", path)
-	}
-	return nil
-}
-
 // Main is a test package's TestMain: it starts the control plane into
 // *env, runs the tests, stops it and exits. A control plane that does not
 // start fails the package (never a skip); one that does not stop cleanly
@@ -355,18 +536,36 @@ func Main(m *testing.M, env **Env) {
 	os.Exit(code)
 }
 
-// Controllers reports whether controllers run on the cluster: true for an
-// existing cluster (kind in CI), false for the envtest control plane,
-// which has no controller-manager.
-func (e *Env) Controllers() bool { return e.env == nil }
+// Controllers reports whether controllers run on the cluster: true for the
+// default local cluster and an existing one, false for WithoutControllers.
+func (e *Env) Controllers() bool { return e.existing || e.controllers != nil }
 
-// RequireNoControllers skips t, saying why, on a cluster whose controllers
-// would overwrite the status the test writes by hand (a Deployment's
-// replicas, a Job's conditions). Such tests always run in `make test`
-// against envtest; only the kind job skips them.
+// WithoutControllers returns a second control plane of the package, etcd
+// and kube-apiserver only, started on first use and stopped with e. It is
+// for the few tests that write object status by hand to reach a state the
+// controllers pass through too quickly to observe (a rollout the
+// controller has not seen yet); on the default cluster the controllers
+// would overwrite that status at once. On an existing cluster there is no
+// such plane, and t is skipped saying so.
+func (e *Env) WithoutControllers(t testing.TB) *Env {
+	t.Helper()
+	if e.existing {
+		t.Skip("writes object status by hand, which needs a control plane without controllers; only the local cluster of make test has one")
+	}
+	e.bareOnce.Do(func() { e.bare, e.bareErr = start(false, false) })
+	if e.bareErr != nil {
+		t.Fatalf("start a control plane without controllers: %v", e.bareErr)
+	}
+	return e.bare
+}
+
+// RequireNoControllers skips t on a cluster whose controllers would
+// overwrite the status the test writes by hand — since the local cluster
+// runs controllers too, that is every cluster. Kept so that older tests
+// still build; use WithoutControllers instead, which runs them.
 func (e *Env) RequireNoControllers(t testing.TB) {
 	t.Helper()
 	if e.Controllers() {
-		t.Skip("writes object status by hand, which this cluster's controllers would overwrite; runs against envtest in make test")
+		t.Skip("writes object status by hand, which this cluster's controllers would overwrite; use Env.WithoutControllers")
 	}
 }

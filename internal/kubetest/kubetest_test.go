@@ -7,12 +7,16 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -78,12 +82,84 @@ func TestNamespaceIsCreatedLabelledAndDeleted(t *testing.T) {
 		assert.Assert(t, ns.DeletionTimestamp == nil)
 	})
 
-	// After the subtest's cleanup the namespace is terminating (envtest has
-	// no namespace controller to finish the job) or gone.
+	// After the subtest's cleanup the namespace is terminating, and the
+	// namespace controller then removes it.
 	ns, err := cs.CoreV1().Namespaces().Get(t.Context(), name, metav1.GetOptions{})
 	if err == nil {
 		assert.Assert(t, ns.DeletionTimestamp != nil, "namespace %s was not deleted", name)
 	}
+	deadline := time.Now().Add(time.Minute)
+	for !apierrors.IsNotFound(err) {
+		assert.Assert(t, time.Now().Before(deadline), "namespace %s still there after a minute: %v", name, err)
+		time.Sleep(100 * time.Millisecond)
+		_, err = cs.CoreV1().Namespaces().Get(t.Context(), name, metav1.GetOptions{})
+	}
+}
+
+// The controller-manager signs ServiceAccount tokens with the key that
+// matches the API server's, publishes the cluster CA into every namespace,
+// and the nodes are Ready.
+func TestControllersRun(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	cs, err := kubernetes.NewForConfig(env.Config)
+	assert.NilError(t, err)
+
+	_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	_, err = cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "robot-token", Annotations: map[string]string{corev1.ServiceAccountNameKey: "robot"}},
+		Type:       corev1.SecretTypeServiceAccountToken,
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+
+	deadline := time.Now().Add(time.Minute)
+	var token []byte
+	for len(token) == 0 {
+		assert.Assert(t, time.Now().Before(deadline), "the token controller never filled robot-token")
+		time.Sleep(100 * time.Millisecond)
+		s, err := cs.CoreV1().Secrets(ns).Get(ctx, "robot-token", metav1.GetOptions{})
+		assert.NilError(t, err)
+		token = s.Data[corev1.ServiceAccountTokenKey]
+	}
+	// The API server accepts the token: it was signed with its key.
+	cfg := rest.AnonymousClientConfig(env.Config)
+	cfg.BearerToken = string(token)
+	robot, err := kubernetes.NewForConfig(cfg)
+	assert.NilError(t, err)
+	review, err := robot.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, review.Status.UserInfo.Username, "system:serviceaccount:"+ns+":robot")
+
+	_, err = cs.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+	assert.NilError(t, err, "the root CA publisher runs")
+
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	assert.NilError(t, err)
+	ready := 0
+	for _, n := range nodes.Items {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	assert.Assert(t, ready > 0, "no Ready node")
+}
+
+// The plane for hand-written status has no controllers: nothing creates
+// a namespace's default ServiceAccount there.
+func TestWithoutControllers(t *testing.T) {
+	bare := env.WithoutControllers(t)
+	assert.Check(t, !bare.Controllers())
+	assert.Check(t, env.Controllers())
+	assert.Check(t, bare.Config.Host != env.Config.Host, "a second API server")
+	ns := bare.Namespace(t)
+	cs, err := kubernetes.NewForConfig(bare.Config)
+	assert.NilError(t, err)
+	time.Sleep(time.Second)
+	_, err = cs.CoreV1().ServiceAccounts(ns).Get(t.Context(), "default", metav1.GetOptions{})
+	assert.Check(t, apierrors.IsNotFound(err), "got %v", err)
 }
 
 func TestNamespaceName(t *testing.T) {
