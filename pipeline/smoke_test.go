@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/pipeline"
@@ -44,7 +43,6 @@ func smokeOptions(t *testing.T, dir string, files ...string) pipeline.SmokeOptio
 	}
 }
 
-func clientset(t *testing.T) kubernetes.Interface { return kubernetes.NewForConfigOrDie(env.Config) }
 
 // forgetNamespace removes a smoke namespace after the test (kept ones, and
 // on long-lived clusters any that still terminate).
