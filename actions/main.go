@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sethvargo/go-githubactions"
 )
@@ -56,6 +57,7 @@ type config struct {
 	force           bool
 	pruneNamespaces bool
 	prunePVCs       bool
+	lockTimeout     time.Duration
 }
 
 // run is the whole Action: read inputs and the event, do the mode's work,
@@ -148,6 +150,14 @@ func readConfig(a *githubactions.Action) (config, error) {
 			return cfg, fmt.Errorf("input max-history must be a whole number of at least 1, not %q", v)
 		}
 		cfg.maxHistory = n
+	}
+	cfg.lockTimeout = 5 * time.Minute
+	if v := input(a, "lock-timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return cfg, fmt.Errorf("input lock-timeout must be a duration such as 5m or 0, not %q", v)
+		}
+		cfg.lockTimeout = d
 	}
 	return cfg, nil
 }

@@ -24,6 +24,7 @@ type ApplyOptions struct {
 	// Force lets an empty render prune a whole release and recreates
 	// objects whose immutable fields change.
 	Force bool `json:"force,omitempty"`
+	Locking
 	// Adopt lets apply take over existing objects this release did not
 	// create (otherwise an object not yet recorded must not exist unless it
 	// carries this release's labels).
@@ -93,6 +94,7 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 	return reconcile.Options{
 		DryRun: o.DryRun, NoPrune: o.NoPrune, PruneNamespaces: o.PruneNamespaces, PrunePVCs: o.PrunePVCs,
 		Force: o.Force, Adopt: o.Adopt, MaxHistory: o.MaxHistory, Concurrency: o.Concurrency, Progress: o.Progress,
+		Lock: o.Locking.options(),
 	}
 }
 

@@ -15,6 +15,7 @@ type PruneOptions struct {
 	// DryRun sends the deletes as server-side dry runs and writes nothing.
 	DryRun bool `json:"dryRun,omitempty"`
 	Protection
+	Locking
 	// Force lets an empty render prune a whole release.
 	Force bool `json:"force,omitempty"`
 	// Concurrency bounds parallel deletes per weight; 8 when zero.
@@ -34,6 +35,7 @@ func Prune(ctx context.Context, opts PruneOptions) (*ApplyResult, error) {
 	ro := reconcile.Options{
 		DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs,
 		Force: opts.Force, Concurrency: opts.Concurrency, Progress: opts.Progress,
+		Lock: opts.Locking.options(),
 	}
 	return eachRelease(ctx, opts.Selection, opts.ClusterOptions, "prune", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
 		return reconcile.Prune(ctx, cl, rel, ro)

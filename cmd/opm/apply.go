@@ -39,6 +39,7 @@ func newApplyCmd() *cobra.Command {
 	var (
 		sel     selectionFlags
 		cluster clusterFlags
+		lf      lockFlags
 		opts    pipeline.ApplyOptions
 		output  string
 	)
@@ -60,7 +61,8 @@ deleted; otherwise nothing is applied. Stale Namespaces and PersistentVolumeClai
 render of a release that has objects is refused unless --force.
 
 Prints one line per object as it is applied or pruned, then a summary per release.
-Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found.`,
+Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found,
+6 conflict (another run held the release's lock for all of --lock-timeout).`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -71,6 +73,10 @@ Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not f
 			}
 			opts.Selection = sel.selection(args)
 			opts.ClusterOptions = cluster.options()
+			var err error
+			if opts.Locking, err = lf.locking(cmd); err != nil {
+				return err
+			}
 			opts.Progress = progressPrinter(cmd, output)
 			opts.ReleaseDone = summaryPrinter(cmd, output)
 			res, err := pipeline.Apply(cmd.Context(), opts)
@@ -79,6 +85,7 @@ Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not f
 	}
 	sel.register(cmd.Flags())
 	cluster.register(cmd.Flags())
+	lf.register(cmd.Flags())
 	fs := cmd.Flags()
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "server-side dry run: report what would be applied, pruned and skipped; write nothing")
 	fs.BoolVar(&opts.NoPrune, "no-prune", false, "do not delete stale objects (they stay in the inventory); the existence checks still run")

@@ -19,6 +19,10 @@
 //
 // A dry run does all of it with server-side dry-run requests and writes
 // nothing.
+//
+// With Options.Lock set, steps 4–8 (and delete) run under the release's
+// lock (engine/lock), a Lease named after the inventory Secret, so two
+// runs of one release never interleave; a dry run takes no lock.
 package reconcile
 
 import (
@@ -39,6 +43,7 @@ import (
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/lock"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/render"
@@ -70,6 +75,9 @@ type Options struct {
 	Progress func(Event)
 	// Now stamps the inventory; time.Now when nil.
 	Now func() time.Time
+	// Lock, when set, is how the release's lock is taken (Labels and
+	// Unlock are filled in here); nil runs unlocked. Ignored in a dry run.
+	Lock *lock.Options
 }
 
 func (o Options) now() time.Time {
@@ -87,6 +95,8 @@ type run struct {
 	client *objects.Client
 	res    *Result
 	mu     sync.Mutex
+	// lk is the release's lock while held.
+	lk *lock.Lock
 }
 
 func newRun(cl *kube.Cluster, rel *render.Release, opts Options) *run {
@@ -159,6 +169,18 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	r := newRun(cl, rel, opts)
 	defer func() { r.res.Duration = time.Since(start) }()
 
+	// The lock lives in the release namespace, so that comes first.
+	var newNamespaces []string
+	if created, err := r.ensureNamespace(ctx); err != nil {
+		return r.res, err
+	} else if created {
+		newNamespaces = []string{rel.Namespace}
+	}
+	if err := r.acquire(ctx); err != nil {
+		return r.res, err
+	}
+	defer r.release(ctx)
+
 	prev, prevEntries, stale, err := r.readInventory(ctx)
 	if err != nil {
 		return r.res, err
@@ -190,13 +212,6 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 		return r.res, err
 	}
 
-	var newNamespaces []string
-	if created, err := r.ensureNamespace(ctx); err != nil {
-		return r.res, err
-	} else if created {
-		newNamespaces = []string{rel.Namespace}
-	}
-
 	// 6: apply.
 	results, applyErr := r.client.ApplyAll(ctx, rel.Resources, objects.ApplyOptions{
 		Live:          live,
@@ -209,6 +224,10 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	}
 	if applyErr != nil {
 		return r.res, fmt.Errorf("%s: applying failed, so nothing was pruned and the inventory was not written: %w", r.where(), applyErr)
+	}
+
+	if err := r.stillLocked(); err != nil {
+		return r.res, fmt.Errorf("%s: applied, but nothing was pruned and the inventory was not written: %w", r.where(), err)
 	}
 
 	// 7: prune.
@@ -230,12 +249,57 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	r.res.Inventory.Name = inv.Name()
 	r.res.Inventory.ChangeIDs = slices.Clone(inv.Index)
 	if !opts.DryRun {
+		if err := r.stillLocked(); err != nil {
+			return r.res, errors.Join(fmt.Errorf("%s: the inventory was not written: %w", r.where(), err), pruneErr)
+		}
 		if err := inventory.Write(ctx, cl.Clientset, inv); err != nil {
 			return r.res, errors.Join(fmt.Errorf("%s: %w", r.where(), err), pruneErr)
 		}
 		r.res.Inventory.Written = true
 	}
 	return r.res, pruneErr
+}
+
+// lockName is the release lock's Lease name: the inventory Secret's.
+func (r *run) lockName() string { return inventory.SecretName(r.rel.Name, r.rel.ReleaseID) }
+
+// acquire takes the release's lock when the options ask for one.
+func (r *run) acquire(ctx context.Context) error {
+	if r.opts.Lock == nil || r.opts.DryRun {
+		return nil
+	}
+	o := *r.opts.Lock
+	o.Labels = map[string]string{
+		manifest.LabelManagedBy: manifest.ManagedByOPM, manifest.LabelReleaseName: r.rel.Name,
+		manifest.LabelReleaseUUID: r.rel.ReleaseID, inventory.LabelComponent: "lock",
+	}
+	o.Unlock = fmt.Sprintf("opm unlock %s -n %s", r.rel.Name, r.rel.Namespace)
+	lk, err := lock.Acquire(ctx, r.cl.Clientset, r.rel.Namespace, r.lockName(), o)
+	if err != nil {
+		return fmt.Errorf("%s: taking the release lock: %w", r.where(), err)
+	}
+	r.lk = lk
+	return nil
+}
+
+// release lets the lock go, even when ctx was cancelled (SIGINT/SIGTERM).
+func (r *run) release(ctx context.Context) {
+	if r.lk == nil {
+		return
+	}
+	if err := r.lk.Release(ctx); err != nil {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("releasing the lock: %v; it expires on its own", err))
+	}
+	r.lk = nil
+}
+
+// stillLocked is nil unless the lock was lost (broken by hand, or not
+// renewed in time): then pruning or writing could race another run.
+func (r *run) stillLocked() error {
+	if r.lk == nil {
+		return nil
+	}
+	return r.lk.Lost()
 }
 
 // ensureNamespace creates the release's namespace when it does not exist,
@@ -245,10 +309,15 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 // Namespace creates it in the first stage instead. Without permission to
 // read namespaces the check is skipped; apply then reports what is missing.
 func (r *run) ensureNamespace(ctx context.Context) (bool, error) {
+	var rendered *unstructured.Unstructured
 	for _, res := range r.rel.Resources {
 		if id := res.ID(); id.Group == "" && id.Kind == "Namespace" && id.Name == r.rel.Namespace {
-			return false, nil
+			rendered = res.Object
 		}
+	}
+	locking := r.opts.Lock != nil && !r.opts.DryRun
+	if rendered != nil && !locking {
+		return false, nil
 	}
 	nss := r.cl.Clientset.CoreV1().Namespaces()
 	_, err := nss.Get(ctx, r.rel.Namespace, metav1.GetOptions{})
@@ -257,6 +326,16 @@ func (r *run) ensureNamespace(ctx context.Context) (bool, error) {
 		return false, nil
 	case !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("%s: get Namespace %s: %w", r.where(), r.rel.Namespace, err)
+	}
+	if rendered != nil {
+		// The lock needs the namespace before the staged apply would
+		// create it: create it now as rendered (the apply then finds it
+		// with this release's labels, and records it).
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.rel.Namespace, Labels: rendered.GetLabels(), Annotations: rendered.GetAnnotations()}}
+		if _, err := nss.Create(ctx, ns, metav1.CreateOptions{FieldManager: objects.FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("%s: create the release's Namespace %s: %w", r.where(), r.rel.Namespace, err)
+		}
+		return false, nil
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.rel.Namespace,
 		Labels: map[string]string{manifest.LabelManagedBy: manifest.ManagedByOPM}}}
@@ -416,6 +495,16 @@ func Prune(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	r := newRun(cl, rel, opts)
 	defer func() { r.res.Duration = time.Since(start) }()
 
+	if err := r.acquire(ctx); err != nil {
+		if apierrors.IsNotFound(err) {
+			// No namespace, so no inventory: nothing to prune.
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s: namespace %s does not exist: nothing to prune", r.where(), rel.Namespace))
+			return r.res, nil
+		}
+		return r.res, err
+	}
+	defer r.release(ctx)
+
 	inv, prevEntries, stale, err := r.readInventory(ctx)
 	if err != nil {
 		return r.res, err
@@ -430,6 +519,9 @@ func Prune(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	_, deleted, pruneErr := r.prune(ctx, stale)
 	if len(deleted) == 0 || opts.DryRun {
 		return r.res, pruneErr
+	}
+	if err := r.stillLocked(); err != nil {
+		return r.res, errors.Join(fmt.Errorf("%s: the inventory was not written: %w", r.where(), err), pruneErr)
 	}
 	gone := map[manifest.Key]bool{}
 	for _, e := range deleted {
