@@ -194,6 +194,9 @@ func (r AppliedRelease) Summary() string {
 	if c.Failed > 0 {
 		fmt.Fprintf(&b, ", %d failed", c.Failed)
 	}
+	if c.NotOurs > 0 {
+		fmt.Fprintf(&b, ", %d recorded but not ours (kept)", c.NotOurs)
+	}
 	fmt.Fprintf(&b, "; digest=%s change=%s inventory=%s", r.ManifestDigest, r.ChangeID, r.Inventory.Name)
 	if r.Error != "" && !r.Inventory.Written && !r.DryRun {
 		b.WriteString(" (not written)")

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -268,13 +269,44 @@ func dataSize(data map[string][]byte) int {
 	return n
 }
 
+// RepairHint says how to get out of a corrupt inventory.
+const RepairHint = "rebuild it with `opm inventory repair` (it keeps this data in a backup Secret and records what carries the release's id plus what the release renders)"
+
+// CorruptError says an inventory Secret cannot be trusted: a key is
+// missing or undecodable, or the index and the changes disagree. Pruning
+// from it could delete the wrong objects, and treating it as empty would
+// drop its history, so every command stops and points at the repair.
+type CorruptError struct {
+	Namespace, Name string
+	// Key is the data key at fault ("metadata", "index", a change ID, or
+	// "type" for the Secret's type).
+	Key string
+	Err error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("inventory Secret %s/%s is corrupt: data.%s: %v; %s", e.Namespace, e.Name, e.Key, e.Err, RepairHint)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// IsCorrupt reports whether err is (or wraps) a *CorruptError.
+func IsCorrupt(err error) bool {
+	var c *CorruptError
+	return errors.As(err, &c)
+}
+
 // Decode reads an inventory Secret. Changes the index does not name are
-// ignored; an index naming a missing change is an error, because pruning
-// from a half-read inventory could delete the wrong objects.
+// ignored. Anything that makes the inventory untrustworthy is a
+// *CorruptError naming the Secret and the key: a missing or undecodable
+// metadata or index, an index naming a missing or undecodable change, an
+// empty index while changes exist, a change without an inventory.
 func Decode(s *corev1.Secret) (*Inventory, error) {
-	where := fmt.Sprintf("inventory Secret %s/%s", s.Namespace, s.Name)
+	corrupt := func(key string, format string, args ...any) error {
+		return &CorruptError{Namespace: s.Namespace, Name: s.Name, Key: key, Err: fmt.Errorf(format, args...)}
+	}
 	if s.Type != SecretType {
-		return nil, fmt.Errorf("%s has type %q, not %q", where, s.Type, SecretType)
+		return nil, fmt.Errorf("inventory Secret %s/%s has type %q, not %q", s.Namespace, s.Name, s.Type, SecretType)
 	}
 	inv := &Inventory{
 		Changes:         map[string]*Change{},
@@ -282,31 +314,73 @@ func Decode(s *corev1.Secret) (*Inventory, error) {
 		labels:          maps.Clone(s.Labels),
 		resourceVersion: s.ResourceVersion,
 	}
-	if err := json.Unmarshal(s.Data[keyMetadata], &inv.Metadata); err != nil {
-		return nil, fmt.Errorf("%s: decode data.%s: %w", where, keyMetadata, err)
+	raw, ok := s.Data[keyMetadata]
+	if !ok {
+		return nil, corrupt(keyMetadata, "missing")
+	}
+	if err := json.Unmarshal(raw, &inv.Metadata); err != nil {
+		return nil, corrupt(keyMetadata, "%w", err)
 	}
 	inv.Release = Release{
 		Name: inv.Metadata.Name, Namespace: s.Namespace, ReleaseID: inv.Metadata.ReleaseID,
 		Environment: s.Labels[manifest.LabelEnvironment],
 	}
-	if raw, ok := s.Data[keyIndex]; ok {
-		if err := json.Unmarshal(raw, &inv.Index); err != nil {
-			return nil, fmt.Errorf("%s: decode data.%s: %w", where, keyIndex, err)
+	raw, ok = s.Data[keyIndex]
+	if !ok {
+		return nil, corrupt(keyIndex, "missing")
+	}
+	if err := json.Unmarshal(raw, &inv.Index); err != nil {
+		return nil, corrupt(keyIndex, "%w", err)
+	}
+	if inv.Index == nil {
+		return nil, corrupt(keyIndex, "null, not a list of change IDs")
+	}
+	if len(inv.Index) == 0 {
+		for k := range s.Data {
+			if strings.HasPrefix(k, changePrefix) {
+				return nil, corrupt(keyIndex, "empty, but change %s exists", k)
+			}
 		}
 	}
+	seen := map[string]bool{}
 	for _, id := range inv.Index {
 		if !strings.HasPrefix(id, changePrefix) {
-			return nil, fmt.Errorf("%s: index entry %q is not a change ID", where, id)
+			return nil, corrupt(keyIndex, "entry %q is not a change ID", id)
 		}
+		if seen[id] {
+			return nil, corrupt(keyIndex, "names %s twice", id)
+		}
+		seen[id] = true
 		raw, ok := s.Data[id]
 		if !ok {
-			return nil, fmt.Errorf("%s: index names %s, but data has no such key", where, id)
+			return nil, corrupt(id, "missing, but the index names it")
 		}
-		c := &Change{}
-		if err := json.Unmarshal(raw, c); err != nil {
-			return nil, fmt.Errorf("%s: decode data.%s: %w", where, id, err)
+		c, err := decodeChange(raw)
+		if err != nil {
+			return nil, corrupt(id, "%w", err)
 		}
 		inv.Changes[id] = c
 	}
 	return inv, nil
+}
+
+// decodeChange decodes one change, which must record an inventory (an
+// empty list is fine; null or missing is not).
+func decodeChange(raw []byte) (*Change, error) {
+	var shape struct {
+		Inventory *struct {
+			Entries *[]Entry `json:"entries"`
+		} `json:"inventory"`
+	}
+	if err := json.Unmarshal(raw, &shape); err != nil {
+		return nil, err
+	}
+	if shape.Inventory == nil || shape.Inventory.Entries == nil {
+		return nil, errors.New("it records no inventory (null or missing)")
+	}
+	c := &Change{}
+	if err := json.Unmarshal(raw, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }

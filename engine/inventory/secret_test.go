@@ -107,6 +107,16 @@ func TestDecodeRejectsBrokenSecrets(t *testing.T) {
 		"index entry is not a change":  func(d map[string][]byte) { d["index"] = []byte(`["values"]`) },
 		"metadata is not JSON":         func(d map[string][]byte) { d["metadata"] = []byte("{") },
 		"change is not JSON":           func(d map[string][]byte) { d["change-sha1-00000001"] = []byte("x") },
+		"index missing":                func(d map[string][]byte) { delete(d, "index") },
+		"index empty with changes":     func(d map[string][]byte) { d["index"] = []byte(`[]`) },
+		"index null":                   func(d map[string][]byte) { d["index"] = []byte(`null`) },
+		"metadata missing":             func(d map[string][]byte) { delete(d, "metadata") },
+		"change inventory null": func(d map[string][]byte) {
+			d["change-sha1-00000001"] = []byte(`{"module":{"path":"p","name":"n"},"manifestDigest":"sha256:00","inventory":null}`)
+		},
+		"change inventory missing": func(d map[string][]byte) {
+			d["change-sha1-00000001"] = []byte(`{"module":{"path":"p","name":"n"},"manifestDigest":"sha256:00"}`)
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, err := good.Encode()
@@ -114,6 +124,8 @@ func TestDecodeRejectsBrokenSecrets(t *testing.T) {
 			mutate(s.Data)
 			_, err = Decode(s)
 			assert.ErrorContains(t, err, s.Name)
+			assert.Assert(t, IsCorrupt(err), "%v", err)
+			assert.ErrorContains(t, err, "opm inventory repair")
 		})
 	}
 	t.Run("wrong type", func(t *testing.T) {

@@ -120,6 +120,9 @@ type Result struct {
 	Reason string
 	// Err is set when Action is Failed.
 	Err error
+	// NotOurs is set when DeleteOwned kept an object that does not carry
+	// the release's id.
+	NotOurs bool
 }
 
 // Mapping resolves a kind to its resource through the cluster's
@@ -422,6 +425,60 @@ func (c *Client) Delete(ctx context.Context, id manifest.ID) (Result, error) {
 	}
 	policy := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &policy}
+	if c.opts.DryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	err = ri.Delete(ctx, id.Name, opts)
+	if apierrors.IsNotFound(err) {
+		res.Reason = "already gone"
+		return res, nil
+	}
+	if err != nil {
+		return c.failed(res, fmt.Errorf("delete %s: %w", id, err))
+	}
+	return res, nil
+}
+
+// NotOursReason starts the reason of an object DeleteOwned kept.
+const NotOursReason = "recorded but not ours: kept"
+
+// DeleteOwned deletes the object like Delete, but only if the live object
+// carries releaseID in its module-release.opmodel.dev/uuid label:
+// otherwise it is Skipped with NotOurs set. An inventory is just a Secret,
+// and whoever can write one must not be able to make a pipeline's
+// credentials delete objects that are not the release's. The delete is
+// conditional on the UID that was checked.
+func (c *Client) DeleteOwned(ctx context.Context, id manifest.ID, releaseID string) (Result, error) {
+	res := Result{ID: id, Action: Deleted}
+	m, err := c.Mapping(id.GroupKind(), "")
+	if meta.IsNoMatchError(err) {
+		res.Reason = "already gone (its kind is no longer served)"
+		return res, nil
+	}
+	if err != nil {
+		return c.failed(res, fmt.Errorf("delete %s: %w", id, err))
+	}
+	res.Version = m.GroupVersionKind.Version
+	var ri dynamic.ResourceInterface = c.cluster.Dynamic.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = c.cluster.Dynamic.Resource(m.Resource).Namespace(id.Namespace)
+	}
+	live, err := ri.Get(ctx, id.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		res.Reason = "already gone"
+		return res, nil
+	}
+	if err != nil {
+		return c.failed(res, fmt.Errorf("delete %s: get: %w", id, err))
+	}
+	if got := live.GetLabels()[manifest.LabelReleaseUUID]; got != releaseID {
+		res.Action, res.NotOurs = Skipped, true
+		res.Reason = fmt.Sprintf("%s (its %s label is %q, not this release's %s)", NotOursReason, manifest.LabelReleaseUUID, got, releaseID)
+		return res, nil
+	}
+	uid := live.GetUID()
+	policy := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}}
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}

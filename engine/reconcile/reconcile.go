@@ -420,12 +420,18 @@ func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted
 				continue
 			}
 			g.Go(func() error {
-				res, err := r.client.Delete(gctx, e.ID())
+				res, err := r.client.DeleteOwned(gctx, e.ID(), r.rel.ReleaseID)
 				o.Action, o.Reason = res.Action, res.Reason
 				if res.Version != "" {
 					o.Version = res.Version
 				}
 				switch {
+				case res.NotOurs:
+					mu.Lock()
+					r.res.Counts.NotOurs++
+					r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s is recorded in the inventory but does not carry this release's id: kept (and still recorded); if it was added to the inventory by hand, remove it with `opm inventory repair`", e.ID()))
+					mu.Unlock()
+					record(e, o, true, nil)
 				case err == nil:
 					record(e, o, false, nil)
 				case apierrors.IsForbidden(err):

@@ -67,6 +67,9 @@ type Counts struct {
 	Skipped    int `json:"skipped"`
 	Failed     int `json:"failed"`
 	Stale      int `json:"stale"`
+	// NotOurs counts stale objects kept because they do not carry the
+	// release's id (recorded but not ours); they are in Skipped too.
+	NotOurs int `json:"notOurs,omitempty"`
 }
 
 func (c *Counts) add(a objects.Action) {
