@@ -124,7 +124,7 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 	res := &ApplyResult{Releases: make([]AppliedRelease, 0, len(rels))}
 	for _, rel := range rels {
 		ar := AppliedRelease{
-			RenderedRelease: newRenderedRelease(rel), Operation: operation,
+			RenderedRelease: newRenderedRelease(rel).masked(), Operation: operation,
 			Applied: []ObjectAction{}, Stale: []ObjectAction{}, Pruned: []ObjectAction{}, Skipped: []ObjectAction{},
 		}
 		cl, err := cls.For(ctx, rel)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/preview"
 	"github.com/opmodel/pipeline/engine/render"
 )
@@ -31,9 +32,11 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	}
 	cs := &ChangeSet{Operation: "diff", Releases: make([]ReleaseChanges, 0, len(rels))}
 	cl := newClusters(opts.ClusterOptions)
+	// One key for the whole output: equal Secret values mask equally.
+	m := diff.NewMasker()
 	var errs []error
 	for _, rel := range rels {
-		rc, err := diffRelease(ctx, cl, rel, opts)
+		rc, err := diffRelease(ctx, cl, rel, opts, m)
 		if err != nil {
 			rc.Error = err.Error()
 			errs = append(errs, fmt.Errorf("release %s: %w", rel.Name, err))
@@ -44,7 +47,7 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	return cs, errors.Join(errs...)
 }
 
-func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts DiffOptions) (ReleaseChanges, error) {
+func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts DiffOptions, m *diff.Masker) (ReleaseChanges, error) {
 	rc := ReleaseChanges{
 		Name: rel.Name, Namespace: rel.Namespace, Environment: rel.Environment, ReleaseID: rel.ReleaseID,
 		Head: Revision{ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID},
@@ -53,7 +56,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 	if err != nil {
 		return rc, err
 	}
-	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts})
+	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts, Masker: m})
 	if err != nil {
 		return rc, err
 	}
