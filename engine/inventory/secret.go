@@ -38,8 +38,9 @@ const (
 
 	// DefaultMaxHistory is how many changes a Secret keeps by default.
 	DefaultMaxHistory = 10
-	// MaxSecretBytes is where values start being dropped from old changes:
-	// etcd refuses objects over 1 MiB and the rest of the object needs room.
+	// MaxSecretBytes is where values start being dropped from old changes,
+	// then old changes themselves: etcd refuses objects over 1 MiB and the
+	// rest of the object needs room.
 	MaxSecretBytes = 800 * 1024
 )
 
@@ -100,6 +101,9 @@ type Inventory struct {
 	// Index lists change IDs, newest first.
 	Index   []string
 	Changes map[string]*Change
+	// Trimmed counts the oldest changes Encode removed to stay under
+	// MaxSecretBytes.
+	Trimmed int
 
 	name   string
 	labels map[string]string
@@ -199,8 +203,10 @@ func (inv *Inventory) Labels() map[string]string {
 }
 
 // Encode builds the Secret. When the data would exceed MaxSecretBytes,
-// values are dropped from changes, oldest first; an inventory still too
-// big is an error. The returned Secret carries the read resourceVersion.
+// values are dropped from the older changes first (oldest first), then
+// the oldest changes themselves (Trimmed counts them); the newest change
+// is always kept whole, and if it alone cannot fit that is an error. The
+// returned Secret carries the read resourceVersion.
 func (inv *Inventory) Encode() (*corev1.Secret, error) {
 	for _, id := range inv.Index {
 		if _, ok := inv.Changes[id]; !ok {
@@ -211,7 +217,7 @@ func (inv *Inventory) Encode() (*corev1.Secret, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := len(inv.Index) - 1; i >= 0 && dataSize(data) > MaxSecretBytes; i-- {
+	for i := len(inv.Index) - 1; i >= 1 && dataSize(data) > MaxSecretBytes; i-- {
 		id := inv.Index[i]
 		if inv.Changes[id].Values == "" {
 			continue
@@ -221,8 +227,19 @@ func (inv *Inventory) Encode() (*corev1.Secret, error) {
 			return nil, fmt.Errorf("encode inventory change %s: %w", id, err)
 		}
 	}
+	for len(inv.Index) > 1 && dataSize(data) > MaxSecretBytes {
+		oldest := inv.Index[len(inv.Index)-1]
+		inv.Index = inv.Index[:len(inv.Index)-1]
+		delete(inv.Changes, oldest)
+		delete(data, oldest)
+		inv.Trimmed++
+		if data[keyIndex], err = json.Marshal(inv.Index); err != nil {
+			return nil, fmt.Errorf("encode inventory index: %w", err)
+		}
+	}
 	if n := dataSize(data); n > MaxSecretBytes {
-		return nil, fmt.Errorf("inventory Secret %s/%s would be %d bytes even without stored values, over the %d byte limit: lower --max-history", inv.Namespace(), inv.name, n, MaxSecretBytes)
+		return nil, fmt.Errorf("inventory Secret %s/%s would be %d bytes with only the current change (%d objects), over the %d byte limit: "+
+			"split the release into smaller ones", inv.Namespace(), inv.name, n, len(inv.LatestEntries()), MaxSecretBytes)
 	}
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
@@ -233,6 +250,21 @@ func (inv *Inventory) Encode() (*corev1.Secret, error) {
 		Type: SecretType,
 		Data: data,
 	}, nil
+}
+
+// Clone is a deep copy, so a size check can encode (and trim) it without
+// touching inv.
+func (inv *Inventory) Clone() *Inventory {
+	c := *inv
+	c.Index = slices.Clone(inv.Index)
+	c.Changes = make(map[string]*Change, len(inv.Changes))
+	for id, ch := range inv.Changes {
+		cc := *ch
+		cc.Inventory.Entries = slices.Clone(ch.Inventory.Entries)
+		c.Changes[id] = &cc
+	}
+	c.labels = maps.Clone(inv.labels)
+	return &c
 }
 
 func (inv *Inventory) encodeData() (map[string][]byte, error) {

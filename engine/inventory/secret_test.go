@@ -204,7 +204,30 @@ func TestEncodeFailsWhenTooBigWithoutValues(t *testing.T) {
 	}
 	inv.Record("change-sha1-00000001", change("v", entries...), t0, 0)
 	_, err := inv.Encode()
-	assert.ErrorContains(t, err, "even without stored values")
+	assert.ErrorContains(t, err, "with only the current change (9000 objects)")
+}
+
+// A big release fills the Secret in a few changes: the oldest changes are
+// dropped to fit, never the newest, and Trimmed says how many.
+func TestEncodeTrimsHistoryToFit(t *testing.T) {
+	inv := New(testRelease)
+	entries := make([]Entry, 0, 1000)
+	for i := range 1000 {
+		entries = append(entries, Entry{Kind: "ConfigMap", Namespace: "games", Name: fmt.Sprintf("a-config-map-with-a-rather-long-name-%06d", i), V: "v1", Component: "app"})
+	}
+	for i := range 15 {
+		inv.Record(fmt.Sprintf("change-sha1-%08d", i), change("v", entries...), t0, 0)
+		probe := inv.Clone()
+		s, err := probe.Encode()
+		assert.NilError(t, err, "change %d", i)
+		assert.Assert(t, dataSize(s.Data) <= MaxSecretBytes)
+		assert.Equal(t, len(inv.Index), min(i+1, DefaultMaxHistory), "Clone keeps the original whole")
+		if i >= 6 {
+			assert.Assert(t, probe.Trimmed > 0, "change %d: %d kept", i, len(probe.Index))
+		}
+		assert.Equal(t, probe.Index[0], fmt.Sprintf("change-sha1-%08d", i), "the newest change is kept")
+		assert.Equal(t, len(probe.Index)+probe.Trimmed, len(inv.Index))
+	}
 }
 
 func TestSetLatestEntries(t *testing.T) {

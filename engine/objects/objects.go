@@ -194,6 +194,10 @@ func (e *ImmutableError) Error() string {
 	if len(e.Fields) > 0 {
 		fields = strings.Join(e.Fields, ", ")
 	}
+	if isPVC(e.ID) {
+		// Re-creating a claim deletes its data: --force alone never does.
+		return fmt.Sprintf("%s: cannot change immutable %s; re-run with --force --prune-pvcs to delete and re-create it (deleting its data): %v", e.ID, fields, e.Err)
+	}
 	return fmt.Sprintf("%s: cannot change immutable %s; re-run with --force to delete and re-create it: %v", e.ID, fields, e.Err)
 }
 
@@ -303,7 +307,7 @@ func (c *Client) apply(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 func (c *Client) recreate(ctx context.Context, ri dynamic.ResourceInterface, r manifest.Resource, live *unstructured.Unstructured, ie *ImmutableError, res Result) Result {
 	if c.opts.Force && isPVC(res.ID) && !c.opts.RecreatePVCs {
 		res.Action = Failed
-		res.Err = fmt.Errorf("%w; --force does not re-create a PersistentVolumeClaim, because that deletes its data: add --prune-pvcs to allow it", ie)
+		res.Err = ie // its message names --force --prune-pvcs
 		return res
 	}
 	if !c.opts.Force {

@@ -188,6 +188,10 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	if err := r.refuseEmpty(prevEntries); err != nil {
 		return r.res, err
 	}
+	trimmed, err := r.checkSize(prev, stale)
+	if err != nil {
+		return r.res, err
+	}
 
 	// 5c, whatever NoPrune says. The RFC checks on a first apply; we check
 	// every object the previous change does not record, which on a first
@@ -212,11 +216,22 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 		return r.res, err
 	}
 
+	// 6a: ask the server about every object of every stage first, so an
+	// object it would refuse (an immutable field, a failed validation)
+	// stops the apply before any stage changed the cluster.
+	var planned map[manifest.ID]objects.Result
+	if !opts.DryRun {
+		if planned, err = r.plan(ctx, live, newNamespaces); err != nil {
+			return r.res, err
+		}
+	}
+
 	// 6: apply.
 	results, applyErr := r.client.ApplyAll(ctx, rel.Resources, objects.ApplyOptions{
 		Live:          live,
 		Progress:      func(res objects.Result) { r.emit(PhaseApply, objectOf(res)) },
 		NewNamespaces: newNamespaces,
+		Planned:       planned,
 	})
 	for _, res := range results {
 		r.res.Applied = append(r.res.Applied, objectOf(res))
@@ -239,15 +254,12 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 		inv = inventory.New(r.invRelease())
 	}
 	entries := append(inventory.Entries(rel.Resources), kept...)
-	change := inventory.Change{
-		Module:         inventory.ModuleRef{Path: rel.Module.Path, Version: rel.Module.Version, Name: rel.Module.Name, Local: rel.Module.Version == ""},
-		Values:         rel.ValuesText,
-		ManifestDigest: rel.ManifestDigest,
-		Inventory:      inventory.EntryList{Entries: entries},
-	}
-	inv.Record(rel.ChangeID, change, opts.now(), opts.MaxHistory)
+	inv.Record(rel.ChangeID, r.change(entries), opts.now(), opts.MaxHistory)
 	r.res.Inventory.Name = inv.Name()
 	r.res.Inventory.ChangeIDs = slices.Clone(inv.Index)
+	if opts.DryRun && trimmed > 0 {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("the inventory would drop its %d oldest change(s) to stay under %d bytes", trimmed, inventory.MaxSecretBytes))
+	}
 	if !opts.DryRun {
 		if err := r.stillLocked(); err != nil {
 			return r.res, errors.Join(fmt.Errorf("%s: the inventory was not written: %w", r.where(), err), pruneErr)
@@ -256,8 +268,75 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 			return r.res, errors.Join(fmt.Errorf("%s: %w", r.where(), err), pruneErr)
 		}
 		r.res.Inventory.Written = true
+		r.res.Inventory.ChangeIDs = slices.Clone(inv.Index)
+		if inv.Trimmed > 0 {
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("the inventory dropped its %d oldest change(s) to stay under %d bytes; it keeps %d", inv.Trimmed, inventory.MaxSecretBytes, len(inv.Index)))
+		}
 	}
 	return r.res, pruneErr
+}
+
+// change is what the inventory records for this apply.
+func (r *run) change(entries []inventory.Entry) inventory.Change {
+	m := r.rel.Module
+	return inventory.Change{
+		Module:         inventory.ModuleRef{Path: m.Path, Version: m.Version, Name: m.Name, Local: m.Version == ""},
+		Values:         r.rel.ValuesText,
+		ManifestDigest: r.rel.ManifestDigest,
+		Inventory:      inventory.EntryList{Entries: entries},
+	}
+}
+
+// checkSize encodes the inventory this apply would write at worst (every
+// stale object kept) before anything is applied: older changes are
+// trimmed to fit, and only a change too big on its own fails, with
+// nothing touched. It returns how many changes would be trimmed.
+func (r *run) checkSize(prev *inventory.Inventory, stale []inventory.Entry) (int, error) {
+	probe := inventory.New(r.invRelease())
+	if prev != nil {
+		probe = prev.Clone()
+	}
+	entries := append(inventory.Entries(r.rel.Resources), stale...)
+	probe.Record(r.rel.ChangeID, r.change(entries), r.opts.now(), r.opts.MaxHistory)
+	if _, err := probe.Encode(); err != nil {
+		return 0, fault.Wrap(fault.Validation, fmt.Errorf("%s: nothing was applied: %w", r.where(), err))
+	}
+	return probe.Trimmed, nil
+}
+
+// plan dry-runs the whole staged apply (objects whose CRD or Namespace
+// this apply creates are accepted unchecked, as in --dry-run). Any refusal
+// fails the apply with nothing applied; with --force, the re-creations it
+// finds are announced as warnings before anything is written.
+func (r *run) plan(ctx context.Context, live map[manifest.ID]*unstructured.Unstructured, newNamespaces []string) (map[manifest.ID]objects.Result, error) {
+	o := r.client.Options()
+	o.DryRun = true
+	results, err := objects.New(r.cl, o).ApplyAll(ctx, r.rel.Resources, objects.ApplyOptions{Live: live, NewNamespaces: newNamespaces})
+	if err != nil {
+		// Report what the dry run found: the refused objects as failed,
+		// the others as not applied (unchanged ones as they are).
+		for _, res := range results {
+			switch res.Action {
+			case objects.Failed, objects.Unchanged:
+			default:
+				res.Action, res.Reason = objects.Skipped, "not applied: the server would refuse another object of this apply"
+			}
+			r.res.Applied = append(r.res.Applied, objectOf(res))
+			r.res.Counts.add(res.Action)
+			r.emit(PhaseApply, objectOf(res))
+		}
+		return nil, fmt.Errorf("%s: the server would refuse this apply (checked with a server-side dry run of every object before changing any), "+
+			"so nothing was applied, nothing was pruned and the inventory was not written:\n%w", r.where(), err)
+	}
+	planned := make(map[manifest.ID]objects.Result, len(results))
+	for _, res := range results {
+		planned[res.ID] = res
+		if res.Action == objects.Recreated {
+			why := strings.TrimSuffix(res.Reason, ": deleted and re-created (--force)")
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s will be deleted and re-created (--force): %s", res.ID, why))
+		}
+	}
+	return planned, nil
 }
 
 // lockName is the release lock's Lease name: the inventory Secret's.
