@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/diff"
+	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/preview"
 	"github.com/opmodel/pipeline/engine/render"
 )
