@@ -58,6 +58,7 @@ vet:
 
 test: kube-bin vet
 	KUBEBUILDER_ASSETS="$(BIN)" go test $(GO_TEST_FLAGS) ./...
+	go test -run '^$$' -fuzz FuzzDecode -fuzztime 10s ./engine/inventory/decodefuzz
 
 # Times opm apply against kubectl apply --server-side on a 200-object
 # release (bench/, behind the "bench" build tag so `make test` skips it).

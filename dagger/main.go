@@ -374,6 +374,42 @@ func (m *Opm) Delete(
 	return &DeleteResult{Summary: res.Summary(), Json: jsonOf(res)}, err
 }
 
+// Repair rebuilds the releases' inventories from their labelled objects
+// and their render, keeping the old data in a backup Secret.
+// +cache="never"
+func (m *Opm) Repair(
+	ctx context.Context,
+	// +optional
+	env string,
+	// +optional
+	releases []string,
+	// +optional
+	values []*dagger.File,
+	// +optional
+	dryRun bool,
+	// Who this run is, shown to runs waiting for the release's lock.
+	// +optional
+	holder string,
+	// How long to wait while another run holds the release's lock.
+	// +optional
+	// +default="5m"
+	lockTimeout string,
+) (string, error) {
+	sel, co, err := m.clusterInputs(ctx, env, releases, values)
+	if err != nil {
+		return "", err
+	}
+	lk, err := locking(holder, lockTimeout)
+	if err != nil {
+		return "", err
+	}
+	res, err := pipeline.Repair(ctx, pipeline.RepairOptions{Selection: sel, ClusterOptions: co, Locking: lk, DryRun: dryRun})
+	if res == nil {
+		return "", err
+	}
+	return jsonOf(res), err
+}
+
 // Unlock breaks a release's lock by hand and says who held it.
 // +cache="never"
 func (m *Opm) Unlock(

@@ -80,7 +80,7 @@ func Unlock(ctx context.Context, opts UnlockOptions) (*UnlockResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := labels.Set{manifest.LabelManagedBy: manifest.ManagedByOPM, inventory.LabelComponent: "lock"}
+	set := labels.Set{manifest.LabelManagedBy: manifest.ManagedByOPM, inventory.LabelComponent: inventory.ComponentLock}
 	if opts.Name != "" {
 		set[manifest.LabelReleaseName] = opts.Name
 	}

@@ -28,6 +28,14 @@ const (
 	// component.opmodel.dev/name label of rendered objects (decision 3).
 	LabelComponent     = "opmodel.dev/component"
 	ComponentInventory = "inventory"
+	// ComponentLock marks the release lock's Lease; ComponentBackup a
+	// copy of an inventory Secret that repair replaced.
+	ComponentLock   = "lock"
+	ComponentBackup = "inventory-backup"
+	// Annotations of a backup: the Secret it copies, its type and version.
+	AnnotationBackupOf      = "opmodel.dev/backup-of"
+	AnnotationBackupType    = "opmodel.dev/backup-type"
+	AnnotationBackupVersion = "opmodel.dev/backup-resource-version"
 
 	MetadataKind       = "ModuleRelease"
 	MetadataAPIVersion = "core.opmodel.dev/v1alpha1"

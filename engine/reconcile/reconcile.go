@@ -350,7 +350,7 @@ func (r *run) acquire(ctx context.Context) error {
 	o := *r.opts.Lock
 	o.Labels = map[string]string{
 		manifest.LabelManagedBy: manifest.ManagedByOPM, manifest.LabelReleaseName: r.rel.Name,
-		manifest.LabelReleaseUUID: r.rel.ReleaseID, inventory.LabelComponent: "lock",
+		manifest.LabelReleaseUUID: r.rel.ReleaseID, inventory.LabelComponent: inventory.ComponentLock,
 	}
 	o.Unlock = fmt.Sprintf("opm unlock %s -n %s", r.rel.Name, r.rel.Namespace)
 	lk, err := lock.Acquire(ctx, r.cl.Clientset, r.rel.Namespace, r.lockName(), o)
