@@ -66,7 +66,7 @@ func (r *runner) applyEnv(ctx context.Context, env string) (*pipeline.ApplyResul
 	opts := pipeline.ApplyOptions{
 		Selection:      pipeline.Selection{Dir: r.dir(), Environment: env, Releases: r.cfg.releases},
 		ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
-		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, MaxHistory: r.cfg.maxHistory,
+		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, MaxHistory: r.cfg.maxHistory, PruneGhosts: r.cfg.pruneGhosts,
 		Protection: pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
 		// The run's page names the holder to other runs that wait for it.
 		Locking: pipeline.Locking{Holder: r.lockHolder(), LockTimeout: r.cfg.lockTimeout, NoLockWait: r.cfg.lockTimeout == 0,

@@ -58,6 +58,7 @@ type config struct {
 	pruneNamespaces bool
 	prunePVCs       bool
 	lockTimeout     time.Duration
+	pruneGhosts     bool
 }
 
 // run is the whole Action: read inputs and the event, do the mode's work,
@@ -131,6 +132,7 @@ func readConfig(a *githubactions.Action) (config, error) {
 		{"force", false, &cfg.force},
 		{"prune-namespaces", false, &cfg.pruneNamespaces},
 		{"prune-pvcs", false, &cfg.prunePVCs},
+		{"prune-ghosts", false, &cfg.pruneGhosts},
 	}
 	for _, b := range bools {
 		v := input(a, b.name)

@@ -214,6 +214,10 @@ func (m *Opm) Apply(
 	force bool,
 	// +optional
 	adopt bool,
+	// Also prune ghosts: objects carrying the release's id that it neither
+	// records nor renders.
+	// +optional
+	pruneGhosts bool,
 	// +optional
 	// +default=10
 	maxHistory int,
@@ -237,7 +241,7 @@ func (m *Opm) Apply(
 	}
 	res, err := pipeline.Apply(ctx, pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun, NoPrune: noPrune,
 		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Adopt: adopt, MaxHistory: maxHistory,
-		Locking: lk})
+		PruneGhosts: pruneGhosts, Locking: lk})
 	return applied(res, err)
 }
 
@@ -259,6 +263,10 @@ func (m *Opm) Prune(
 	prunePvcs bool,
 	// +optional
 	force bool,
+	// Also prune ghosts: objects carrying the release's id that it neither
+	// records nor renders.
+	// +optional
+	ghosts bool,
 	// Who this run is, shown to runs waiting for the release's lock (e.g.
 	// the CI run URL); default "dagger opm module on <container>".
 	// +optional
@@ -278,7 +286,7 @@ func (m *Opm) Prune(
 		return nil, err
 	}
 	res, err := pipeline.Prune(ctx, pipeline.PruneOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun,
-		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Locking: lk})
+		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Ghosts: ghosts, Locking: lk})
 	return applied(res, err)
 }
 

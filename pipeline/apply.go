@@ -20,6 +20,9 @@ type ApplyOptions struct {
 	// NoPrune keeps the stale set (still recorded in the inventory). The
 	// existence check of objects not yet recorded runs regardless.
 	NoPrune bool `json:"noPrune,omitempty"`
+	// PruneGhosts also prunes ghosts: objects carrying the release's id
+	// that are neither recorded nor rendered (diff's ghost set).
+	PruneGhosts bool `json:"pruneGhosts,omitempty"`
 	Protection
 	// Force lets an empty render prune a whole release and recreates
 	// objects whose immutable fields change.
@@ -75,7 +78,9 @@ type AppliedRelease struct {
 	// Pruned lists stale objects deleted (would be, in a dry run).
 	Pruned []ObjectAction `json:"pruned"`
 	// Skipped lists stale objects kept, with the reason; they stay recorded.
-	Skipped         []ObjectAction `json:"skipped"`
+	Skipped []ObjectAction `json:"skipped"`
+	// Ghosts lists the ghosts found with --prune-ghosts / --ghosts.
+	Ghosts          []ObjectAction `json:"ghosts,omitempty"`
 	Inventory       InventoryRef   `json:"inventory"`
 	Counts          ApplyCounts    `json:"counts"`
 	DurationSeconds float64        `json:"durationSeconds"`
@@ -94,7 +99,8 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 	return reconcile.Options{
 		DryRun: o.DryRun, NoPrune: o.NoPrune, PruneNamespaces: o.PruneNamespaces, PrunePVCs: o.PrunePVCs,
 		Force: o.Force, Adopt: o.Adopt, MaxHistory: o.MaxHistory, Concurrency: o.Concurrency, Progress: o.Progress,
-		Lock: o.Locking.options(),
+		PruneGhosts: o.PruneGhosts,
+		Lock:        o.Locking.options(),
 	}
 }
 
@@ -152,7 +158,7 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 
 func (ar *AppliedRelease) fill(r *reconcile.Result) {
 	ar.DryRun = r.DryRun
-	ar.Applied, ar.Stale, ar.Pruned, ar.Skipped = r.Applied, r.Stale, r.Pruned, r.Skipped
+	ar.Applied, ar.Stale, ar.Pruned, ar.Skipped, ar.Ghosts = r.Applied, r.Stale, r.Pruned, r.Skipped, r.Ghosts
 	ar.Inventory = r.Inventory
 	ar.Counts = r.Counts
 	ar.DurationSeconds = r.Duration.Seconds()
@@ -193,6 +199,9 @@ func (r AppliedRelease) Summary() string {
 	}
 	if c.Failed > 0 {
 		fmt.Fprintf(&b, ", %d failed", c.Failed)
+	}
+	if c.Ghosts > 0 {
+		fmt.Fprintf(&b, ", %d ghost(s) found", c.Ghosts)
 	}
 	if c.NotOurs > 0 {
 		fmt.Fprintf(&b, ", %d recorded but not ours (kept)", c.NotOurs)

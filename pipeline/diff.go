@@ -85,6 +85,9 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 		rc.Objects = append(rc.Objects, oc)
 		rc.Counts.Add(oc.Change)
 	}
+	if rc.Counts.Ghost > 0 {
+		rc.Warnings = append(rc.Warnings, fmt.Sprintf("%d ghost(s): `opm apply --prune-ghosts` or `opm prune --ghosts` deletes those that carry this release's id, with apply's protections", rc.Counts.Ghost))
+	}
 	if len(rel.Resources) == 0 && rc.Counts.Stale > 0 {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("the render is empty: apply would prune all %d recorded objects, so it refuses without --force", rc.Counts.Stale))
 	}

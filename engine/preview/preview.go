@@ -151,7 +151,7 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		known := [][]manifest.ID{ids(current), ids(previous)}
 		for _, u := range discover.Ghosts(labelled, known...) {
 			o := Object{ID: discover.IDOf(u), Version: u.GroupVersionKind().Version, Component: u.GetLabels()[manifest.LabelComponentName], Class: Ghost,
-				Warning: "carries this release's labels but is in neither the inventory nor the render (left by a failed apply?); apply will not prune it: delete it by hand if it is not wanted"}
+				Warning: "carries this release's labels but is in neither the inventory nor the render (left by a failed apply?); apply --prune-ghosts or prune --ghosts deletes it"}
 			if o.Diff, err = diff.Unified(u, nil, diff.Options{FromFile: "live", ToFile: "ghost", Masker: m}); err != nil {
 				return nil, err
 			}

@@ -40,6 +40,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/opmodel/pipeline/engine/discover"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
@@ -65,6 +66,10 @@ type Options struct {
 	// Adopt lets apply take over existing objects it has not recorded and
 	// that do not carry this release's labels.
 	Adopt bool
+	// PruneGhosts also deletes ghosts: objects that carry this release's
+	// id but are in neither the inventory nor the render (found by a
+	// label scan), with the stale set's protections and order.
+	PruneGhosts bool
 	// MaxHistory caps the changes kept; inventory.DefaultMaxHistory when < 1.
 	MaxHistory int
 	// Concurrency bounds parallel requests; objects.DefaultConcurrency when < 1.
@@ -246,7 +251,12 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	}
 
 	// 7: prune.
-	kept, _, pruneErr := r.prune(ctx, stale)
+	ghosts, err := r.ghosts(ctx, prevEntries)
+	if err != nil {
+		return r.res, fmt.Errorf("%s: applied, but nothing was pruned and the inventory was not written: %w", r.where(), err)
+	}
+	kept, _, pruneErr := r.prune(ctx, withGhosts(stale, ghosts))
+	kept = withoutGhosts(kept, ghosts)
 
 	// 8: record what was rendered plus every stale object still there.
 	inv := prev
@@ -337,6 +347,61 @@ func (r *run) plan(ctx context.Context, live map[manifest.ID]*unstructured.Unstr
 		}
 	}
 	return planned, nil
+}
+
+// ghosts finds, with PruneGhosts, the objects that carry this release's
+// id (the uuid label: a name alone proves nothing) but are neither
+// recorded in prev nor rendered: diff's ghost set. They are added to
+// Result.Ghosts.
+func (r *run) ghosts(ctx context.Context, prev []inventory.Entry) ([]inventory.Entry, error) {
+	if !r.opts.PruneGhosts {
+		return nil, nil
+	}
+	objs, _, err := discover.ByLabels(ctx, r.cl, discover.Query{Namespace: r.rel.Namespace, ReleaseID: r.rel.ReleaseID}, discover.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("looking for ghosts: %w", err)
+	}
+	var known []manifest.ID
+	for _, e := range prev {
+		known = append(known, e.ID())
+	}
+	for _, res := range r.rel.Resources {
+		known = append(known, res.ID())
+	}
+	var out []inventory.Entry
+	for _, u := range discover.Ghosts(objs, known) {
+		if u.GetLabels()[manifest.LabelReleaseUUID] != r.rel.ReleaseID || u.GetDeletionTimestamp() != nil {
+			continue
+		}
+		e := discover.EntryOf(u)
+		out = append(out, e)
+		r.res.Ghosts = append(r.res.Ghosts, objectOfEntry(e))
+	}
+	r.res.Counts.Ghosts = len(out)
+	return out, nil
+}
+
+// withGhosts is the stale set plus the ghosts, in delete order.
+func withGhosts(stale, ghosts []inventory.Entry) []inventory.Entry {
+	if len(ghosts) == 0 {
+		return stale
+	}
+	all := slices.Concat(stale, ghosts)
+	inventory.SortForDelete(all)
+	return all
+}
+
+// withoutGhosts drops ghosts from es: a ghost that was kept (protected)
+// stays a ghost rather than being recorded.
+func withoutGhosts(es, ghosts []inventory.Entry) []inventory.Entry {
+	if len(ghosts) == 0 {
+		return es
+	}
+	g := map[manifest.Key]bool{}
+	for _, e := range ghosts {
+		g[e.Key()] = true
+	}
+	return slices.DeleteFunc(es, func(e inventory.Entry) bool { return g[e.Key()] })
 }
 
 // lockName is the release lock's Lease name: the inventory Secret's.
@@ -601,7 +666,12 @@ func Prune(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	if err := r.refuseEmpty(prevEntries); err != nil {
 		return r.res, err
 	}
-	_, deleted, pruneErr := r.prune(ctx, stale)
+	ghosts, err := r.ghosts(ctx, prevEntries)
+	if err != nil {
+		return r.res, err
+	}
+	_, deleted, pruneErr := r.prune(ctx, withGhosts(stale, ghosts))
+	deleted = withoutGhosts(deleted, ghosts)
 	if len(deleted) == 0 || opts.DryRun {
 		return r.res, pruneErr
 	}
