@@ -45,6 +45,8 @@ func TestActionYMLPassesEveryInput(t *testing.T) {
 		switch {
 		case s.ID != "":
 			steps[s.ID] = i
+		case strings.Contains(s.Run, "release.sh\" download"):
+			steps["download"] = i
 		case strings.HasPrefix(s.Uses, "actions/setup-go@"):
 			steps["setup-go"] = i
 		case strings.HasPrefix(s.Uses, "actions/cache@"):
@@ -53,7 +55,7 @@ func TestActionYMLPassesEveryInput(t *testing.T) {
 			steps["build"] = i
 		}
 	}
-	order := []string{"keys", "bin", "setup-go", "goenv", "go-cache", "build", "opm"}
+	order := []string{"release", "download", "keys", "bin", "setup-go", "goenv", "go-cache", "build", "opm"}
 	for i, name := range order {
 		idx, ok := steps[name]
 		assert.Assert(t, ok, "step %s is missing", name)
@@ -67,9 +69,17 @@ func TestActionYMLPassesEveryInput(t *testing.T) {
 	assert.Equal(t, a.Runs.Steps[at("go-cache")].With["key"], "${{ steps.keys.outputs.deps }}")
 	assert.Equal(t, a.Runs.Steps[at("setup-go")].With["go-version-file"], "${{ github.action_path }}/go.mod")
 	assert.Assert(t, strings.Contains(a.Runs.Steps[at("build")].Run, "./actions"))
-	for _, name := range []string{"setup-go", "goenv", "go-cache", "build"} {
-		assert.Equal(t, a.Runs.Steps[at(name)].If, "steps.bin.outputs.cache-hit != 'true'", "%s runs only without a cached binary", name)
+	// A release downloads the binary; only other refs build it.
+	assert.Equal(t, a.Runs.Steps[at("release")].If, "")
+	assert.Equal(t, a.Runs.Steps[at("download")].If, "steps.release.outputs.version != ''")
+	assert.Equal(t, a.Runs.Steps[at("download")].Env["DEST"], "${{ runner.temp }}/opm-action", "where the opm step runs it from")
+	for _, name := range []string{"keys", "bin"} {
+		assert.Equal(t, a.Runs.Steps[at(name)].If, "steps.release.outputs.version == ''", "%s runs only without a release", name)
 	}
+	for _, name := range []string{"setup-go", "goenv", "go-cache", "build"} {
+		assert.Equal(t, a.Runs.Steps[at(name)].If, "steps.release.outputs.version == '' && steps.bin.outputs.cache-hit != 'true'", "%s runs only without a release or a cached binary", name)
+	}
+	assert.Assert(t, strings.Contains(a.Runs.Steps[step].Run, "$RUNNER_TEMP/opm-action/opm-action"))
 	checkCacheKeys(t, a.Runs.Steps[at("keys")].Run)
 
 	env := a.Runs.Steps[step].Env
@@ -91,7 +101,9 @@ func TestActionYMLPassesEveryInput(t *testing.T) {
 	r := newRepo(t)
 	h := newHarness(t, r, "pull_request", "pull_request.json")
 	assert.NilError(t, h.run())
-	var written, declared []string
+	// Drift mode's own outputs are checked by TestDriftMode.
+	written := []string{"drifted", "drift-count", "issue-url"}
+	var declared []string
 	for k := range h.outputs() {
 		written = append(written, k)
 	}

@@ -33,8 +33,13 @@ func (r *runner) apply(ctx context.Context) error {
 			break
 		}
 	}
-	r.addSummary(applyMarkdown(results, envs, runErr))
+	r.addSummary(applyMarkdown("opm apply", results, envs, runErr) + "\n" + r.info.Footer() + "\n")
+	r.applyOutputs(results)
+	return runErr
+}
 
+// applyOutputs sets apply's outputs from what was applied.
+func (r *runner) applyOutputs(results []pipeline.AppliedRelease) {
 	digests, changeIDs := map[string]string{}, map[string]string{}
 	stale, changed := 0, false
 	for _, ar := range results {
@@ -51,22 +56,31 @@ func (r *runner) apply(ctx context.Context) error {
 	r.setOutput("stale-count", strconv.Itoa(stale))
 	r.setOutput("has-changes", strconv.FormatBool(changed))
 	r.setOutput("comment-url", "")
-	return runErr
 }
 
 // applyEnv applies one environment, one log group per release.
 func (r *runner) applyEnv(ctx context.Context, env string) (*pipeline.ApplyResult, error) {
+	opts, closeGroup := r.applyOptions(env)
+	res, err := pipeline.Apply(ctx, opts)
+	closeGroup()
+	r.logApplied(res)
+	return res, err
+}
+
+// applyOptions are apply's options for env from the inputs, with progress
+// in one log group per release; call closeGroup when done.
+func (r *runner) applyOptions(env string) (opts pipeline.ApplyOptions, closeGroup func()) {
 	current, open := "", false
-	closeGroup := func() {
+	closeGroup = func() {
 		if open {
 			r.action.EndGroup()
 			open = false
 		}
 	}
-	opts := pipeline.ApplyOptions{
+	opts = pipeline.ApplyOptions{
 		Selection:      pipeline.Selection{Dir: r.dir(), Environment: env, Releases: r.cfg.releases},
 		ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
-		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, MaxHistory: r.cfg.maxHistory, PruneGhosts: r.cfg.pruneGhosts,
+		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, MaxHistory: r.cfg.maxHistory, RunURL: r.runURL(), PruneGhosts: r.cfg.pruneGhosts,
 		Protection: pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
 		// The run's page names the holder to other runs that wait for it.
 		Locking: pipeline.Locking{Holder: r.lockHolder(), LockTimeout: r.cfg.lockTimeout, NoLockWait: r.cfg.lockTimeout == 0,
@@ -77,23 +91,26 @@ func (r *runner) applyEnv(ctx context.Context, env string) (*pipeline.ApplyResul
 		Progress: func(e pipeline.ProgressEvent) {
 			if !open || e.Release != current {
 				closeGroup()
-				r.action.Group(r.red.text(fmt.Sprintf("apply %s (%s)", e.Release, envLabel(env))))
+				r.action.Group(r.red.text(fmt.Sprintf("%s %s (%s)", r.cfg.mode, e.Release, envLabel(env))))
 				current, open = e.Release, true
 			}
 			r.infof("%s", e.Line())
 		},
 	}
-	res, err := pipeline.Apply(ctx, opts)
-	closeGroup()
-	if res != nil {
-		for _, ar := range res.Releases {
-			r.infof("%s", ar.Summary())
-			for _, w := range ar.Warnings {
-				r.action.Warningf("%s: %s", releaseKey(ar.Name, ar.Environment), r.red.text(w))
-			}
+	return opts, closeGroup
+}
+
+// logApplied prints each release's summary line and warnings.
+func (r *runner) logApplied(res *pipeline.ApplyResult) {
+	if res == nil {
+		return
+	}
+	for _, ar := range res.Releases {
+		r.infof("%s", ar.Summary())
+		for _, w := range ar.Warnings {
+			r.action.Warningf("%s: %s", releaseKey(ar.Name, ar.Environment), r.red.text(w))
 		}
 	}
-	return res, err
 }
 
 // lockHolder names this run in the release lock: its page, plus the job
@@ -112,7 +129,7 @@ func (r *runner) lockHolder() string {
 // applyMarkdown is the job summary of an apply: a table of releases with
 // what happened, then per release the pruned and skipped objects and any
 // failure.
-func applyMarkdown(results []pipeline.AppliedRelease, envs []string, runErr error) string {
+func applyMarkdown(title string, results []pipeline.AppliedRelease, envs []string, runErr error) string {
 	var b strings.Builder
 	named := make([]string, 0, len(envs))
 	for _, e := range envs {
@@ -120,13 +137,13 @@ func applyMarkdown(results []pipeline.AppliedRelease, envs []string, runErr erro
 			named = append(named, e)
 		}
 	}
-	b.WriteString("## opm apply")
+	b.WriteString("## " + title)
 	if len(named) > 0 {
 		b.WriteString(": " + strings.Join(named, ", "))
 	}
 	b.WriteString("\n\n")
 	if runErr != nil {
-		b.WriteString("❌ **The apply failed**; later releases and environments were not touched.\n\n")
+		fmt.Fprintf(&b, "❌ **The %s failed**; later releases and environments were not touched.\n\n", strings.TrimPrefix(title, "opm "))
 	}
 	if len(results) > 0 {
 		b.WriteString("| Release | Environment | Namespace | Change ID | Digest | Created | Configured | Unchanged | Pruned | Kept |\n")

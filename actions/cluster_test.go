@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -93,7 +94,7 @@ func TestReviewAgainstClusterKeepsKubeconfigSecret(t *testing.T) {
 	checkBalanced(t, body)
 	contains(t, body, "## opm diff: production, staging")
 	contains(t, body, "Change ID (live → render)")
-	contains(t, body, "| blog | production | production | ❌ error |")
+	contains(t, body, "| blog | production | production | 🔌 unreachable |")
 	contains(t, body, `"production"`)
 	contains(t, body, "| blog | staging | "+ns+" | — → `change-sha1-")
 	contains(t, body, "| minecraft | staging | "+ns+" |")
@@ -177,4 +178,117 @@ func TestApplyFailureFailsTheStep(t *testing.T) {
 	assert.Equal(t, h.outputs()["has-changes"], "false")
 	checkBalanced(t, h.summary())
 	checkNoKubeconfig(t, h, kubeconfig)
+}
+
+func TestRollbackMode(t *testing.T) {
+	r, ns, kubeconfig := clusterRepo(t)
+	h := newHarness(t, r, "push", "push.json")
+	h.env["INPUT_MODE"] = "apply"
+	h.env["INPUT_ENVIRONMENTS"] = "staging"
+	h.env["INPUT_RELEASES"] = "minecraft"
+	h.env["INPUT_KUBECONFIG"] = kubeconfig
+	assert.NilError(t, h.run())
+	first := h.outputs()["change-ids"]
+
+	r.edit("releases.cue", `name:       "minecraft"`, `name:       "minecraft-server"`)
+	r.commit("rename")
+	assert.NilError(t, h.run())
+	assert.Assert(t, h.outputs()["change-ids"] != first)
+
+	h.env["INPUT_MODE"] = "rollback"
+	assert.ErrorContains(t, h.run(), "needs the rollback-to input")
+	h.env["INPUT_ROLLBACK_TO"] = jsonMap(t, first)["minecraft/staging"]
+	assert.NilError(t, h.run())
+	assert.Equal(t, h.outputs()["change-ids"], first, "the first change is current again")
+	sum := h.summary()
+	contains(t, sum, "## opm rollback: staging")
+	contains(t, sum, "Rolled back from `change-sha1-")
+	contains(t, sum, "to `"+h.env["INPUT_ROLLBACK_TO"]+"`")
+	contains(t, sum, "<sub>opm ")
+	contains(t, h.stdout.String(), "::group::rollback minecraft (staging)")
+	checkBalanced(t, sum)
+	checkNoKubeconfig(t, h, kubeconfig)
+
+	cs, err := kubernetes.NewForConfig(testCluster(t).Config)
+	assert.NilError(t, err)
+	_, err = cs.AppsV1().StatefulSets(ns).Get(t.Context(), "minecraft", metav1.GetOptions{})
+	assert.NilError(t, err, "the StatefulSet of the first change is back")
+
+	h.env["INPUT_ROLLBACK_TO"] = "change-sha1-00000000"
+	assert.ErrorContains(t, h.run(), "it records: ")
+}
+
+// Drift mode against a real API server: an object edited by hand on the
+// cluster opens the drift issue, an unreachable environment is reported
+// (and fails the step unless continue-on-unreachable), and the issue is
+// closed once an apply puts things back.
+func TestDriftMode(t *testing.T) {
+	r, ns, kubeconfig := clusterRepo(t)
+	h := newHarness(t, r, "push", "push.json")
+	h.env["INPUT_MODE"] = "apply"
+	h.env["INPUT_ENVIRONMENTS"] = "staging"
+	h.env["INPUT_KUBECONFIG"] = kubeconfig
+	assert.NilError(t, h.run())
+
+	cs, err := kubernetes.NewForConfig(testCluster(t).Config)
+	assert.NilError(t, err)
+	dep, err := cs.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	assert.NilError(t, err)
+	five := int32(5)
+	dep.Spec.Replicas = &five
+	_, err = cs.AppsV1().Deployments(ns).Update(t.Context(), dep, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+	assert.NilError(t, err)
+
+	h.env["GITHUB_EVENT_NAME"] = "schedule"
+	h.env["INPUT_MODE"] = "drift"
+	h.env["INPUT_ENVIRONMENTS"] = "" // every environment: production's context is missing
+	err = h.run()
+	assert.ErrorContains(t, err, "environments production are unreachable")
+	out := h.outputs()
+	assert.Equal(t, out["drifted"], "true")
+	assert.Equal(t, out["drift-count"], "1")
+	issues := h.srv.Issues()
+	assert.Equal(t, len(issues), 1)
+	issue := issues[0]
+	assert.Equal(t, out["issue-url"], fmt.Sprintf("https://github.example/acme/deploy/issues/%d", issue.Number))
+	assert.Equal(t, issue.Title, "opm drift in examples: production unreachable, staging drifted")
+	for _, md := range []string{issue.Body, h.summary()} {
+		contains(t, md, "## opm drift: production, staging")
+		contains(t, md, "| production | 🔌 unreachable | 2 |")
+		contains(t, md, "| staging | ⚠️ drifted | 2 | 0 | 1 | 0 | 0 |")
+		contains(t, md, "~ modified <code>Deployment "+ns+"/web</code>")
+		contains(t, md, "-  replicas: 5")
+		contains(t, md, "<sub>opm ")
+		checkBalanced(t, md)
+	}
+	contains(t, issue.Body, "<!-- opm:drift:examples -->")
+	checkNoKubeconfig(t, h, kubeconfig)
+	for _, place := range []string{issue.Body, h.summary()} {
+		for _, m := range kubeconfigMaterial(t, kubeconfig) {
+			assert.Assert(t, !strings.Contains(place, m))
+		}
+	}
+
+	// Reported without failing; the same issue is updated.
+	h.env["INPUT_CONTINUE-ON-UNREACHABLE"] = "true"
+	assert.NilError(t, h.run())
+	assert.Equal(t, len(h.srv.Issues()), 1)
+	assert.Equal(t, h.outputs()["issue-url"], out["issue-url"])
+
+	// apply puts the replicas back: staging matches, the issue is closed.
+	h.env["INPUT_MODE"] = "apply"
+	h.env["INPUT_ENVIRONMENTS"] = "staging"
+	assert.NilError(t, h.run())
+	h.env["INPUT_MODE"] = "drift"
+	assert.NilError(t, h.run())
+	out = h.outputs()
+	assert.Equal(t, out["drifted"], "false")
+	assert.Equal(t, out["drift-count"], "0")
+	assert.Equal(t, out["issue-url"], "")
+	closed := h.srv.Issues()[0]
+	assert.Equal(t, closed.State, "closed")
+	comments := h.srv.Comments(closed.Number)
+	assert.Equal(t, len(comments), 1)
+	contains(t, comments[0].Body, "Every environment matches the repository again")
+	contains(t, h.summary(), "| staging | ✅ in sync | 2 | 0 | 0 | 0 | 0 |")
 }

@@ -27,6 +27,9 @@ import (
 	"time"
 
 	"github.com/sethvargo/go-githubactions"
+
+	"github.com/opmodel/pipeline/buildinfo"
+	"github.com/opmodel/pipeline/pipeline"
 )
 
 func main() {
@@ -59,6 +62,13 @@ type config struct {
 	prunePVCs       bool
 	lockTimeout     time.Duration
 	pruneGhosts     bool
+	timeout         time.Duration
+	// rollbackTo and allowDifferentDigest are rollback mode's.
+	rollbackTo           string
+	allowDifferentDigest bool
+	// issue and continueOnUnreachable are drift mode's.
+	issue                 bool
+	continueOnUnreachable bool
 }
 
 // run is the whole Action: read inputs and the event, do the mode's work,
@@ -79,19 +89,26 @@ func run(ctx context.Context, action *githubactions.Action, httpClient *http.Cli
 	if err != nil {
 		return fmt.Errorf("reading the workflow context: %w", err)
 	}
-	r := &runner{action: action, cfg: cfg, gh: gh, ev: parseEvent(gh), red: red, http: httpClient}
+	r := &runner{action: action, cfg: cfg, gh: gh, ev: parseEvent(gh), red: red, http: httpClient, info: buildinfo.Read()}
+	r.infof("%s", r.info)
 	if r.workspace, err = workspace(action); err != nil {
 		return err
 	}
 	switch cfg.mode {
 	case "apply":
 		err = r.apply(ctx)
+	case "rollback":
+		err = r.rollback(ctx)
+	case "drift":
+		err = r.drift(ctx)
+	case "smoke":
+		err = r.smoke(ctx)
 	default:
 		err = r.review(ctx)
 	}
 	if err != nil {
 		// The reason goes to the summary too: it is what people open.
-		r.addSummary(fmt.Sprintf("### ❌ opm %s failed\n\n%s", cfg.mode, fence(err.Error())))
+		r.addSummary(fmt.Sprintf("### ❌ opm %s failed\n\n%s\n%s\n", cfg.mode, fence(err.Error()), r.info.Footer()))
 	}
 	return red.error(err)
 }
@@ -105,6 +122,8 @@ type runner struct {
 	red       *redactor
 	http      *http.Client
 	workspace string
+	// info is this build of opm, for the log and the footers.
+	info buildinfo.Info
 }
 
 func readConfig(a *githubactions.Action) (config, error) {
@@ -117,9 +136,17 @@ func readConfig(a *githubactions.Action) (config, error) {
 		kubeconfig:   []byte(input(a, "kubeconfig")),
 		context:      input(a, "context"),
 		token:        input(a, "github-token"),
+		rollbackTo:   input(a, "rollback-to"),
 	}
-	if cfg.mode != "review" && cfg.mode != "apply" {
-		return cfg, fmt.Errorf("input mode must be review or apply, not %q", cfg.mode)
+	if !slices.Contains([]string{"review", "apply", "smoke", "rollback", "drift"}, cfg.mode) {
+		return cfg, fmt.Errorf("input mode must be review, apply, smoke, rollback or drift, not %q", cfg.mode)
+	}
+	if v := input(a, "timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("input timeout must be a duration such as 5m, not %q", v)
+		}
+		cfg.timeout = d
 	}
 	bools := []struct {
 		name string
@@ -133,6 +160,9 @@ func readConfig(a *githubactions.Action) (config, error) {
 		{"prune-namespaces", false, &cfg.pruneNamespaces},
 		{"prune-pvcs", false, &cfg.prunePVCs},
 		{"prune-ghosts", false, &cfg.pruneGhosts},
+		{"allow-different-digest", false, &cfg.allowDifferentDigest},
+		{"issue", true, &cfg.issue},
+		{"continue-on-unreachable", false, &cfg.continueOnUnreachable},
 	}
 	for _, b := range bools {
 		v := input(a, b.name)
@@ -242,7 +272,7 @@ func (r *runner) setOutput(name, value string) {
 
 // summaryLimit keeps the step summary under GitHub's 1 MiB per step,
 // with room for the runner's own framing.
-const summaryLimit = 1<<20 - 4096
+const summaryLimit = pipeline.SummaryMarkdownLimit
 
 // addSummary appends to the job summary when the step has one.
 func (r *runner) addSummary(md string) {

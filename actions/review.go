@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/opmodel/pipeline/actions/comment"
-	"github.com/opmodel/pipeline/engine/gitref"
 	"github.com/opmodel/pipeline/pipeline"
 )
 
@@ -34,8 +32,9 @@ func (r *runner) review(ctx context.Context) error {
 	}
 	r.logChangeSet(cs)
 
-	summary := cs.Markdown(withLimit(mdOpts, summaryLimit, "", "Render both refs locally with `opm render` for the full diffs."))
-	r.addSummary(summary)
+	sumOpts := pipeline.ReportMarkdownOptions(r.info.Footer())
+	sumOpts.Title, sumOpts.BaseLabel, sumOpts.HeadLabel = mdOpts.Title, mdOpts.BaseLabel, mdOpts.HeadLabel
+	r.addSummary(cs.Markdown(sumOpts))
 
 	commentURL, err := r.comment(ctx, cs, mdOpts)
 	if err != nil {
@@ -64,89 +63,53 @@ func withLimit(o pipeline.MarkdownOptions, limit int, summaryURL, hint string) p
 }
 
 // gitReview renders the merge base of the base ref and HEAD next to the
-// working tree and compares them.
+// working tree and compares them (pipeline.Review with BaseRefs, the same
+// review `opm review --base` prints).
 func (r *runner) gitReview(ctx context.Context) (*pipeline.ChangeSet, error) {
-	dir := r.dir()
-	repo, err := gitref.Root(ctx, dir)
+	refs, err := r.baseRefs()
 	if err != nil {
 		return nil, err
 	}
-	// BaseDir stays empty when there is no base: everything is added.
+	// Without refs there is no base: everything is added.
 	opts := pipeline.ReviewOptions{
-		Selection:    pipeline.Selection{Dir: dir, Releases: r.cfg.releases},
+		Selection:    pipeline.Selection{Dir: r.dir(), Releases: r.cfg.releases},
 		Environments: r.cfg.environments,
+		BaseRefs:     refs,
 		Protection:   pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
-	}
-	base, err := r.baseCommit(ctx, repo)
-	if err != nil {
-		return nil, err
-	}
-	// Errors name files by absolute path; in a comment, paths relative to
-	// the repository read better and do not show the runner's layout.
-	prefixes := []string{repo + string(filepath.Separator), r.workspace + string(filepath.Separator)}
-	if base != "" {
-		wt, err := gitref.Checkout(ctx, repo, base)
-		if err != nil {
-			return nil, err
-		}
-		defer func() {
-			if err := wt.Close(context.WithoutCancel(ctx)); err != nil {
-				r.action.Warningf("%s", err)
-			}
-		}()
-		rel, err := relPath(repo, dir)
-		if err != nil {
-			return nil, err
-		}
-		opts.BaseDir = filepath.Join(wt.Dir, rel)
-		prefixes = append(prefixes, wt.Dir+string(filepath.Separator))
-		r.infof("Reviewing %s at HEAD against its merge base %s", r.cfg.path, short(base))
-	} else {
-		r.infof("Reviewing %s: the push created its branch, so there is no base and every object is new", r.cfg.path)
 	}
 	cs, err := pipeline.Review(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
+	if cs.BaseCommit != "" {
+		r.infof("Reviewed %s at HEAD against its merge base with %s, %s", r.cfg.path, cs.BaseRef, short(cs.BaseCommit))
+	} else {
+		r.infof("Reviewed %s: the push created its branch, so there is no base and every object is new", r.cfg.path)
+	}
+	// Paths relative to the workspace read better in a comment and do not
+	// show the runner's layout.
 	for i := range cs.Releases {
-		for _, p := range prefixes {
-			cs.Releases[i].Error = strings.ReplaceAll(cs.Releases[i].Error, p, "")
-		}
+		cs.Releases[i].Error = strings.ReplaceAll(cs.Releases[i].Error, r.workspace+string(filepath.Separator), "")
 	}
 	return cs, nil
 }
 
-// baseCommit picks the commit to compare with: the merge base of the base
-// ref and HEAD. "" means there is none (a push that created a branch).
-func (r *runner) baseCommit(ctx context.Context, repo string) (string, error) {
-	var candidates []string
+// baseRefs are the candidates for the base to compare with, in order;
+// none means there is no base (a push that created a branch).
+func (r *runner) baseRefs() ([]string, error) {
 	switch {
 	case r.cfg.baseRef != "":
-		candidates = []string{r.cfg.baseRef, "origin/" + r.cfg.baseRef}
+		return []string{r.cfg.baseRef, "origin/" + r.cfg.baseRef}, nil
 	case r.ev.pr != nil:
 		// The payload's base SHA is exact; the branch is the fallback
 		// when the checkout did not fetch that commit.
-		candidates = []string{r.ev.pr.baseSHA, "origin/" + r.ev.pr.baseRef, r.ev.pr.baseRef}
+		return []string{r.ev.pr.baseSHA, "origin/" + r.ev.pr.baseRef, r.ev.pr.baseRef}, nil
 	case r.ev.newBranch():
-		return "", nil
+		return nil, nil
 	case r.ev.name == "push":
-		candidates = []string{r.ev.before}
-	default:
-		return "", fmt.Errorf("review mode on a %q event needs the base-ref input (the branch or commit to compare with)", r.ev.name)
+		return []string{r.ev.before}, nil
 	}
-	var errs []error
-	for _, c := range candidates {
-		if c == "" || c == "origin/" {
-			continue
-		}
-		commit, err := gitref.Resolve(ctx, repo, c)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		return gitref.MergeBase(ctx, repo, commit, "HEAD")
-	}
-	return "", fmt.Errorf("finding the base to review against: %w", errors.Join(errs...))
+	return nil, fmt.Errorf("review mode on a %q event needs the base-ref input (the branch or commit to compare with)", r.ev.name)
 }
 
 // clusterDiff diffs the head against the live cluster per environment. An
@@ -217,8 +180,8 @@ func (r *runner) comment(ctx context.Context, cs *pipeline.ChangeSet, mdOpts pip
 		return "", err
 	}
 	marker := comment.Marker(fmt.Sprintf("%s/%s/%s", r.gh.Workflow, r.gh.Job, r.envKey()))
-	mdOpts.Marker = marker
-	body := r.red.text(cs.Markdown(withLimit(mdOpts, 0, r.runURL(), "")))
+	mdOpts.Marker, mdOpts.SummaryURL, mdOpts.Footer = marker, r.runURL(), r.info.Footer()
+	body := r.red.text(cs.Markdown(mdOpts))
 	res, err := comment.Upsert(ctx, client, comment.Target{Owner: owner, Repo: repo, Number: pr.number}, marker, body)
 	if comment.IsForbidden(err) {
 		r.action.Warningf("The token may not comment on this pull request (give the job `permissions: pull-requests: write`): the review is in the job summary. %s", r.red.text(err.Error()))
@@ -282,24 +245,6 @@ func releaseKey(name, env string) string {
 func mustJSON(m map[string]string) string {
 	b, _ := json.Marshal(m)
 	return string(b)
-}
-
-// relPath is dir relative to repo, resolving symlinks on both (macOS
-// runners' /var → /private/var).
-func relPath(repo, dir string) (string, error) {
-	rr, err := filepath.EvalSymlinks(repo)
-	if err != nil {
-		return "", fmt.Errorf("resolving %s: %w", repo, err)
-	}
-	dr, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", fmt.Errorf("resolving the deployment directory %s: %w", dir, err)
-	}
-	rel, err := filepath.Rel(rr, dr)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		return "", fmt.Errorf("the deployment directory %s is not inside the repository %s", dir, repo)
-	}
-	return rel, nil
 }
 
 func short(commit string) string {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -296,4 +298,35 @@ func TestReviewHugeDiffStaysUnderTheLimit(t *testing.T) {
 	assert.Assert(t, len(sum) <= 1<<20, "%d", len(sum))
 	assert.Assert(t, len(sum) > 1<<19)
 	checkBalanced(t, sum)
+}
+
+// `opm review --base main -o markdown` on a laptop prints exactly what the
+// Action writes to the job summary (the runner protocol adds one newline)
+// and, after the marker line, to the pull-request comment.
+func TestReviewMarkdownMatchesTheCLI(t *testing.T) {
+	r := newRepo(t)
+	r.edit("releases.cue", `name:       "minecraft"`, `name:       "minecraft-server"`)
+	r.edit("releases.cue", `difficulty: "normal"`, `difficulty: "hard"`)
+	r.commit("rename and harder")
+	h := newHarness(t, r, "pull_request", "pull_request.json")
+	assert.NilError(t, h.run())
+
+	opm := filepath.Join(t.TempDir(), "opm")
+	build := exec.Command("go", "build", "-buildvcs=false", "-o", opm, "../cmd/opm")
+	out, err := build.CombinedOutput()
+	assert.NilError(t, err, string(out))
+	cli := exec.Command(opm, "review", "examples", "--base", "main", "-o", "markdown")
+	cli.Dir = r.dir
+	var stderr bytes.Buffer
+	cli.Stderr = &stderr
+	md, err := cli.Output()
+	assert.NilError(t, err, stderr.String())
+
+	contains(t, string(md), "**6** to prune")
+	contains(t, string(md), "<sub>opm ")
+	assert.Equal(t, h.summary(), string(md)+"\n")
+	body := h.ours(prNumber)[0].Body
+	marker, rest, _ := strings.Cut(body, "\n")
+	assert.Assert(t, strings.HasPrefix(marker, "<!-- opm:pr-review:"))
+	assert.Equal(t, rest, string(md))
 }

@@ -213,7 +213,7 @@ func deploymentN(t *testing.T, dir, namespace string, components int) string {
 	var mod strings.Builder
 	mod.WriteString(`package mod
 
-import core "opmodel.dev/core@v0"
+import core "github.com/opmodel/pipeline/catalog@v0"
 
 core.#Module
 
@@ -232,21 +232,27 @@ metadata: {apiVersion: "example.com/bench/mod@v0", name: "bench", version: "0.1.
 			rev = ", rev: #config.rev"
 		}
 		fmt.Fprintf(&mod, `	c%02[1]d: {
-		workload: {type: "stateless", replicas: 1, container: {image: #config.image, ports: http: containerPort: 8080}}
-		service: ports: http: {port: 80, targetPort: 8080}
-		configs: "c%02[1]d-config": data: {key: "value-%[1]d"%[2]s}
-		secrets: "c%02[1]d-secret": data: {password: "pw-%[1]d"%[2]s}
+		core.#Workload
+		core.#Service
+		core.#Configs
+		core.#Secrets
+		spec: {
+			workload: {type: "stateless", replicas: 1, container: {image: #config.image, ports: http: containerPort: 8080}}
+			service: ports: http: {port: 80, targetPort: 8080}
+			configs: "c%02[1]d-config": data: {key: "value-%[1]d"%[2]s}
+			secrets: "c%02[1]d-secret": data: {password: "pw-%[1]d"%[2]s}
+		}
 	}
 `, i, rev)
 	}
 	mod.WriteString("}\n")
 	files := map[string]string{
-		"cue.mod/module.cue": "module: \"example.com/bench@v0\"\nlanguage: version: \"v0.12.0\"\ndeps: \"opmodel.dev/core@v0\": v: \"v0.1.0\"\n",
+		"cue.mod/module.cue": "module: \"example.com/bench@v0\"\nlanguage: version: \"v0.12.0\"\ndeps: \"github.com/opmodel/pipeline/catalog@v0\": v: \"v0.1.0\"\n",
 		"mod/mod.cue":        mod.String(),
 		"deploy.cue": fmt.Sprintf(`package deploy
 
 import (
-	core "opmodel.dev/core@v0"
+	core "github.com/opmodel/pipeline/catalog@v0"
 	m "example.com/bench/mod"
 )
 

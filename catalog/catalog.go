@@ -1,6 +1,11 @@
-// Package catalog embeds the OPM core CUE module (opmodel.dev/core@v0) in the
-// binary, so a deployment directory that imports it loads with no registry
-// and no network. The CUE files beside this one are the catalog itself.
+// Package catalog embeds the pipeline's own CUE catalog in the binary, so a
+// deployment directory that imports it loads with no registry and no
+// network. The CUE files beside this one are the catalog itself.
+//
+// The catalog lives at a module path of its own, one the Open Platform Model
+// never publishes: the engine serves it only at that path and version, and
+// every other module — opmodel.dev/core included — comes from where CUE
+// would load it (CUE_REGISTRY, the cache), never from the binary.
 package catalog
 
 import (
@@ -9,9 +14,9 @@ import (
 )
 
 // ModulePath is the CUE module path the catalog is served under.
-const ModulePath = "opmodel.dev/core@v0"
+const ModulePath = "github.com/opmodel/pipeline/catalog@v0"
 
-// Version is the module version the embedded registry reports.
+// Version is the only module version the embedded registry answers for.
 const Version = "v0.1.0"
 
 //go:embed cue.mod/module.cue *.cue

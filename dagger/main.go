@@ -15,10 +15,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"dagger/opm/internal/dagger"
 
+	"github.com/opmodel/pipeline/buildinfo"
 	"github.com/opmodel/pipeline/pipeline"
 )
 
@@ -31,6 +33,8 @@ type Opm struct {
 	Path string
 	// +private
 	Kubeconfig *dagger.Secret
+	// +private
+	Cluster *dagger.Service
 	// Context overrides every environment's kubeContext.
 	Context string
 }
@@ -51,8 +55,14 @@ func New(
 	// A context overriding every environment's kubeContext.
 	// +optional
 	context string,
+	// The API server as a service, for a cluster on the caller's machine
+	// (kind, minikube, Docker Desktop) whose kubeconfig names 127.0.0.1,
+	// e.g. tcp://localhost:6443. The kubeconfig's cluster with that port is
+	// pointed at it, TLS server name kept.
+	// +optional
+	cluster *dagger.Service,
 ) *Opm {
-	return &Opm{Source: source, Path: path, Kubeconfig: kubeconfig, Context: context}
+	return &Opm{Source: source, Path: path, Kubeconfig: kubeconfig, Context: context, Cluster: cluster}
 }
 
 // Release is one rendered release.
@@ -91,13 +101,14 @@ func (m *Opm) Render(
 	ctx context.Context,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 	// Values files (CUE, JSON or YAML) merged last; need exactly one release.
 	// +optional
 	values []*dagger.File,
 ) (*RenderResult, error) {
-	sel, err := m.selection(ctx, env, releases, values)
+	sel, err := m.selection(ctx, env, release, values)
 	if err != nil {
 		return nil, err
 	}
@@ -142,10 +153,11 @@ func (m *Opm) Review(
 	base *dagger.Directory,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 ) (*ChangesResult, error) {
-	sel, err := m.selection(ctx, env, releases, nil)
+	sel, err := m.selection(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -166,12 +178,13 @@ func (m *Opm) Diff(
 	ctx context.Context,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 	// +optional
 	values []*dagger.File,
 ) (*ChangesResult, error) {
-	sel, co, err := m.clusterInputs(ctx, env, releases, values)
+	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +192,7 @@ func (m *Opm) Diff(
 	if cs == nil {
 		return nil, err
 	}
+	failed(cs.Text(false), err)
 	return changes(cs), err
 }
 
@@ -198,8 +212,9 @@ func (m *Opm) Apply(
 	ctx context.Context,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 	// +optional
 	values []*dagger.File,
 	// +optional
@@ -231,7 +246,7 @@ func (m *Opm) Apply(
 	// +default="5m"
 	lockTimeout string,
 ) (*ApplyResult, error) {
-	sel, co, err := m.clusterInputs(ctx, env, releases, values)
+	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return nil, err
 	}
@@ -251,8 +266,9 @@ func (m *Opm) Prune(
 	ctx context.Context,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 	// +optional
 	values []*dagger.File,
 	// +optional
@@ -277,7 +293,7 @@ func (m *Opm) Prune(
 	// +default="5m"
 	lockTimeout string,
 ) (*ApplyResult, error) {
-	sel, co, err := m.clusterInputs(ctx, env, releases, values)
+	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return nil, err
 	}
@@ -294,6 +310,7 @@ func applied(res *pipeline.ApplyResult, err error) (*ApplyResult, error) {
 	if res == nil {
 		return nil, err
 	}
+	failed(res.Summary(), err)
 	return &ApplyResult{Summary: res.Summary(), Pruned: res.PrunedObjects(), Json: jsonOf(res)}, err
 }
 
@@ -311,15 +328,16 @@ func (m *Opm) Status(
 	ctx context.Context,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 	// +optional
 	wait bool,
 	// +optional
 	// +default="5m"
 	timeout string,
 ) (*StatusResult, error) {
-	sel, co, err := m.clusterInputs(ctx, env, releases, nil)
+	sel, co, err := m.clusterInputs(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -331,6 +349,7 @@ func (m *Opm) Status(
 	if res == nil {
 		return nil, err
 	}
+	failed(res.Table(), err)
 	return &StatusResult{Healthy: res.Healthy, Table: res.Table(), Json: jsonOf(res)}, err
 }
 
@@ -346,8 +365,9 @@ func (m *Opm) Delete(
 	ctx context.Context,
 	// +optional
 	env string,
+	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
-	releases []string,
+	release []string,
 	// +optional
 	dryRun bool,
 	// +optional
@@ -366,7 +386,7 @@ func (m *Opm) Delete(
 	// +default="5m"
 	lockTimeout string,
 ) (*DeleteResult, error) {
-	sel, co, err := m.clusterInputs(ctx, env, releases, nil)
+	sel, co, err := m.clusterInputs(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -379,7 +399,102 @@ func (m *Opm) Delete(
 	if res == nil {
 		return nil, err
 	}
+	failed(res.Summary(), err)
 	return &DeleteResult{Summary: res.Summary(), Json: jsonOf(res)}, err
+}
+
+// HistoryResult is the result of History.
+type HistoryResult struct {
+	// Table is `opm history`; Json `opm history -o json`.
+	Table string
+	Json  string
+}
+
+// History lists the changes recorded in the releases' inventories, newest
+// first, with where each came from.
+// +cache="never"
+func (m *Opm) History(
+	ctx context.Context,
+	// +optional
+	env string,
+	// +optional
+	release []string,
+) (*HistoryResult, error) {
+	sel, co, err := m.clusterInputs(ctx, env, release, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := pipeline.History(ctx, pipeline.HistoryOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: co})
+	if err != nil {
+		return nil, err
+	}
+	return &HistoryResult{Table: res.Table(), Json: jsonOf(res)}, nil
+}
+
+// Rollback returns a release to an earlier change: the source is rendered
+// as of the commit that change recorded and applied as a new change, with
+// every guard of apply. The commit is read from the source's git
+// repository, so the source must hold its .git directory (the default
+// source leaves .git out; without it rollback says it is not in a git
+// repository).
+// +cache="never"
+func (m *Opm) Rollback(
+	ctx context.Context,
+	// The release to roll back.
+	release string,
+	// The change ID to return to (see history).
+	to string,
+	// +optional
+	env string,
+	// +optional
+	values []*dagger.File,
+	// +optional
+	dryRun bool,
+	// +optional
+	allowDifferentDigest bool,
+	// +optional
+	pruneNamespaces bool,
+	// +optional
+	prunePvcs bool,
+	// +optional
+	// +default=10
+	maxHistory int,
+) (*ApplyResult, error) {
+	sel, co, err := m.clusterInputs(ctx, env, []string{release}, values)
+	if err != nil {
+		return nil, err
+	}
+	res, err := pipeline.Rollback(ctx, pipeline.RollbackOptions{
+		ApplyOptions: pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun, MaxHistory: maxHistory,
+			Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}},
+		To: to, AllowDifferentDigest: allowDifferentDigest,
+	})
+	if res == nil {
+		return nil, err
+	}
+	return &ApplyResult{Summary: res.Summary(), Pruned: res.PrunedObjects(), Json: jsonOf(res)}, err
+}
+
+// VersionResult says which opm the module runs.
+type VersionResult struct {
+	Version    string
+	Commit     string
+	Date       string
+	GoVersion  string
+	CueVersion string
+	// Catalog is the embedded OPM catalog module and its version.
+	Catalog string
+	// Text is `opm version`, Json `opm version -o json`.
+	Text string
+	Json string
+}
+
+// Version reports the opm build inside the module: version, commit, build
+// date, Go and CUE versions and the embedded catalog.
+func (m *Opm) Version() *VersionResult {
+	i := buildinfo.Read()
+	return &VersionResult{Version: i.Version, Commit: i.Commit, Date: i.Date, GoVersion: i.GoVersion, CueVersion: i.CUEVersion,
+		Catalog: i.Catalog, Text: i.Text(), Json: jsonOf(i)}
 }
 
 // Repair rebuilds the releases' inventories from their labelled objects
@@ -390,20 +505,22 @@ func (m *Opm) Repair(
 	// +optional
 	env string,
 	// +optional
-	releases []string,
+	release []string,
 	// +optional
 	values []*dagger.File,
 	// +optional
 	dryRun bool,
-	// Who this run is, shown to runs waiting for the release's lock.
+	// Who this run is, shown to runs waiting for the release's lock (e.g.
+	// the CI run URL); default "dagger opm module on <container>".
 	// +optional
 	holder string,
-	// How long to wait while another run holds the release's lock.
+	// How long to wait while another run holds the release's lock ("0":
+	// fail at once).
 	// +optional
 	// +default="5m"
 	lockTimeout string,
 ) (string, error) {
-	sel, co, err := m.clusterInputs(ctx, env, releases, values)
+	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return "", err
 	}
@@ -499,18 +616,42 @@ func (m *Opm) clusterInputs(ctx context.Context, env string, releases []string, 
 	return sel, co, err
 }
 
-// cluster reads the kubeconfig secret into memory only.
+// cluster reads the kubeconfig secret into memory only, refuses what a
+// container cannot use (exec plugins, file paths) and points it at the
+// --cluster service when one is given.
 func (m *Opm) cluster(ctx context.Context) (pipeline.ClusterOptions, error) {
 	co := pipeline.ClusterOptions{Context: m.Context}
 	if m.Kubeconfig == nil {
+		if m.Cluster != nil {
+			return co, fmt.Errorf("--cluster needs --kubeconfig: the service carries the connection, the kubeconfig the credentials")
+		}
 		return co, nil
 	}
 	data, err := m.Kubeconfig.Plaintext(ctx)
 	if err != nil {
 		return co, err
 	}
-	co.KubeconfigData = []byte(data)
-	return co, nil
+	server := ""
+	if m.Cluster != nil {
+		svc, err := m.Cluster.Start(ctx)
+		if err != nil {
+			return co, fmt.Errorf("start the --cluster service: %w", err)
+		}
+		if server, err = svc.Endpoint(ctx); err != nil {
+			return co, fmt.Errorf("the --cluster service's endpoint: %w", err)
+		}
+	}
+	co.KubeconfigData, err = pipeline.ContainerKubeconfig([]byte(data), server)
+	return co, err
+}
+
+// failed prints what an operation did before it failed: Dagger drops the
+// result of a function that returns an error, so this is the only way the
+// caller sees what was applied and what was not.
+func failed(text string, err error) {
+	if err != nil && text != "" {
+		fmt.Fprintln(os.Stderr, text)
+	}
 }
 
 func export(ctx context.Context, dir *dagger.Directory, name string) (string, error) {
@@ -530,4 +671,170 @@ func jsonOf(v any) string {
 		return ""
 	}
 	return string(b)
+}
+
+// k3sImage pins the throwaway cluster Smoke runs: k3s, a complete
+// Kubernetes (controllers, scheduler, kubelet) in one container.
+const k3sImage = "rancher/k3s:v1.34.1-k3s1"
+
+// k3sCgroupInit runs before k3s. k3s sets up cgroup v2 nesting only when it
+// is PID 1, which it is not under Dagger's process shim, so do it here:
+// move every process out of the root cgroup, then delegate all controllers
+// to children (what the kubelet's pods need).
+const k3sCgroupInit = `#!/bin/sh
+set -eu
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+	mkdir -p /sys/fs/cgroup/opm-init
+	while read -r pid; do echo "$pid" > /sys/fs/cgroup/opm-init/cgroup.procs 2>/dev/null || true; done < /sys/fs/cgroup/cgroup.procs
+	for c in $(cat /sys/fs/cgroup/cgroup.controllers); do echo "+$c" > /sys/fs/cgroup/cgroup.subtree_control; done
+fi
+exec "$@"
+`
+
+// k3sReady waits until the API answers, a node is Ready and new namespaces
+// get their default ServiceAccount, then prints the admin kubeconfig.
+const k3sReady = `set -eu
+until [ -s /k3s-config/k3s.yaml ]; do sleep 1; done
+k() { k3s kubectl --kubeconfig /k3s-config/k3s.yaml --server https://k3s:6443 "$@"; }
+until k get --raw /readyz >/dev/null 2>&1; do sleep 1; done
+until k get nodes -o name 2>/dev/null | grep -q node; do sleep 1; done
+k wait --for=condition=Ready nodes --all --timeout=180s >/dev/null
+until k -n default get serviceaccount default >/dev/null 2>&1; do sleep 1; done
+cat /k3s-config/k3s.yaml
+`
+
+// SmokeResult is the result of Smoke.
+type SmokeResult struct {
+	// Passed is true when every release passed every step.
+	Passed bool
+	// Markdown is the report for a pull request or job summary; Text the
+	// terminal form.
+	Markdown string
+	Text     string
+	Json     string
+}
+
+// Smoke starts a throwaway k3s cluster and smoke-tests the releases on it:
+// each in a namespace of its own, apply → healthy → a second apply changes
+// nothing → delete → nothing left. The cluster's kubeconfig stays inside
+// the module; the cluster is stopped at the end.
+// +cache="never"
+func (m *Opm) Smoke(
+	ctx context.Context,
+	env string,
+	// +optional
+	release []string,
+	// How long to wait for every object to become healthy.
+	// +optional
+	// +default="5m"
+	timeout string,
+) (*SmokeResult, error) {
+	d, err := time.ParseDuration(timeout)
+	if err != nil {
+		return nil, fmt.Errorf("timeout %q: %w", timeout, err)
+	}
+	sel, err := m.selection(ctx, env, release, nil)
+	if err != nil {
+		return nil, err
+	}
+	svc, kubeconfig, err := startK3s(ctx)
+	if svc != nil {
+		defer svc.Stop(context.WithoutCancel(ctx), dagger.ServiceStopOpts{Kill: true})
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := pipeline.Smoke(ctx, pipeline.SmokeOptions{Selection: sel, ClusterOptions: pipeline.ClusterOptions{KubeconfigData: kubeconfig}, Timeout: d})
+	if res == nil {
+		return nil, err
+	}
+	return &SmokeResult{Passed: res.Passed, Markdown: res.Markdown(pipeline.MarkdownOptions{}), Text: res.Text(), Json: jsonOf(res)}, err
+}
+
+// startK3s runs k3s as a privileged service, waits until it can run pods
+// and returns a kubeconfig for it, held in memory only.
+func startK3s(ctx context.Context) (*dagger.Service, []byte, error) {
+	run := fmt.Sprintf("%d", time.Now().UnixNano())
+	// k3s writes its kubeconfig here; a volume per run, so no run reads
+	// another's credentials.
+	conf := dag.CacheVolume("opm-smoke-k3s-" + run)
+	svc, err := dag.Container().From(k3sImage).
+		WithNewFile("/usr/local/bin/opm-cgroup-init", k3sCgroupInit, dagger.ContainerWithNewFileOpts{Permissions: 0o755}).
+		WithEntrypoint([]string{"/usr/local/bin/opm-cgroup-init"}).
+		WithMountedCache("/etc/rancher/k3s", conf).
+		WithMountedTemp("/var/lib/kubelet").
+		WithMountedTemp("/var/lib/cni").
+		WithMountedTemp("/var/log").
+		WithEnvVariable("OPM_SMOKE_RUN", run).
+		WithExposedPort(6443).
+		AsService(dagger.ContainerAsServiceOpts{
+			// The API server binds the container's own address, the one
+			// Dagger's service check and other containers reach.
+			Args: []string{"sh", "-c", `exec k3s server --bind-address "$(ip route | awk '/ src / {print $NF; exit}')" ` +
+				`--tls-san k3s --disable traefik --disable metrics-server --egress-selector-mode disabled`},
+			UseEntrypoint:            true,
+			InsecureRootCapabilities: true,
+		}).Start(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting k3s (%s): %w", k3sImage, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	raw, err := dag.Container().From(k3sImage).WithoutEntrypoint().
+		WithEnvVariable("OPM_SMOKE_RUN", run).
+		WithMountedCache("/k3s-config", conf).
+		WithServiceBinding("k3s", svc).
+		WithExec([]string{"sh", "-c", k3sReady}).
+		Stdout(wctx)
+	if err != nil {
+		return svc, nil, fmt.Errorf("waiting for k3s to run pods: %w", err)
+	}
+	endpoint, err := svc.Endpoint(ctx, dagger.ServiceEndpointOpts{Port: 6443})
+	if err != nil {
+		return svc, nil, fmt.Errorf("k3s endpoint: %w", err)
+	}
+	kc, err := k3sKubeconfig(raw, endpoint)
+	return svc, kc, err
+}
+
+// k3sKubeconfig builds a kubeconfig for endpoint from the credentials in
+// k3s's own (which points at 127.0.0.1). The endpoint's generated host name
+// is not in the serving certificate; "kubernetes" always is.
+func k3sKubeconfig(raw, endpoint string) ([]byte, error) {
+	field := func(name string) (string, error) {
+		for _, line := range strings.Split(raw, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+": "); ok {
+				return strings.TrimSpace(v), nil
+			}
+		}
+		return "", fmt.Errorf("the k3s kubeconfig has no %s", name)
+	}
+	var vals [3]string
+	for i, name := range []string{"certificate-authority-data", "client-certificate-data", "client-key-data"} {
+		v, err := field(name)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	return []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: opm-smoke-k3s
+  cluster:
+    server: https://%s
+    tls-server-name: kubernetes
+    certificate-authority-data: %s
+users:
+- name: opm-smoke-k3s
+  user:
+    client-certificate-data: %s
+    client-key-data: %s
+contexts:
+- name: opm-smoke-k3s
+  context:
+    cluster: opm-smoke-k3s
+    user: opm-smoke-k3s
+current-context: opm-smoke-k3s
+`, endpoint, vals[0], vals[1], vals[2])), nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opmodel/pipeline/engine/gitref"
+	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/reconcile"
 	"github.com/opmodel/pipeline/engine/render"
@@ -36,6 +38,9 @@ type ApplyOptions struct {
 	MaxHistory int `json:"maxHistory,omitempty"`
 	// Concurrency bounds parallel requests per weight stage; 8 when zero.
 	Concurrency int `json:"concurrency,omitempty"`
+	// RunURL is the CI run applying the change, recorded in the
+	// inventory with the git state of the deployment directory.
+	RunURL string `json:"runUrl,omitempty"`
 	// Progress receives one event per object as it is applied or pruned,
 	// never concurrently.
 	Progress func(ProgressEvent) `json:"-"`
@@ -111,9 +116,25 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 // release reached, the failed one included, and is returned with the
 // error.
 func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
+	ro := opts.reconcileOptions()
+	ro.Source = changeSource(ctx, opts.renderOptions().Dir, opts.RunURL)
 	return eachRelease(ctx, opts.Selection, opts.ClusterOptions, "apply", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
-		return reconcile.Apply(ctx, cl, rel, opts.reconcileOptions())
+		return reconcile.Apply(ctx, cl, rel, ro)
 	})
+}
+
+// changeSource is where a change applied from dir comes from: the git
+// state of dir (nothing when it is not in a repository, or git is not
+// installed) and the CI run.
+func changeSource(ctx context.Context, dir, runURL string) *inventory.Source {
+	src := &inventory.Source{RunURL: runURL}
+	if st, err := gitref.StateOf(ctx, dir); err == nil {
+		src.Commit, src.Ref, src.Dirty = st.Commit, st.Ref, st.Dirty
+	}
+	if *src == (inventory.Source{}) {
+		return nil
+	}
+	return src
 }
 
 // releaseOp runs one operation on one release.

@@ -19,7 +19,7 @@ import (
 // catalog's Kubernetes provider.
 const everyKind = `package app
 
-import core "opmodel.dev/core@v0"
+import core "github.com/opmodel/pipeline/catalog@v0"
 
 core.#Module
 
@@ -31,22 +31,35 @@ let c = {image: #config.image, ports: http: containerPort: 8080}
 
 #components: {
 	web: {
-		workload: {type: "stateless", replicas: 2, serviceAccountName: "web", container: c & {env: A: "1"},
-			volumes: {settings: configMap: "web-settings", creds: secret: "web-creds"}}
-		service: ports: http: {port: 80, targetPort: 8080}
-		ingress: {host: "web.example.com", servicePort: 80, className: "nginx", tlsSecretName: "web-tls"}
-		serviceAccount: {}
-		configs: "web-settings": data: greeting: "hello"
-		secrets: "web-creds": data: password: "s3cret"
+		core.#Workload
+		core.#Service
+		core.#Ingress
+		core.#ServiceAccount
+		core.#Configs
+		core.#Secrets
+		spec: {
+			workload: {type: "stateless", replicas: 2, serviceAccountName: "web", container: c & {env: A: "1"},
+				volumes: {settings: configMap: "web-settings", creds: secret: "web-creds"}}
+			service: ports: http: {port: 80, targetPort: 8080}
+			ingress: {host: "web.example.com", servicePort: 80, className: "nginx", tlsSecretName: "web-tls"}
+			serviceAccount: {}
+			configs: "web-settings": data: greeting: "hello"
+			secrets: "web-creds": data: password: "s3cret"
+		}
 	}
 	db: {
-		workload: {type: "stateful", container: c & {volumeMounts: data: mountPath: "/data"}, volumes: data: claim: "db-data"}
-		service: ports: pg: port: 5432
-		volumes: "db-data": {size: "1Gi", storageClassName: "standard"}
+		core.#Workload
+		core.#Service
+		core.#Volumes
+		spec: {
+			workload: {type: "stateful", container: c & {volumeMounts: data: mountPath: "/data"}, volumes: data: claim: "db-data"}
+			service: ports: pg: port: 5432
+			volumes: "db-data": {size: "1Gi", storageClassName: "standard"}
+		}
 	}
-	agent: workload: {type: "daemon", container: c}
-	migrate: workload: {type: "task", container: c & {command: ["migrate"], args: ["--up"]}}
-	backup: workload: {type: "scheduled-task", schedule: "0 3 * * *", container: c}
+	agent: {core.#Workload, spec: workload: {type: "daemon", container: c}}
+	migrate: {core.#Workload, spec: workload: {type: "task", container: c & {command: ["migrate"], args: ["--up"]}}}
+	backup: {core.#Workload, spec: workload: {type: "scheduled-task", schedule: "0 3 * * *", container: c}}
 }
 `
 

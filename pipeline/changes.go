@@ -103,6 +103,9 @@ type ReleaseChanges struct {
 	// environment's kubeContext missing from the kubeconfig); the others
 	// are still reported.
 	Error string `json:"error,omitempty"`
+	// Unreachable is set with Error when the release's cluster could not
+	// be selected or reached: nothing is known about it, it is not in sync.
+	Unreachable bool `json:"unreachable,omitempty"`
 }
 
 // ChangeSet is the result of Diff and Review: every selected release.
@@ -112,4 +115,8 @@ type ChangeSet struct {
 	Operation string           `json:"operation"`
 	Releases  []ReleaseChanges `json:"releases"`
 	Counts    Counts           `json:"counts"`
+	// BaseRef and BaseCommit say what a review from git compared with:
+	// the ref that resolved and the merge base of it and HEAD.
+	BaseRef    string `json:"baseRef,omitempty"`
+	BaseCommit string `json:"baseCommit,omitempty"`
 }

@@ -24,6 +24,11 @@ type ClusterOptions struct {
 	// QPS and Burst override the client rate limits (defaults 1000/2000).
 	QPS   float32 `json:"qps,omitempty"`
 	Burst int     `json:"burst,omitempty"`
+
+	// ignoreEnvironment connects every release to the cluster Kubeconfig
+	// and Context name, whatever its environment pins: a smoke test runs on
+	// the throwaway cluster it was given, never on the environment's own.
+	ignoreEnvironment bool
 }
 
 // clusters connects once per distinct cluster selection, so releases of
@@ -40,6 +45,9 @@ func newClusters(opts ClusterOptions) *clusters {
 // For returns the cluster a rendered release deploys to.
 func (c *clusters) For(ctx context.Context, r *render.Release) (*kube.Cluster, error) {
 	env := kube.EnvCluster{Name: r.Environment, KubeContext: r.Cluster.KubeContext, KubeConfig: r.Cluster.KubeConfig}
+	if c.opts.ignoreEnvironment {
+		env = kube.EnvCluster{Name: r.Environment}
+	}
 	if cl, ok := c.cache[env]; ok {
 		return cl, nil
 	}

@@ -87,7 +87,7 @@ func TestDeleteWithoutInventoryUsesLabels(t *testing.T) {
 // stays with just them, so a later delete with the flag can finish.
 func TestDeleteKeepsPVCsUnlessAsked(t *testing.T) {
 	ns := env.Namespace(t)
-	module := deploytest.AppModule + "\n#components: (#config.component): volumes: data: size: \"1Gi\"\n"
+	module := deploytest.AppModule + "\n#components: (#config.component): {core.#Volumes, spec: volumes: data: size: \"1Gi\"}\n"
 	dir := deploytest.Write(t, map[string]string{"app/app.cue": module, "deploy.cue": deploytestRoot(ns)})
 	applied := applyDir(t, dir)
 	assert.Check(t, exists(t, pvcs, ns, "data"))
@@ -123,7 +123,7 @@ func deploytestRoot(ns string) string {
 	return `package deploy
 
 import (
-	core "opmodel.dev/core@v0"
+	core "github.com/opmodel/pipeline/catalog@v0"
 	appmodule "test.example/deploy/app"
 )
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/opmodel/pipeline/engine/diff"
+	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/preview"
 	"github.com/opmodel/pipeline/engine/render"
@@ -18,6 +19,13 @@ type DiffOptions struct {
 	Protection
 	// NoGhosts skips the label scan that finds ghosts.
 	NoGhosts bool `json:"noGhosts,omitempty"`
+	// AllEnvironments diffs every environment the deployment declares,
+	// Environments each one listed (Selection.Environment is then
+	// ignored), one after the other: what a scheduled drift check runs. An
+	// environment that fails to render becomes one error row and the
+	// others are still diffed.
+	AllEnvironments bool     `json:"allEnvironments,omitempty"`
+	Environments    []string `json:"environments,omitempty"`
 }
 
 // Diff compares the rendered releases with their clusters: each object
@@ -26,6 +34,9 @@ type DiffOptions struct {
 // reported with Error set and the others are still compared; the returned
 // error then joins every such failure.
 func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
+	if opts.AllEnvironments || len(opts.Environments) > 0 {
+		return diffEach(ctx, opts)
+	}
 	rels, err := render.Render(ctx, opts.renderOptions())
 	if err != nil {
 		return nil, err
@@ -54,10 +65,12 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 	}
 	cluster, err := cl.For(ctx, rel)
 	if err != nil {
+		rc.Unreachable = fault.KindOf(err) == fault.Connectivity
 		return rc, err
 	}
 	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts, Masker: m})
 	if err != nil {
+		rc.Unreachable = fault.KindOf(err) == fault.Connectivity
 		return rc, err
 	}
 	if pv.Inventory != nil {

@@ -43,6 +43,12 @@ type MarkdownOptions struct {
 	SummaryURL string
 	// CutHint replaces the sentence that says where the full review is.
 	CutHint string
+	// Intro is written verbatim after the heading (counted in Limit): a
+	// drift report's table of environments.
+	Intro string
+	// Footer ends the document after a blank line (counted in Limit):
+	// which opm wrote it (buildinfo.Info.Footer).
+	Footer string
 }
 
 // Markdown renders the change set for a pull-request comment, a job
@@ -51,6 +57,21 @@ type MarkdownOptions struct {
 // <details> per release with its stale set and a diff per changed object.
 // The output depends only on the change set and the options.
 func (cs *ChangeSet) Markdown(opts MarkdownOptions) string {
+	if opts.Footer == "" {
+		return cs.markdownBody(opts)
+	}
+	footer := "\n" + strings.TrimRight(opts.Footer, "\n") + "\n"
+	switch {
+	case opts.Limit == 0:
+		opts.Limit = DefaultMarkdownLimit - len(footer)
+	case opts.Limit > 0:
+		opts.Limit = max(opts.Limit-len(footer), 1)
+	}
+	return cs.markdownBody(opts) + footer
+}
+
+// markdownBody is Markdown without the footer.
+func (cs *ChangeSet) markdownBody(opts MarkdownOptions) string {
 	if cs.Operation == "diff" {
 		opts.Title = cmp.Or(opts.Title, "opm diff")
 		opts.BaseLabel = cmp.Or(opts.BaseLabel, "live")
@@ -186,6 +207,9 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 		b.WriteString(": " + strings.Join(envs, ", "))
 	}
 	b.WriteString("\n\n")
+	if o.Intro != "" {
+		b.WriteString(strings.TrimRight(o.Intro, "\n") + "\n\n")
+	}
 
 	if cut.diffs+cut.releases > 0 {
 		var what []string
@@ -242,7 +266,11 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 		b.WriteString("| --- | --- | --- | --- | --- | ---: | ---: | ---: |\n")
 		for _, r := range cs.Releases {
 			if r.Error != "" {
-				fmt.Fprintf(b, "| %s | %s | %s | ❌ error | | | | |\n", mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace))
+				what := "❌ error"
+				if r.Unreachable {
+					what = "🔌 unreachable"
+				}
+				fmt.Fprintf(b, "| %s | %s | %s | %s | | | | |\n", mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace), what)
 				continue
 			}
 			var baseRev Revision
@@ -261,7 +289,10 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 	var warns []string
 	for _, r := range cs.Releases {
 		who := fmt.Sprintf("**%s** (%s)", mdEscape(r.Name), mdEscape(mdEnvLabel(r.Environment)))
-		if r.Error != "" {
+		switch {
+		case r.Unreachable:
+			warns = append(warns, fmt.Sprintf("🔌 %s is unreachable, so it could not be compared: %s", who, mdEscape(mdFirstLine(r.Error))))
+		case r.Error != "":
 			warns = append(warns, fmt.Sprintf("❌ %s could not be compared: %s", who, mdEscape(mdFirstLine(r.Error))))
 		}
 		for _, w := range r.Warnings {

@@ -235,3 +235,58 @@ func TestMarkdownHardCutStillCloses(t *testing.T) {
 		assert.Assert(t, strings.Contains(md, "The rest of this review was cut"), "missing %q", "The rest of this review was cut")
 	}
 }
+
+// The footer (which opm wrote this) ends the document and counts in the
+// limit, however much had to be cut.
+func TestMarkdownFooterIsLastAndCounted(t *testing.T) {
+	const footer = "<sub>opm v1.2.3 · CUE v0.17.1</sub>"
+	small := &pipeline.ChangeSet{Releases: []pipeline.ReleaseChanges{{Name: "a", Namespace: "ns"}}}
+	md := small.Markdown(pipeline.MarkdownOptions{Footer: footer})
+	assert.Equal(t, md, small.Markdown(pipeline.MarkdownOptions{})+"\n"+footer+"\n")
+
+	big := &pipeline.ChangeSet{}
+	for i := range 3000 {
+		big.Releases = append(big.Releases, pipeline.ReleaseChanges{
+			Name: fmt.Sprintf("release-%04d", i), Namespace: "ns", Warnings: []string{strings.Repeat("a long warning ", 5)},
+		})
+	}
+	for _, limit := range []int{0, 10000} {
+		md := big.Markdown(pipeline.MarkdownOptions{Limit: limit, Footer: footer})
+		want := limit
+		if limit == 0 {
+			want = pipeline.DefaultMarkdownLimit
+		}
+		assert.Assert(t, len(md) <= want, "%d bytes over %d", len(md), want)
+		assert.Assert(t, strings.HasSuffix(md, "\n"+footer+"\n"))
+		checkBalanced(t, md)
+	}
+}
+
+// A drift summary per environment: the worst state of its releases wins,
+// and an unreachable environment is never "in sync".
+func TestDriftPerEnvironment(t *testing.T) {
+	cs := &pipeline.ChangeSet{Releases: []pipeline.ReleaseChanges{
+		{Name: "a", Environment: "prod", Error: "no context", Unreachable: true},
+		{Name: "b", Environment: "prod", Counts: pipeline.Counts{Unchanged: 3}},
+		{Name: "a", Environment: "staging", Counts: pipeline.Counts{Unchanged: 2, Modified: 1, Ghost: 1}},
+		{Name: "b", Environment: "staging", Counts: pipeline.Counts{Unchanged: 4}},
+		{Name: "a", Environment: "qa", Counts: pipeline.Counts{Unchanged: 1}},
+		{Name: "b", Environment: "qa", Error: "render failed"},
+		{Name: "a", Environment: "dev", Counts: pipeline.Counts{Unchanged: 5}},
+	}}
+	got := cs.Drift()
+	assert.DeepEqual(t, got, []pipeline.EnvironmentDrift{
+		{Environment: "prod", Status: pipeline.Unreachable, Releases: 2, Counts: pipeline.Counts{Unchanged: 3}},
+		{Environment: "staging", Status: pipeline.Drifted, Releases: 2, Counts: pipeline.Counts{Unchanged: 6, Modified: 1, Ghost: 1}},
+		{Environment: "qa", Status: pipeline.DriftError, Releases: 2, Counts: pipeline.Counts{Unchanged: 1}},
+		{Environment: "dev", Status: pipeline.InSync, Releases: 1, Counts: pipeline.Counts{Unchanged: 5}},
+	})
+	table := pipeline.DriftMarkdown(got)
+	assert.Assert(t, is.Contains(table, "| prod | 🔌 unreachable | 2 | | | | |\n"))
+	assert.Assert(t, is.Contains(table, "| staging | ⚠️ drifted | 2 | 0 | 1 | 0 | 1 |\n"))
+	assert.Assert(t, is.Contains(table, "| dev | ✅ in sync | 1 | 0 | 0 | 0 | 0 |\n"))
+	md := cs.Markdown(pipeline.MarkdownOptions{Title: "opm drift", Intro: table})
+	assert.Assert(t, strings.HasPrefix(md, "## opm drift: prod, staging, qa, dev\n\n"+table+"\n"), md)
+	assert.Assert(t, is.Contains(md, "| a | prod |  | 🔌 unreachable |"))
+	assert.Assert(t, is.Contains(md, "🔌 **a** (prod) is unreachable, so it could not be compared: no context"))
+}

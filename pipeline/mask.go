@@ -12,7 +12,8 @@ const Masked = "(masked)"
 // masked returns a copy of r for results other than render's: Secret
 // data and stringData values are replaced by Masked, and so is every
 // string in the resolved values that a Secret carries (whole or inside a
-// longer value), because the values are where Secret content comes from.
+// longer value), in values and in valuesText, because the values are
+// where Secret content comes from.
 // Render prints both on purpose, as `helm template` does; apply and prune
 // results go to CI logs, job summaries and Dagger outputs.
 func (r RenderedRelease) masked() RenderedRelease {
@@ -52,7 +53,11 @@ func (r RenderedRelease) masked() RenderedRelease {
 		}
 		out.Resources = append(out.Resources, c)
 	}
-	if len(secrets) == 0 || len(r.Values) == 0 {
+	if len(secrets) == 0 {
+		return out
+	}
+	out.ValuesText = maskText(r.ValuesText, secrets)
+	if len(r.Values) == 0 {
 		return out
 	}
 	var values any
@@ -92,4 +97,39 @@ func maskStrings(v any, secrets []string) any {
 		}
 	}
 	return v
+}
+
+// maskText replaces each quoted string of CUE text that occurs in one of
+// secrets, and any secret found verbatim in it.
+func maskText(text string, secrets []string) string {
+	var b strings.Builder
+	rest := text
+	for {
+		i := strings.IndexByte(rest, '"')
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		j := strings.IndexByte(rest[i+1:], '"')
+		if j < 0 {
+			b.WriteString(rest)
+			break
+		}
+		lit := rest[i+1 : i+1+j]
+		b.WriteString(rest[:i+1])
+		if masked := maskStrings(lit, secrets); masked == Masked {
+			b.WriteString(Masked)
+		} else {
+			b.WriteString(lit)
+		}
+		b.WriteByte('"')
+		rest = rest[i+1+j+1:]
+	}
+	out := b.String()
+	for _, s := range secrets {
+		if len(s) >= 4 {
+			out = strings.ReplaceAll(out, s, Masked)
+		}
+	}
+	return out
 }

@@ -29,6 +29,9 @@ type Selection struct {
 	Releases []string `json:"releases,omitempty"`
 	// ValuesFiles are merged last (release < environment < files), one release only.
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
+	// NamespaceOverride replaces every selected release's namespace (and
+	// so its identity); Smoke sets it to a throwaway namespace.
+	NamespaceOverride string `json:"namespaceOverride,omitempty"`
 }
 
 func (s Selection) renderOptions() render.Options {
@@ -36,7 +39,7 @@ func (s Selection) renderOptions() render.Options {
 	if dir == "" {
 		dir = "."
 	}
-	return render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles}
+	return render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles, Namespace: s.NamespaceOverride}
 }
 
 // RenderOptions are the options of Render.
@@ -51,6 +54,9 @@ type RenderResult struct {
 }
 
 // RenderedRelease is one rendered release with its objects in apply order.
+// ValuesText is the resolved values as the CUE text the change ID hashes,
+// so the change ID can be recomputed from this output alone, like the
+// manifest digest from Resources.
 type RenderedRelease struct {
 	Name           string           `json:"name"`
 	Namespace      string           `json:"namespace"`
@@ -59,6 +65,7 @@ type RenderedRelease struct {
 	ModuleID       string           `json:"moduleId"`
 	Module         ModuleRef        `json:"module"`
 	Values         json.RawMessage  `json:"values"`
+	ValuesText     string           `json:"valuesText"`
 	ManifestDigest string           `json:"manifestDigest"`
 	ChangeID       string           `json:"changeId"`
 	Resources      []map[string]any `json:"resources"`
@@ -93,6 +100,7 @@ func newRenderedRelease(r *render.Release) RenderedRelease {
 		ReleaseID: r.ReleaseID, ModuleID: r.Module.ID,
 		Module:         ModuleRef{Path: r.Module.Path, Name: r.Module.Name, Version: r.Module.Version, FQN: r.Module.FQN},
 		Values:         r.Values,
+		ValuesText:     r.ValuesText,
 		ManifestDigest: r.ManifestDigest, ChangeID: r.ChangeID,
 		Resources: make([]map[string]any, 0, len(r.Resources)),
 		release:   r,

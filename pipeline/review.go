@@ -32,6 +32,11 @@ type ReviewOptions struct {
 	// Environments are reviewed one after the other; default all declared
 	// on either side, or none when neither declares any.
 	Environments []string `json:"environments,omitempty"`
+	// BaseRefs, instead of BaseDir, name the base in the git repository
+	// that holds Dir: candidates tried in order (a branch, origin/<branch>,
+	// a commit). The base is the merge base of the first that exists and
+	// HEAD, checked out into a temporary worktree as the Action does.
+	BaseRefs []string `json:"baseRefs,omitempty"`
 	Protection
 
 	// masker masks Secret values, one key per Review.
@@ -48,6 +53,9 @@ type ReviewOptions struct {
 // when neither side can be loaded or the selection names something that
 // does not exist.
 func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
+	if len(opts.BaseRefs) > 0 {
+		return reviewGit(ctx, opts)
+	}
 	head := loadReviewSide(ctx, "head", opts.Selection.renderOptions().Dir, true)
 	base := loadReviewSide(ctx, "base", opts.BaseDir, false)
 	if head.err != nil && base.d == nil {

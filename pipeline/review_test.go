@@ -84,8 +84,8 @@ func renameMinecraft(t *testing.T) func(string) {
 func moveSettings(t *testing.T) func(string) {
 	return func(dir string) {
 		f := "modules/blog/blog.cue"
-		reviewEdit(t, dir, f, "\t\tconfigs: \"blog-api-settings\": data: {\n\t\t\t\"log-level\": #config.logLevel\n\t\t\t\"title\":     #config.title\n\t\t}\n", "")
-		reviewAppend(t, dir, f, "\n#components: settings: configs: \"blog-api-settings\": data: {\n\t\"log-level\": #config.logLevel\n\t\"title\":     #config.title\n}\n")
+		reviewEdit(t, dir, f, "\t\t\tconfigs: \"blog-api-settings\": data: {\n\t\t\t\t\"log-level\": #config.logLevel\n\t\t\t\t\"title\":     #config.title\n\t\t\t}\n", "")
+		reviewAppend(t, dir, f, "\n#components: settings: {\n\tcore.#Configs\n\tspec: configs: \"blog-api-settings\": data: {\n\t\t\"log-level\": #config.logLevel\n\t\t\"title\":     #config.title\n\t}\n}\n")
 	}
 }
 
@@ -103,7 +103,7 @@ func blogSecret(password string) func(string) {
 			panic(err)
 		}
 		defer f.Close()
-		if _, err := f.WriteString("\n#components: api: secrets: \"blog-db\": data: {password: \"" + password + "\", apiKey: \"" + reviewAPIKey + "\"}\n"); err != nil {
+		if _, err := f.WriteString("\n#components: api: {core.#Secrets, spec: secrets: \"blog-db\": data: {password: \"" + password + "\", apiKey: \"" + reviewAPIKey + "\"}}\n"); err != nil {
 			panic(err)
 		}
 	}
@@ -281,7 +281,7 @@ func TestReviewEmptyRenderWarns(t *testing.T) {
 		assert.NilError(t, os.MkdirAll(filepath.Join(dir, "modules/empty"), 0o755))
 		assert.NilError(t, os.WriteFile(filepath.Join(dir, "modules/empty/empty.cue"), []byte(`package empty
 
-import core "opmodel.dev/core@v0"
+import core "github.com/opmodel/pipeline/catalog@v0"
 
 core.#Module
 

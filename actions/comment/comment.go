@@ -35,7 +35,13 @@ type Result struct {
 
 // Marker returns the hidden marker for key: an HTML comment GitHub does
 // not show. Characters that could end the comment early are replaced.
-func Marker(key string) string {
+func Marker(key string) string { return marker("pr-review", key) }
+
+// SmokeMarker is the marker of the smoke-test comment, apart from the
+// review's so that each updates only its own.
+func SmokeMarker(key string) string { return marker("smoke", key) }
+
+func marker(kind, key string) string {
 	var b strings.Builder
 	for _, r := range key {
 		switch {
@@ -49,7 +55,7 @@ func Marker(key string) string {
 	for strings.Contains(k, "--") { // "--" has no place inside an HTML comment
 		k = strings.ReplaceAll(k, "--", "-")
 	}
-	return "<!-- opm:pr-review:" + k + " -->"
+	return "<!-- opm:" + kind + ":" + k + " -->"
 }
 
 // NewClient returns a go-github client for the REST API at apiURL (the
@@ -77,13 +83,7 @@ func Upsert(ctx context.Context, client *github.Client, t Target, marker, body s
 	if marker == "" || !strings.Contains(body, marker) {
 		return Result{}, errors.New("the comment body does not contain its marker")
 	}
-	authors := map[string]bool{BotLogin: true}
-	// GitHub Apps and GITHUB_TOKEN cannot read /user (403): then only the
-	// bot's comments count, which is whom such a token comments as.
-	if u, _, err := client.Users.Get(ctx, ""); err == nil && u.GetLogin() != "" {
-		authors[u.GetLogin()] = true
-	}
-	found, err := find(ctx, client, t, marker, authors)
+	found, err := find(ctx, client, t, marker, Authors(ctx, client))
 	if err != nil {
 		return Result{}, err
 	}
@@ -99,6 +99,18 @@ func Upsert(ctx context.Context, client *github.Client, t Target, marker, body s
 		return Result{}, fmt.Errorf("commenting on %s/%s#%d: %w", t.Owner, t.Repo, t.Number, err)
 	}
 	return Result{ID: c.GetID(), URL: c.GetHTMLURL(), Created: true}, nil
+}
+
+// Authors are the logins whose comments and issues the token may take as
+// its own: github-actions[bot] and the token's user. GitHub Apps and
+// GITHUB_TOKEN cannot read /user (403): then only the bot counts, which is
+// whom such a token writes as.
+func Authors(ctx context.Context, client *github.Client) map[string]bool {
+	authors := map[string]bool{BotLogin: true}
+	if u, _, err := client.Users.Get(ctx, ""); err == nil && u.GetLogin() != "" {
+		authors[u.GetLogin()] = true
+	}
+	return authors
 }
 
 // find returns the oldest comment with marker by one of authors, reading

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -79,6 +80,7 @@ Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not f
 			}
 			opts.Progress = progressPrinter(cmd, output)
 			opts.ReleaseDone = summaryPrinter(cmd, output)
+			opts.RunURL = ciRunURL(os.Getenv)
 			res, err := pipeline.Apply(cmd.Context(), opts)
 			return printApplyResult(cmd, output, res, err)
 		},

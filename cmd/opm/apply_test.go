@@ -193,7 +193,7 @@ func TestApplyCommandSummaryFollowsEachRelease(t *testing.T) {
 	dir := deploytest.Write(t, map[string]string{"deploy.cue": fmt.Sprintf(`package deploy
 
 import (
-	core "opmodel.dev/core@v0"
+	core "github.com/opmodel/pipeline/catalog@v0"
 	appmodule "test.example/deploy/app"
 )
 

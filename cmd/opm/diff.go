@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/opmodel/pipeline/buildinfo"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/pipeline"
 )
@@ -28,12 +29,20 @@ are what apply would prune, and ghosts carry the release's labels but are in nei
 the inventory nor the render. Secret values never appear: a changed value shows as
 a masked marker with before/after hashes.
 
+With --all-environments, every environment the deployment declares is diffed
+against its own cluster, one after the other: a drift check. An environment whose
+cluster cannot be reached is reported as unreachable and the others are still
+compared.
+
 With --exit-code, the exit code is 0 for no differences, 1 for differences and 2 or
 more for errors, as kubectl diff.`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" && output != "markdown" {
 				return usageError{fmt.Errorf("-o must be text, json or markdown, not %q", output)}
+			}
+			if opts.AllEnvironments && sel.env != "" {
+				return usageError{fmt.Errorf("--all-environments and --env exclude each other")}
 			}
 			opts.Selection = sel.selection(args)
 			opts.ClusterOptions = cluster.options()
@@ -48,7 +57,7 @@ more for errors, as kubectl diff.`,
 					return err
 				}
 			case "markdown":
-				fmt.Fprint(out, cs.Markdown(pipeline.MarkdownOptions{}))
+				fmt.Fprint(out, cs.Markdown(pipeline.ReportMarkdownOptions(buildinfo.Read().Footer())))
 			default:
 				fmt.Fprint(out, cs.Text(isTerminal(out)))
 			}
@@ -71,6 +80,7 @@ more for errors, as kubectl diff.`,
 	cmd.Flags().BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "diff as apply --prune-namespaces would prune")
 	cmd.Flags().BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "diff as apply --prune-pvcs would prune")
 	cmd.Flags().BoolVar(&opts.NoGhosts, "no-ghosts", false, "skip the label scan that finds ghosts")
+	cmd.Flags().BoolVar(&opts.AllEnvironments, "all-environments", false, "diff every declared environment against its cluster (a drift check)")
 	return cmd
 }
 

@@ -85,6 +85,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRenderCmd(), newDiffCmd(), newApplyCmd(), newPruneCmd(), newStatusCmd(), newDeleteCmd(), newUnlockCmd(), newInventoryCmd())
+	root.AddCommand(newRenderCmd(), newDiffCmd(), newApplyCmd(), newPruneCmd(), newStatusCmd(), newDeleteCmd(), newReviewCmd(), newHistoryCmd(), newRollbackCmd(), newVersionCmd())
+	root.AddCommand(newSmokeCmd(), newUnlockCmd(), newInventoryCmd())
 	return root
 }

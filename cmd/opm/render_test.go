@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -65,5 +68,50 @@ func TestRenderBadInputExitsTwo(t *testing.T) {
 			assert.Equal(t, out, "", "nothing on stdout on error")
 			assert.Check(t, is.Contains(errOut, "Error: "))
 		})
+	}
+}
+
+// Anyone can check a render's identity from its JSON alone: the manifest
+// digest is SHA-256 over each resource's JSON (sorted keys) in the order
+// printed, newline-separated; the change ID is the first 8 hex of SHA-1
+// over module path + module version + valuesText + manifest digest.
+// Recomputed here with nothing but the standard library.
+func TestRenderJSONRecomputesDigestAndChangeID(t *testing.T) {
+	code, out, errOut := runOpm(t, "render", "../../examples", "-e", "staging", "-o", "json")
+	assert.Equal(t, code, 0, errOut)
+	var doc struct {
+		Releases []struct {
+			Name           string
+			Module         struct{ Path, Version string }
+			ValuesText     string
+			ManifestDigest string
+			ChangeID       string
+			Resources      []json.RawMessage
+		}
+	}
+	assert.NilError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, len(doc.Releases), 2)
+	for _, r := range doc.Releases {
+		assert.Check(t, is.Contains(r.ValuesText, "image:"), "%s: valuesText is the CUE text of the values", r.Name)
+		h := sha256.New()
+		for i, raw := range r.Resources {
+			// Decode with exact numbers and encode again: encoding/json
+			// sorts map keys, as the digest's definition says.
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			var obj map[string]any
+			assert.NilError(t, dec.Decode(&obj))
+			b, err := json.Marshal(obj)
+			assert.NilError(t, err)
+			if i > 0 {
+				h.Write([]byte{'\n'})
+			}
+			h.Write(b)
+		}
+		digest := "sha256:" + hex.EncodeToString(h.Sum(nil))
+		assert.Equal(t, digest, r.ManifestDigest, "%s: manifest digest", r.Name)
+
+		sum := sha1.Sum([]byte(r.Module.Path + r.Module.Version + r.ValuesText + digest))
+		assert.Equal(t, "change-sha1-"+hex.EncodeToString(sum[:])[:8], r.ChangeID, "%s: change ID", r.Name)
 	}
 }

@@ -95,6 +95,9 @@ type Change struct {
 	ManifestDigest string    `json:"manifestDigest"`
 	Timestamp      string    `json:"timestamp"`
 	Inventory      EntryList `json:"inventory"`
+	// Source says where the change came from; nil when nothing is known
+	// (and for changes recorded before sources were).
+	Source *Source `json:"source,omitempty"`
 }
 
 // EntryList is the inventory of one change.

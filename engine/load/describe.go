@@ -56,8 +56,8 @@ func userPositions(all []token.Pos) []string {
 			continue
 		}
 		seen[s] = true
-		if strings.HasPrefix(p.Filename(), "/__opm_embedded__/") {
-			catalog = append(catalog, strings.TrimPrefix(s, "/__opm_embedded__/"))
+		if strings.HasPrefix(p.Filename(), EmbeddedRoot) {
+			catalog = append(catalog, strings.TrimPrefix(s, EmbeddedRoot))
 			continue
 		}
 		user = append(user, s)

@@ -1,8 +1,10 @@
 // Package load reads a deployment directory — a CUE module whose root
 // package declares `environments` and `releases` — into CUE values, serving
-// the OPM catalog (opmodel.dev/core@v0) from the binary so no registry or
-// network is needed for it. Other dependencies resolve through CUE_REGISTRY
-// exactly as the cue command does.
+// the pipeline's own catalog (catalog.ModulePath at catalog.Version) from
+// the binary so no registry or network is needed for it. Every other
+// dependency, opmodel.dev/* included, resolves through CUE_REGISTRY and the
+// cache exactly as the cue command does; one that cannot be fetched is an
+// error naming it, never replaced by embedded content.
 package load
 
 import (
@@ -29,7 +31,7 @@ type Deployment struct {
 	ModulePath string
 	// Root is the root package: it holds environments and releases.
 	Root cue.Value
-	// Catalog is the embedded opmodel.dev/core@v0 package.
+	// Catalog is the catalog package (catalog.ModulePath).
 	Catalog cue.Value
 	// Context owns both values; everything rendered from them must use it.
 	Context *cue.Context

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"sync"
 
 	"cuelang.org/go/cue/load"
@@ -20,7 +21,11 @@ import (
 // files are placed in the loader's overlay. The loader reads a fetched
 // module from disk at OSRoot()/Dir plus the overlay, so the catalog must
 // appear to live at a real-looking absolute path (nothing is written there).
-const embeddedRoot = "/__opm_embedded__/" + catalog.ModulePath
+const embeddedRoot = EmbeddedRoot + catalog.ModulePath
+
+// EmbeddedRoot prefixes the file name of every position inside the embedded
+// catalog, so error messages can tell the catalog's lines from the user's.
+const EmbeddedRoot = "/__opm_embedded__/"
 
 // registry answers for the embedded catalog and hands every other module to
 // CUE's own registry client, which honours CUE_REGISTRY, caches and logins.
@@ -45,7 +50,24 @@ func newRegistry(env []string) (*registry, error) {
 	return &registry{catalogMod: mf, env: env}, nil
 }
 
-func (r *registry) isCatalog(mv module.Version) bool { return mv.Path() == catalog.ModulePath }
+// isCatalog reports whether mv is the embedded catalog: its path at exactly
+// the embedded version. Any other version of that path, and every other
+// module, is fetched as CUE would fetch it.
+func (r *registry) isCatalog(mv module.Version) bool {
+	return mv.Path() == catalog.ModulePath && mv.Version() == catalog.Version
+}
+
+// unfetchable names the module, the registry and what to do when a
+// dependency cannot be fetched; nothing stands in for it.
+func (r *registry) unfetchable(mv module.Version, err error) error {
+	reg := "CUE_REGISTRY is not set, so the default registry (registry.cue.works) was asked"
+	for _, kv := range r.env {
+		if v, ok := strings.CutPrefix(kv, "CUE_REGISTRY="); ok && v != "" {
+			reg = fmt.Sprintf("CUE_REGISTRY=%s", v)
+		}
+	}
+	return fmt.Errorf("cannot fetch module %s (%s): %w; publish it there, point CUE_REGISTRY at a registry that has it, or warm the cache (CUE_CACHE_DIR) with `cue mod tidy` while online", mv, reg, err)
+}
 
 func (r *registry) other() (modconfig.Registry, error) {
 	r.once.Do(func() {
@@ -62,7 +84,11 @@ func (r *registry) ModFile(ctx context.Context, mv module.Version) (*modfile.Fil
 	if err != nil {
 		return nil, err
 	}
-	return o.ModFile(ctx, mv)
+	mf, err := o.ModFile(ctx, mv)
+	if err != nil {
+		return nil, r.unfetchable(mv, err)
+	}
+	return mf, nil
 }
 
 func (r *registry) Fetch(ctx context.Context, mv module.Version) (module.SourceLoc, error) {
@@ -73,11 +99,17 @@ func (r *registry) Fetch(ctx context.Context, mv module.Version) (module.SourceL
 	if err != nil {
 		return module.SourceLoc{}, err
 	}
-	return o.Fetch(ctx, mv)
+	loc, err := o.Fetch(ctx, mv)
+	if err != nil {
+		return module.SourceLoc{}, r.unfetchable(mv, err)
+	}
+	return loc, nil
 }
 
 func (r *registry) ModuleVersions(ctx context.Context, mpath string) ([]string, error) {
 	if mpath == catalog.ModulePath {
+		// Only consulted for undeclared imports; declared versions of
+		// the path go through ModFile/Fetch above.
 		return []string{catalog.Version}, nil
 	}
 	o, err := r.other()
@@ -112,9 +144,9 @@ func catalogOverlay(overlay map[string]load.Source) error {
 }
 
 // pinCatalog returns the deployment's module.cue with the catalog declared
-// as a dependency at the embedded version. The loader only asks the registry
-// for declared modules, and the engine always renders with the catalog it
-// was built with, whatever version the directory names.
+// as a dependency at the embedded version, unless the directory declares a
+// version of it itself (which is then fetched like any other dependency).
+// The loader only asks the registry for declared modules.
 func pinCatalog(modFilePath string) ([]byte, error) {
 	data, err := os.ReadFile(modFilePath)
 	if err != nil {
@@ -127,6 +159,8 @@ func pinCatalog(modFilePath string) ([]byte, error) {
 	if mf.Deps == nil {
 		mf.Deps = map[string]*modfile.Dep{}
 	}
-	mf.Deps[catalog.ModulePath] = &modfile.Dep{Version: catalog.Version}
+	if _, ok := mf.Deps[catalog.ModulePath]; !ok {
+		mf.Deps[catalog.ModulePath] = &modfile.Dep{Version: catalog.Version}
+	}
 	return modfile.Format(mf)
 }

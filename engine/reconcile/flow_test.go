@@ -111,7 +111,8 @@ func TestMaxHistory(t *testing.T) {
 const selectorModule = `
 #config: app: *"web" | string
 #components: (#config.app): {
-	workload: {type: "stateless", name: "web", replicas: 1, container: image: "nginx:1.27"}
+	core.#Workload
+	spec: workload: {type: "stateless", name: "web", replicas: 1, container: image: "nginx:1.27"}
 }
 `
 

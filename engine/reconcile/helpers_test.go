@@ -58,7 +58,7 @@ func newDeployment(t *testing.T, ns string) *deployment {
 	d := &deployment{t: t, dir: t.TempDir(), ns: ns}
 	d.write("cue.mod/module.cue", `module: "example.com/test@v0"
 language: version: "v0.12.0"
-deps: "opmodel.dev/core@v0": v: "v0.1.0"
+deps: "github.com/opmodel/pipeline/catalog@v0": v: "v0.1.0"
 `)
 	return d
 }
@@ -75,7 +75,7 @@ func (d *deployment) write(name, content string) {
 func (d *deployment) module(version, body string) *deployment {
 	d.write("mod/mod.cue", fmt.Sprintf(`package mod
 
-import core "opmodel.dev/core@v0"
+import core "github.com/opmodel/pipeline/catalog@v0"
 
 core.#Module
 
@@ -94,7 +94,7 @@ func (d *deployment) values(values string) *deployment {
 	d.write("deploy.cue", fmt.Sprintf(`package deploy
 
 import (
-	core "opmodel.dev/core@v0"
+	core "github.com/opmodel/pipeline/catalog@v0"
 	m "example.com/test/mod"
 )
 
@@ -128,23 +128,28 @@ const minecraftModule = `
 	kind:    *"stateful" | "stateless"
 }
 #components: app: {
-	workload: {
-		type:     #config.kind
-		name:     #config.name
-		replicas: 1
-		container: {
-			image: "itzg/minecraft-server:2025.10.0"
-			ports: game: containerPort: 25565
+	core.#Workload
+	core.#Service
+	core.#Volumes
+	spec: {
+		workload: {
+			type:     #config.kind
+			name:     #config.name
+			replicas: 1
+			container: {
+				image: "itzg/minecraft-server:2025.10.0"
+				ports: game: containerPort: 25565
+			}
 		}
-	}
-	service: {
-		name: #config.name
-		ports: game: {
-			port: 25565
-			if #config.badPort {targetPort: 70000}
+		service: {
+			name: #config.name
+			ports: game: {
+				port: 25565
+				if #config.badPort {targetPort: 70000}
+			}
 		}
+		volumes: (#config.claim): size: "1Gi"
 	}
-	volumes: (#config.claim): size: "1Gi"
 }
 `
 

@@ -83,6 +83,8 @@ type Options struct {
 	// Lock, when set, is how the release's lock is taken (Labels and
 	// Unlock are filled in here); nil runs unlocked. Ignored in a dry run.
 	Lock *lock.Options
+	// Source is recorded with the change (where it came from); nil when unknown.
+	Source *inventory.Source
 }
 
 func (o Options) now() time.Time {
@@ -294,6 +296,7 @@ func (r *run) change(entries []inventory.Entry) inventory.Change {
 		Values:         r.rel.ValuesText,
 		ManifestDigest: r.rel.ManifestDigest,
 		Inventory:      inventory.EntryList{Entries: entries},
+		Source:         r.opts.Source,
 	}
 }
 

@@ -105,14 +105,22 @@ const threeComponentModule = `
 #config: cache: *true | bool
 #components: {
 	app: {
-		workload: {type: "stateless", replicas: 1, container: {image: "nginx:1.27", ports: http: containerPort: 80}}
-		service: ports: http: port: 80
+		core.#Workload
+		core.#Service
+		spec: {
+			workload: {type: "stateless", replicas: 1, container: {image: "nginx:1.27", ports: http: containerPort: 80}}
+			service: ports: http: port: 80
+		}
 	}
-	worker: workload: {type: "stateless", replicas: 1, container: image: "busybox:1.36"}
+	worker: {core.#Workload, spec: workload: {type: "stateless", replicas: 1, container: image: "busybox:1.36"}}
 	if #config.cache {
 		cache: {
-			workload: {type: "stateless", replicas: 1, container: {image: "redis:7", ports: redis: containerPort: 6379}}
-			service: ports: redis: port: 6379
+			core.#Workload
+			core.#Service
+			spec: {
+				workload: {type: "stateless", replicas: 1, container: {image: "redis:7", ports: redis: containerPort: 6379}}
+				service: ports: redis: port: 6379
+			}
 		}
 	}
 }
@@ -280,8 +288,12 @@ func TestScenarioI_LocalTemplateChange(t *testing.T) {
 const renamableComponentModule = `
 #config: component: *"app" | string
 #components: (#config.component): {
-	service: {name: "minecraft", ports: game: port: 25565}
-	configs: "minecraft-settings": data: difficulty: "normal"
+	core.#Service
+	core.#Configs
+	spec: {
+		service: {name: "minecraft", ports: game: port: 25565}
+		configs: "minecraft-settings": data: difficulty: "normal"
+	}
 }
 `
 
@@ -434,8 +446,12 @@ const optionalModule = `
 #components: {
 	if #config.enabled {
 		app: {
-			service: ports: http: port: 80
-			configs: "app-settings": data: level: "info"
+			core.#Service
+			core.#Configs
+			spec: {
+				service: ports: http: port: 80
+				configs: "app-settings": data: level: "info"
+			}
 		}
 	}
 }
@@ -480,7 +496,7 @@ func TestScenarioP_EmptyRenderRefused(t *testing.T) {
 func TestEdge3_InventorySecretInLabelQueries(t *testing.T) {
 	ns := env.Namespace(t)
 	d := newDeployment(t, ns).module("0.1.0", `
-#components: app: secrets: "app-credentials": data: password: "hunter2"
+#components: app: {core.#Secrets, spec: secrets: "app-credentials": data: password: "hunter2"}
 `).values(`{}`)
 	rel := d.render()
 	mustApply(t, rel, Options{})

@@ -14,7 +14,7 @@ func generatedModule(n int) string {
 	var b strings.Builder
 	b.WriteString(`package app
 
-import core "opmodel.dev/core@v0"
+import core "github.com/opmodel/pipeline/catalog@v0"
 
 core.#Module
 
@@ -33,9 +33,14 @@ metadata: {
 `)
 	for i := range n {
 		fmt.Fprintf(&b, `	"svc-%d": {
-		workload: {type: "stateless", replicas: #config.replicas, container: {image: #config.image, ports: http: containerPort: 8080, env: INDEX: "%d"}}
-		service: ports: http: {port: 80, targetPort: 8080}
-		configs: "svc-%d-config": data: index: "%d"
+		core.#Workload
+		core.#Service
+		core.#Configs
+		spec: {
+			workload: {type: "stateless", replicas: #config.replicas, container: {image: #config.image, ports: http: containerPort: 8080, env: INDEX: "%d"}}
+			service: ports: http: {port: 80, targetPort: 8080}
+			configs: "svc-%d-config": data: index: "%d"
+		}
 	}
 `, i, i, i, i)
 	}

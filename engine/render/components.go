@@ -2,10 +2,12 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/token"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opmodel/pipeline/engine/fault"
@@ -13,45 +15,182 @@ import (
 	"github.com/opmodel/pipeline/engine/manifest"
 )
 
+// transformer is one transformer of a provider, with what it requires of a
+// component. In the OPM component model a transformer matches a component
+// when the component has every required label (same value), every required
+// resource and every required trait, keyed by FQN; it renders through
+// #transform with #component and #context filled in.
 type transformer struct {
-	name           string
-	value          cue.Value
-	requiredFields []string
-	requiredValues map[string]string
+	provider string
+	fqn      string
+	// value is the transformer's #transform.
+	value cue.Value
+	// envAware: its #context declares #environmentMetadata (seed 002), so
+	// the environment is passed as such rather than folded into the
+	// release's labels and annotations.
+	envAware bool
+
+	requiredLabels                    map[string]string
+	requiredResources, requiredTraits []string
+	optionalResources, optionalTraits []string
 }
 
-func loadTransformers(d *load.Deployment) ([]transformer, error) {
-	provider := d.Catalog.LookupPath(pathProvider)
-	ts := provider.LookupPath(cue.ParsePath("transformers"))
-	names, err := load.FieldNames(ts)
-	if err != nil || len(names) == 0 {
-		return nil, fmt.Errorf("the embedded catalog has no Kubernetes transformers: %v", err)
+func (t transformer) String() string { return fmt.Sprintf("%s (provider %s)", t.fqn, t.provider) }
+
+// handles reports whether t declares the trait (required or optional).
+func (t transformer) handles(trait string) bool {
+	return slices.Contains(t.requiredTraits, trait) || slices.Contains(t.optionalTraits, trait)
+}
+
+// provider is a named provider value: its transformers map is read.
+type provider struct {
+	name  string
+	value cue.Value
+}
+
+var (
+	pathProviders    = cue.MakePath(cue.Str("providers"))
+	pathTransformers = cue.MakePath(cue.Str("transformers"))
+	pathTransform    = cue.MakePath(cue.Def("#transform"))
+)
+
+// selectProviders picks the providers a release renders with: the
+// environment's `providers` when it declares any, else the deployment
+// directory's `providers`, else the embedded catalog's Kubernetes provider
+// (the offline default).
+func selectProviders(d *load.Deployment, env cue.Value) ([]provider, string, error) {
+	for _, src := range []struct {
+		v     cue.Value
+		where string
+	}{{env.LookupPath(pathProviders), "the environment's providers"}, {d.Root.LookupPath(pathProviders), "the deployment's providers"}} {
+		if !src.v.Exists() {
+			continue
+		}
+		names, err := load.FieldNames(src.v)
+		if err != nil {
+			return nil, "", fault.Wrap(fault.Validation, fmt.Errorf("reading %s:\n%s", src.where, load.Describe(err)))
+		}
+		if len(names) == 0 {
+			continue
+		}
+		var out []provider
+		for _, n := range names {
+			out = append(out, provider{name: n, value: src.v.LookupPath(cue.MakePath(cue.Str(n)))})
+		}
+		return out, src.where, nil
 	}
-	out := make([]transformer, 0, len(names))
-	for _, n := range names {
-		v := ts.LookupPath(cue.MakePath(cue.Str(n)))
-		t := transformer{name: n, value: v, requiredValues: map[string]string{}}
-		if err := v.LookupPath(cue.ParsePath("requiredFields")).Decode(&t.requiredFields); err != nil {
-			return nil, fmt.Errorf("catalog transformer %s: requiredFields: %w", n, err)
+	return []provider{{name: "kubernetes", value: d.Catalog.LookupPath(pathProvider)}}, "the embedded catalog's provider", nil
+}
+
+// loadTransformers reads every transformer of the providers. Two providers
+// may not define the same transformer FQN: which one renders would be a
+// guess.
+func loadTransformers(providers []provider) ([]transformer, error) {
+	var out []transformer
+	owner := map[string]string{}
+	for _, p := range providers {
+		ts := p.value.LookupPath(pathTransformers)
+		names, err := load.FieldNames(ts)
+		if err != nil {
+			return nil, fault.Wrap(fault.Validation, fmt.Errorf("provider %q: reading transformers:\n%s", p.name, load.Describe(err)))
 		}
-		if err := v.LookupPath(cue.ParsePath("requiredValues")).Decode(&t.requiredValues); err != nil {
-			return nil, fmt.Errorf("catalog transformer %s: requiredValues: %w", n, err)
+		if len(names) == 0 {
+			return nil, fault.Validationf("provider %q has no transformers (at %s)", p.name, p.value.Pos())
 		}
-		out = append(out, t)
+		for _, n := range names {
+			if other, dup := owner[n]; dup {
+				return nil, fault.Validationf("transformer %s is defined by providers %q and %q; combine providers whose transformers differ", n, other, p.name)
+			}
+			owner[n] = p.name
+			t, err := readTransformer(p.name, n, ts.LookupPath(cue.MakePath(cue.Str(n))))
+			if err != nil {
+				return nil, fault.Wrap(fault.Validation, fmt.Errorf("provider %q, transformer %s: %w", p.name, n, err))
+			}
+			out = append(out, t)
+		}
 	}
 	return out, nil
 }
 
-// matches reports whether the component has every required field and value.
-func (t transformer) matches(comp cue.Value) bool {
-	for _, f := range t.requiredFields {
-		if !comp.LookupPath(cue.ParsePath(f)).Exists() {
+func readTransformer(providerName, fqn string, v cue.Value) (transformer, error) {
+	t := transformer{provider: providerName, fqn: fqn, value: v.LookupPath(pathTransform)}
+	if !t.value.Exists() {
+		return t, fmt.Errorf("it has no #transform (at %s); a transformer renders through #transform: {#component, #context, output}", v.Pos())
+	}
+	t.envAware = declares(t.value.LookupPath(pathContext), "#environmentMetadata")
+	var err error
+	if t.requiredLabels, err = stringMap(v.LookupPath(cue.ParsePath("requiredLabels"))); err != nil {
+		return t, err
+	}
+	for _, f := range []struct {
+		dst  *[]string
+		name string
+	}{{&t.requiredResources, "requiredResources"}, {&t.requiredTraits, "requiredTraits"}, {&t.optionalResources, "optionalResources"}, {&t.optionalTraits, "optionalTraits"}} {
+		if *f.dst, err = load.FieldNames(v.LookupPath(cue.ParsePath(f.name))); err != nil {
+			return t, fmt.Errorf("%s: %s", f.name, load.Describe(err))
+		}
+	}
+	return t, nil
+}
+
+// declares reports whether v declares the (possibly optional) field name.
+func declares(v cue.Value, name string) bool {
+	it, err := v.Fields(cue.Definitions(true), cue.Optional(true))
+	if err != nil {
+		return false
+	}
+	for it.Next() {
+		if strings.TrimSuffix(it.Selector().String(), "?") == name {
+			return true
+		}
+	}
+	return false
+}
+
+// component is what matching needs to know of one component.
+type component struct {
+	name                string
+	value               cue.Value
+	labels, annotations map[string]string
+	resources, traits   []string
+}
+
+func readComponent(name string, v cue.Value) (component, error) {
+	c := component{name: name, value: v}
+	res := v.LookupPath(cue.MakePath(cue.Def("#resources")))
+	if !res.Exists() {
+		return c, fmt.Errorf("it has no #resources (at %s): a component is built from resources, traits and blueprints, e.g. embed the catalog's #Workload and set spec.workload", v.Pos())
+	}
+	var err error
+	if c.labels, err = anyStringMap(v.LookupPath(cue.ParsePath("metadata.labels"))); err != nil {
+		return c, err
+	}
+	if c.annotations, err = anyStringMap(v.LookupPath(cue.ParsePath("metadata.annotations"))); err != nil {
+		return c, err
+	}
+	if c.resources, err = load.FieldNames(res); err != nil {
+		return c, fmt.Errorf("#resources: %s", load.Describe(err))
+	}
+	if c.traits, err = load.FieldNames(v.LookupPath(cue.MakePath(cue.Def("#traits")))); err != nil {
+		return c, fmt.Errorf("#traits: %s", load.Describe(err))
+	}
+	return c, nil
+}
+
+// matches reports whether t renders c.
+func (t transformer) matches(c component) bool {
+	for k, want := range t.requiredLabels {
+		if got, ok := c.labels[k]; !ok || got != want {
 			return false
 		}
 	}
-	for p, want := range t.requiredValues {
-		got, err := comp.LookupPath(cue.ParsePath(p)).String()
-		if err != nil || got != want {
+	for _, r := range t.requiredResources {
+		if !slices.Contains(c.resources, r) {
+			return false
+		}
+	}
+	for _, tr := range t.requiredTraits {
+		if !slices.Contains(c.traits, tr) {
 			return false
 		}
 	}
@@ -64,63 +203,141 @@ type releaseContext struct {
 }
 
 var (
-	pathContext       = cue.MakePath(cue.Def("#context"))
-	pathComponent     = cue.MakePath(cue.Def("#component"))
-	pathCtxDef        = cue.MakePath(cue.Def("#TransformerContext"))
-	pathCtxRelease    = cue.MakePath(cue.Def("#moduleReleaseMetadata"))
-	pathCtxComponent  = cue.MakePath(cue.Def("#componentMetadata"))
-	pathCtxEnironment = cue.MakePath(cue.Def("#environmentMetadata"))
+	pathContext      = cue.MakePath(cue.Def("#context"))
+	pathComponent    = cue.MakePath(cue.Def("#component"))
+	pathCtxRelease   = cue.MakePath(cue.Def("#moduleReleaseMetadata"))
+	pathCtxComponent = cue.MakePath(cue.Def("#componentMetadata"))
+	pathCtxEnv       = cue.MakePath(cue.Def("#environmentMetadata"))
 )
 
-// renderComponents runs the transformers over every component. The
-// transformer context is built once per release and once per component:
-// every FillPath re-evaluates the value it fills, so filling the context
-// piecewise into each transformer made rendering several times slower.
-func renderComponents(cctx *cue.Context, catalog, comps cue.Value, rc releaseContext, transformers []transformer, where string) ([]manifest.Resource, error) {
-	names, err := load.FieldNames(comps)
-	if err != nil {
-		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: reading components:\n%s", where, load.Describe(err)))
-	}
-	relMeta := map[string]any{
+// contextData is what the engine gives every transformer as #context,
+// as plain data that unifies with whichever #TransformerContext the
+// transformer declares: the release metadata and, with an environment, its
+// metadata for contexts that declare #environmentMetadata (plain), or the
+// release metadata with the environment's labels and annotations folded in
+// for those that do not (folded), so every provider's objects carry them.
+func contextData(rc releaseContext) (plain, folded, env map[string]any, err error) {
+	plain = map[string]any{
 		"name": rc.release.name, "namespace": rc.release.namespace, "fqn": rc.release.fqn,
 		"version": rc.release.version, "identity": rc.release.identity, "labels": rc.release.labels,
 	}
 	if len(rc.release.annotations) > 0 {
-		relMeta["annotations"] = rc.release.annotations
+		plain["annotations"] = rc.release.annotations
 	}
-	relCtx := catalog.LookupPath(pathCtxDef).FillPath(pathCtxRelease, relMeta)
-	if rc.env.Exists() {
-		relCtx = relCtx.FillPath(pathCtxEnironment, rc.env)
+	if !rc.env.Exists() {
+		return plain, plain, nil, nil
+	}
+	envName, _ := rc.env.LookupPath(cue.ParsePath("name")).String()
+	envLabels, err := stringMap(rc.env.LookupPath(cue.ParsePath("labels")))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	envAnnotations, err := stringMap(rc.env.LookupPath(cue.ParsePath("annotations")))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	env = map[string]any{"name": envName}
+	if len(envLabels) > 0 {
+		env["labels"] = envLabels
+	}
+	if len(envAnnotations) > 0 {
+		env["annotations"] = envAnnotations
+	}
+	labels := maps.Clone(rc.release.labels)
+	annotations := maps.Clone(rc.release.annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	envLabels["environment.opmodel.dev/name"] = envName
+	for _, add := range []struct {
+		dst, src map[string]string
+		what     string
+	}{{labels, envLabels, "label"}, {annotations, envAnnotations, "annotation"}} {
+		for k, v := range add.src {
+			if old, ok := add.dst[k]; ok && old != v {
+				return nil, nil, nil, fmt.Errorf("environment %q sets %s %s to %q, but the release has %q", envName, add.what, k, v, old)
+			}
+			add.dst[k] = v
+		}
+	}
+	folded = maps.Clone(plain)
+	folded["labels"] = labels
+	if len(annotations) > 0 {
+		folded["annotations"] = annotations
+	}
+	return plain, folded, env, nil
+}
+
+// renderComponents runs the transformers over every component. Inputs are
+// built once per release and once per component and unified into each
+// transformer in one step: every FillPath re-evaluates the value it fills,
+// so filling piecewise into each transformer made rendering several times
+// slower.
+func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, where string) ([]manifest.Resource, error) {
+	names, err := load.FieldNames(comps)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: reading components:\n%s", where, load.Describe(err)))
+	}
+	plain, folded, envMeta, err := contextData(rc)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", where, err))
 	}
 	empty := cctx.CompileString("{}")
+	base := empty.FillPath(cue.MakePath(cue.Str("name")), rc.release.name).
+		FillPath(cue.MakePath(cue.Str("namespace")), rc.release.namespace)
+	// Index 0: contexts without #environmentMetadata; 1: with it.
+	relCtx := [2]cue.Value{base.FillPath(pathCtxRelease, folded), base.FillPath(pathCtxRelease, plain)}
+	if envMeta != nil {
+		relCtx[1] = relCtx[1].FillPath(pathCtxEnv, envMeta)
+	}
 	var out []manifest.Resource
 	seen := map[manifest.ID]string{}
 	for _, name := range names {
-		comp := comps.LookupPath(cue.MakePath(cue.Str(name)))
 		compWhere := fmt.Sprintf("%s, component %q", where, name)
-		if err := comp.Validate(cue.Concrete(true)); err != nil {
+		cv := comps.LookupPath(cue.MakePath(cue.Str(name)))
+		if err := cv.Validate(cue.Concrete(true)); err != nil {
 			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s is incomplete or invalid:\n%s", compWhere, load.Describe(err)))
 		}
-		compCtx := relCtx.FillPath(pathCtxComponent, comp.LookupPath(cue.ParsePath("metadata")))
+		comp, err := readComponent(name, cv)
+		if err != nil {
+			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", compWhere, err))
+		}
+		cm := map[string]any{"name": name}
+		if len(comp.labels) > 0 {
+			cm["labels"] = comp.labels
+		}
+		if len(comp.annotations) > 0 {
+			cm["annotations"] = comp.annotations
+		}
 		// One small value carries both inputs; unifying it into each
 		// transformer costs one evaluation instead of two FillPaths.
-		inputs := empty.FillPath(pathComponent, comp).FillPath(pathContext, compCtx)
-		matched := 0
+		var inputs [2]cue.Value
+		input := func(envAware bool) cue.Value {
+			i := 0
+			if envAware {
+				i = 1
+			}
+			if !inputs[i].Exists() {
+				inputs[i] = empty.FillPath(pathComponent, cv).FillPath(pathContext, relCtx[i].FillPath(pathCtxComponent, cm))
+			}
+			return inputs[i]
+		}
+		var matched []transformer
 		for _, t := range transformers {
 			if !t.matches(comp) {
 				continue
 			}
-			matched++
-			tv := t.value.Unify(inputs)
+			matched = append(matched, t)
+			tv := t.value.Unify(input(t.envAware))
 			objs, err := outputs(tv.LookupPath(cue.ParsePath("output")))
 			if err != nil {
-				return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, transformer %q:\n%s", compWhere, t.name, load.Describe(err)))
+				return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, transformer %s:\n%s", compWhere, t, load.Describe(err)))
 			}
 			for _, o := range objs {
 				res := manifest.Resource{Object: o, Component: name}
 				id := res.ID()
 				if id.Name == "" || id.Kind == "" || o.GetAPIVersion() == "" {
-					return nil, fault.Validationf("%s, transformer %q: an output object has no apiVersion, kind or metadata.name", compWhere, t.name)
+					return nil, fault.Validationf("%s, transformer %s: an output object has no apiVersion, kind or metadata.name", compWhere, t)
 				}
 				if other, dup := seen[id]; dup {
 					return nil, fault.Validationf("%s: %s is also rendered by component %q; two components cannot produce the same object", compWhere, id, other)
@@ -129,24 +346,100 @@ func renderComponents(cctx *cue.Context, catalog, comps cue.Value, rc releaseCon
 				out = append(out, res)
 			}
 		}
-		if matched == 0 {
-			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s matches no transformer of the kubernetes provider (at %s); a component needs one of: workload (type stateless|stateful|daemon|task|scheduled-task), service, configs, secrets, volumes, ingress (with service), serviceAccount", compWhere, comp.Pos()))
+		if err := checkMatched(comp, matched, transformers, compWhere); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
 }
 
+// checkMatched refuses a component no transformer renders, and a trait no
+// matching transformer handles: either would silently drop what the author
+// asked for.
+func checkMatched(c component, matched, all []transformer, where string) error {
+	if len(matched) == 0 {
+		providers := map[string]bool{}
+		for _, t := range all {
+			providers[t.provider] = true
+		}
+		return fault.Validationf("%s matches no transformer of provider(s) %s (at %s): it has resources [%s], traits [%s] and labels %s; a transformer matches when the component has all of its required resources, traits and labels",
+			where, strings.Join(slices.Sorted(maps.Keys(providers)), ", "), authorPos(c.value), strings.Join(c.resources, ", "), strings.Join(c.traits, ", "), formatLabels(c.labels))
+	}
+	for _, tr := range c.traits {
+		if !slices.ContainsFunc(matched, func(t transformer) bool { return t.handles(tr) }) {
+			var names []string
+			for _, t := range matched {
+				names = append(names, t.fqn)
+			}
+			return fault.Validationf("%s (at %s) has trait %s, but none of the transformers that render it (%s) handles it; use a provider with a transformer that requires or accepts it, or remove the trait", where, authorPos(c.value), tr, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// authorPos is the first position of v, or of a value below it, in the
+// author's files rather than in the embedded catalog: that is where a
+// component can be fixed.
+func authorPos(v cue.Value) token.Pos {
+	queue := []cue.Value{v}
+	for seen := 0; len(queue) > 0 && seen < 64; seen++ {
+		x := queue[0]
+		queue = queue[1:]
+		if p := x.Pos(); p.IsValid() && !strings.HasPrefix(p.Filename(), load.EmbeddedRoot) {
+			return p
+		}
+		if it, err := x.Fields(); err == nil {
+			for it.Next() {
+				queue = append(queue, it.Value())
+			}
+		}
+	}
+	return v.Pos()
+}
+
+func formatLabels(m map[string]string) string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kv = append(kv, k+"="+m[k])
+	}
+	return "{" + strings.Join(kv, ", ") + "}"
+}
+
+// outputs decodes a transformer's output: one object (a struct with
+// apiVersion), or several — a list, or a map of objects keyed by name, as
+// transformers of components annotated transformer.opmodel.dev/list-output
+// produce.
 func outputs(v cue.Value) ([]*unstructured.Unstructured, error) {
+	if !v.Exists() {
+		return nil, nil
+	}
 	if err := v.Validate(cue.Concrete(true), cue.Final()); err != nil {
 		return nil, err
 	}
-	it, err := v.List()
-	if err != nil {
-		return nil, err
+	var items []cue.Value
+	switch {
+	case v.Kind() == cue.ListKind:
+		it, err := v.List()
+		if err != nil {
+			return nil, err
+		}
+		for it.Next() {
+			items = append(items, it.Value())
+		}
+	case v.LookupPath(cue.ParsePath("apiVersion")).Exists():
+		items = append(items, v)
+	default:
+		it, err := v.Fields()
+		if err != nil {
+			return nil, err
+		}
+		for it.Next() {
+			items = append(items, it.Value())
+		}
 	}
-	var objs []*unstructured.Unstructured
-	for it.Next() {
-		b, err := it.Value().MarshalJSON()
+	objs := make([]*unstructured.Unstructured, 0, len(items))
+	for _, item := range items {
+		b, err := item.MarshalJSON()
 		if err != nil {
 			return nil, err
 		}
@@ -157,6 +450,24 @@ func outputs(v cue.Value) ([]*unstructured.Unstructured, error) {
 		objs = append(objs, u)
 	}
 	return objs, nil
+}
+
+// anyStringMap decodes labels or annotations whose values OPM allows to be
+// strings, numbers or booleans (transformer.opmodel.dev/list-output: true),
+// rendering each value as a string.
+func anyStringMap(v cue.Value) (map[string]string, error) {
+	out := map[string]string{}
+	if !v.Exists() {
+		return out, nil
+	}
+	var raw map[string]any
+	if err := v.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("decoding %v: %s", v.Path(), load.Describe(err))
+	}
+	for k, x := range raw {
+		out[k] = fmt.Sprint(x)
+	}
+	return out, nil
 }
 
 // valuePath is the dotted path below #config of a CUE error path

@@ -15,7 +15,7 @@ import (
 // scenarios: a required image, defaults, an enum and a nested struct.
 const appModule = `package app
 
-import core "opmodel.dev/core@v0"
+import core "github.com/opmodel/pipeline/catalog@v0"
 
 core.#Module
 
@@ -36,26 +36,30 @@ metadata: {
 }
 
 #components: web: {
-	workload: {
-		type:     "stateless"
-		replicas: #config.replicaCount
-		container: {
-			image: #config.image
-			env: {
-				LOG_LEVEL: #config.logLevel
-				DB_HOST:   #config.db.host
-				DB_PORT:   "\(#config.db.port)"
+	core.#Workload
+	core.#Service
+	spec: {
+		workload: {
+			type:     "stateless"
+			replicas: #config.replicaCount
+			container: {
+				image: #config.image
+				env: {
+					LOG_LEVEL: #config.logLevel
+					DB_HOST:   #config.db.host
+					DB_PORT:   "\(#config.db.port)"
+				}
 			}
 		}
+		service: ports: http: port: 80
 	}
-	service: ports: http: port: 80
 }
 `
 
 const rootHeader = `package deploy
 
 import (
-	core "opmodel.dev/core@v0"
+	core "github.com/opmodel/pipeline/catalog@v0"
 	"test.example/deploy/app"
 )
 
@@ -99,4 +103,16 @@ func renderErr(t testing.TB, dir, env string, files ...string) error {
 	_, err := render.Render(context.Background(), render.Options{Dir: dir, Environment: env, ValuesFiles: files})
 	assert.Assert(t, err != nil, "render succeeded, want an error")
 	return err
+}
+
+// writeDir writes files (path → content) into a new directory.
+func writeDir(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		assert.NilError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	return dir
 }

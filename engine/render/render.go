@@ -1,8 +1,9 @@
 // Package render turns a deployment directory into rendered releases: it
-// selects releases and an environment, merges values (release < environment
-// < -f files), validates them against the module's #config, runs the
-// catalog's transformers over every component, and computes the manifest
-// digest and change ID.
+// selects releases and an environment, merges values (module < release <
+// environment < -f files), validates them against the module's #config,
+// matches the providers' transformers to every component of the OPM
+// component model (by label, resource and trait FQN), runs their #transform,
+// and computes the manifest digest and change ID.
 //
 // It never talks to a cluster. Every error about the user's input is a
 // fault.Validation error that names the release, environment or file and
@@ -40,6 +41,11 @@ type Options struct {
 	// merge, no transformers, no Resources, digest or change ID. Status and
 	// delete need no more, and skipping the transformers is most of the cost.
 	IdentityOnly bool
+	// Namespace, when set, replaces every selected release's namespace —
+	// even one the release sets itself — before identity and objects are
+	// computed, so the release id and every namespaced object follow it.
+	// Smoke tests use it to deploy into a throwaway namespace.
+	Namespace string
 }
 
 var (
@@ -82,9 +88,15 @@ func FromDeployment(ctx context.Context, d *load.Deployment, opts Options) ([]*R
 		}
 		files = append(files, s)
 	}
-	transformers, err := loadTransformers(d)
-	if err != nil {
-		return nil, err
+	var transformers []transformer
+	if !opts.IdentityOnly {
+		providers, where, err := selectProviders(d, env)
+		if err != nil {
+			return nil, err
+		}
+		if transformers, err = loadTransformers(providers); err != nil {
+			return nil, fmt.Errorf("loading %s: %w", where, err)
+		}
 	}
 	out := make([]*Release, 0, len(keys))
 	for _, key := range keys {
@@ -92,6 +104,11 @@ func FromDeployment(ctx context.Context, d *load.Deployment, opts Options) ([]*R
 			return nil, err
 		}
 		rel := d.Root.LookupPath(cue.MakePath(cue.Str("releases"), cue.Str(key)))
+		if opts.Namespace != "" {
+			if rel, err = withNamespace(d, key, rel, opts.Namespace); err != nil {
+				return nil, err
+			}
+		}
 		if env.Exists() {
 			rel = rel.FillPath(pathEnvironment, env)
 		}
@@ -187,7 +204,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 
 	module := rel.LookupPath(pathModule).FillPath(pathConfig, effective)
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata")))}
-	if r.Resources, err = renderComponents(d.Context, d.Catalog, module.LookupPath(pathComponents), rc, transformers, where); err != nil {
+	if r.Resources, err = renderComponents(d.Context, module.LookupPath(pathComponents), rc, transformers, where); err != nil {
 		return nil, err
 	}
 	manifest.Sort(r.Resources)
@@ -198,13 +215,24 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	return r, nil
 }
 
-// effectiveValues merges release < environment < files and validates the
-// result against the module's closed #config.
+// effectiveValues merges module values < release < environment < files and
+// validates the result against the module's closed #config. Module values
+// are the author's defaults of a module written for OPM's catalog.
 func effectiveValues(d *load.Deployment, rel cue.Value, where, key, envName string, files []*values.Set) (cue.Value, error) {
-	set, err := values.FromCUE(rel.LookupPath(cue.ParsePath("values")), fmt.Sprintf("release %q", key))
+	set := values.Empty()
+	if mv := rel.LookupPath(pathModule).LookupPath(cue.ParsePath("values")); mv.Exists() {
+		name, _ := rel.LookupPath(pathModule).LookupPath(cue.ParsePath("metadata.name")).String()
+		ms, err := values.FromCUE(mv, fmt.Sprintf("module %q values", name))
+		if err != nil {
+			return cue.Value{}, fault.Wrap(fault.Validation, err)
+		}
+		set.Merge(ms)
+	}
+	rs, err := values.FromCUE(rel.LookupPath(cue.ParsePath("values")), fmt.Sprintf("release %q", key))
 	if err != nil {
 		return cue.Value{}, fault.Wrap(fault.Validation, err)
 	}
+	set.Merge(rs)
 	if envName != "" {
 		ev, err := values.FromCUE(rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("values"))), fmt.Sprintf("environment %q", envName))
 		if err != nil {
@@ -329,4 +357,46 @@ func concrete(v cue.Value) bool {
 		v = d
 	}
 	return v.Exists() && v.IsConcrete()
+}
+
+// withNamespace rebuilds release key from the catalog's #ModuleRelease with
+// its module, values, name, annotations and own labels, and namespace ns.
+// A namespace the release sets is concrete and cannot be unified away, so
+// the release is rebuilt rather than filled.
+func withNamespace(d *load.Deployment, key string, rel cue.Value, ns string) (cue.Value, error) {
+	where := fmt.Sprintf("release %q", key)
+	md := rel.LookupPath(cue.ParsePath("metadata"))
+	nameV := md.LookupPath(cue.ParsePath("name"))
+	if dv, ok := nameV.Default(); ok {
+		nameV = dv
+	}
+	name, err := nameV.String()
+	if err != nil {
+		return cue.Value{}, fault.Wrap(fault.Validation, fmt.Errorf("%s: metadata name is not set: %s", where, load.Describe(err)))
+	}
+	out := d.Catalog.LookupPath(cue.ParsePath("#ModuleRelease")).
+		FillPath(pathModule, rel.LookupPath(pathModule)).
+		FillPath(cue.ParsePath("values"), rel.LookupPath(cue.ParsePath("values"))).
+		FillPath(cue.ParsePath("metadata.name"), name).
+		FillPath(cue.ParsePath("metadata.namespace"), ns)
+	if a := md.LookupPath(cue.ParsePath("annotations")); a.Exists() {
+		out = out.FillPath(cue.ParsePath("metadata.annotations"), a)
+	}
+	if ls := md.LookupPath(cue.ParsePath("labels")); ls.Exists() {
+		it, err := ls.Fields()
+		if err != nil {
+			return cue.Value{}, fault.Wrap(fault.Validation, fmt.Errorf("%s: metadata labels: %s", where, load.Describe(err)))
+		}
+		for it.Next() {
+			k := it.Selector().Unquoted()
+			// The release's own identity labels are computed again for ns.
+			if strings.HasPrefix(k, "module-release.opmodel.dev/") {
+				continue
+			}
+			if v, err := it.Value().String(); err == nil {
+				out = out.FillPath(cue.MakePath(cue.Str("metadata"), cue.Str("labels"), cue.Str(k)), v)
+			}
+		}
+	}
+	return out, nil
 }

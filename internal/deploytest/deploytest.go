@@ -23,7 +23,7 @@ import (
 //	config     extra ConfigMap data (a ConfigMap "<name>-config" when set)
 const AppModule = `package app
 
-import core "opmodel.dev/core@v0"
+import core "github.com/opmodel/pipeline/catalog@v0"
 
 core.#Module
 
@@ -48,18 +48,24 @@ metadata: {
 }
 
 #components: (#config.component): {
-	workload: {
-		type:     #config.type
-		name:     #config.name
-		replicas: #config.replicas
-		container: {image: #config.image, ports: http: containerPort: 8080}
-	}
-	service: {name: #config.name, ports: http: {port: #config.port, targetPort: 8080}}
-	if #config.withSecret {
-		secrets: "\(#config.name)-creds": data: password: #config.secret
-	}
-	if #config.config != _|_ {
-		configs: "\(#config.name)-config": data: #config.config
+	core.#Workload
+	core.#Service
+	core.#Secrets
+	core.#Configs
+	spec: {
+		workload: {
+			type:     #config.type
+			name:     #config.name
+			replicas: #config.replicas
+			container: {image: #config.image, ports: http: containerPort: 8080}
+		}
+		service: {name: #config.name, ports: http: {port: #config.port, targetPort: 8080}}
+		secrets: {
+			if #config.withSecret {"\(#config.name)-creds": data: password: #config.secret}
+		}
+		configs: {
+			if #config.config != _|_ {"\(#config.name)-config": data: #config.config}
+		}
 	}
 }
 `
@@ -73,7 +79,7 @@ func Dir(t testing.TB, namespace, values string) string {
 		"deploy.cue": fmt.Sprintf(`package deploy
 
 import (
-	core "opmodel.dev/core@v0"
+	core "github.com/opmodel/pipeline/catalog@v0"
 	appmodule "test.example/deploy/app"
 )
 
@@ -123,4 +129,73 @@ func Values(t testing.TB, lines ...string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// HealthyModule is a module whose objects are healthy without controllers
+// (a Service, a ConfigMap and a Secret), so a test of "everything became
+// healthy" passes on the bare API server and on a full cluster alike.
+// Values:
+//
+//	secret  the Secret's password value
+//	stamp   the ConfigMap's stamp value
+//	broken  adds a Deployment that never becomes ready on any cluster: its
+//	        ServiceAccount and its claim do not exist, so its pods are never
+//	        created or never scheduled
+const HealthyModule = `package app
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+core.#Module
+
+metadata: {
+	apiVersion: "test.example/deploy/app@v0"
+	name:       "app"
+	version:    "1.0.0"
+}
+
+#config: {
+	secret: *"smoke-secret-value" | string
+	stamp:  *"" | string
+	broken: *false | bool
+}
+
+#components: web: {
+	core.#Service
+	core.#Secrets
+	core.#Configs
+	if #config.broken {core.#Workload}
+	spec: {
+		service: {name: "web", ports: http: {port: 80, targetPort: 8080}}
+		secrets: "web-creds": data: password: #config.secret
+		configs: "web-config": data: stamp: #config.stamp
+		if #config.broken {
+			workload: {
+				type:               "stateless"
+				name:               "web"
+				serviceAccountName: "no-such-account"
+				container: {image: "registry.invalid/opm-test/app:1.0", ports: http: containerPort: 8080}
+				volumes: data: claim: "no-such-claim"
+			}
+		}
+	}
+}
+`
+
+// HealthyDir writes a deployment directory of HealthyModule whose root
+// package declares the usual environments and releases maps plus body
+// (which declares environments and releases of appmodule), and returns
+// its path.
+func HealthyDir(t testing.TB, body string) string {
+	t.Helper()
+	return Write(t, map[string]string{"app/app.cue": HealthyModule, "deploy.cue": `package deploy
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	appmodule "test.example/deploy/app"
+)
+
+environments: [Name=string]: core.#Environment & {metadata: name: Name}
+releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+
+` + body})
 }

@@ -1,6 +1,8 @@
 // Package fakegithub is a local stand-in for the part of the GitHub REST
-// API the opm Action uses — the authenticated user and issue comments
-// (list with Link-header pagination, create, update) — so the Action runs
+// API the opm Action uses — the authenticated user, issue comments (list
+// with Link-header pagination, create, update) and issues (list by state
+// with pagination, create, update, close), tags (paginated) and release
+// asset downloads (on the web host, without a token) — so the Action runs
 // in-process in tests with no network. It enforces what GitHub enforces
 // and the Action must respect: a bearer token, the 65,536-character body
 // limit (422), a read-only token (403), and it records every request.
@@ -41,26 +43,56 @@ type Server struct {
 	Login string
 	// ReadOnly makes every write answer 403, like a fork's token.
 	ReadOnly bool
+	// Tags are what GET /repos/{o}/{r}/tags lists, in order.
+	Tags []Tag
+	// Releases holds release assets by tag and file name, served at
+	// /{owner}/{repo}/releases/download/{tag}/{name} as github.com does
+	// (the server's URL then stands for GITHUB_SERVER_URL too).
+	Releases map[string]map[string][]byte
 
-	mu       sync.Mutex
-	comments []*Comment
-	nextID   int64
-	requests []string
+	mu         sync.Mutex
+	comments   []*Comment
+	nextID     int64
+	issues     []*Issue
+	nextNumber int
+	requests   []string
+}
+
+// Tag is a git tag and the commit it points at.
+type Tag struct {
+	Name string
+	SHA  string
+}
+
+// Issue is a stored issue.
+type Issue struct {
+	Number int
+	Login  string
+	Title  string
+	Body   string
+	// State is "open" or "closed".
+	State string
 }
 
 // New starts a server; close it with Close.
 func New(token string) *Server {
-	s := &Server{Token: token, nextID: 1000}
+	s := &Server{Token: token, nextID: 1000, nextNumber: 100}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /user", s.user)
 	mux.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}/comments", s.list)
 	mux.HandleFunc("POST /repos/{owner}/{repo}/issues/{number}/comments", s.create)
 	mux.HandleFunc("PATCH /repos/{owner}/{repo}/issues/comments/{id}", s.update)
+	mux.HandleFunc("GET /repos/{owner}/{repo}/issues", s.listIssues)
+	mux.HandleFunc("POST /repos/{owner}/{repo}/issues", s.createIssue)
+	mux.HandleFunc("PATCH /repos/{owner}/{repo}/issues/{number}", s.editIssue)
+	mux.HandleFunc("GET /repos/{owner}/{repo}/tags", s.listTags)
+	mux.HandleFunc("GET /{owner}/{repo}/releases/download/{tag}/{name}", s.download)
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.requests = append(s.requests, r.Method+" "+r.URL.RequestURI())
 		s.mu.Unlock()
-		if r.Header.Get("Authorization") != "Bearer "+s.Token {
+		// Public release assets need no token.
+		if r.Header.Get("Authorization") != "Bearer "+s.Token && !strings.Contains(r.URL.Path, "/releases/download/") {
 			writeError(w, http.StatusUnauthorized, "Bad credentials")
 			return
 		}
@@ -125,12 +157,22 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
 	}
+	all := s.Comments(number)
+	from, to := s.paginate(w, r, len(all))
+	out := make([]map[string]any, 0, to-from)
+	for _, c := range all[from:to] {
+		out = append(out, s.json(r, &c))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// paginate reads page and per_page (default 30, at most 100) as GitHub
+// does, sets the Link header, and returns the slice of n items to answer.
+func (s *Server) paginate(w http.ResponseWriter, r *http.Request, n int) (from, to int) {
 	perPage := atoiOr(r.URL.Query().Get("per_page"), 30)
 	perPage = min(max(perPage, 1), 100)
 	page := max(atoiOr(r.URL.Query().Get("page"), 1), 1)
-	all := s.Comments(number)
-	last := max((len(all)+perPage-1)/perPage, 1)
-	from, to := min((page-1)*perPage, len(all)), min(page*perPage, len(all))
+	last := max((n+perPage-1)/perPage, 1)
 	if page < last {
 		link := func(p int) string {
 			u := *r.URL
@@ -142,11 +184,164 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Link", fmt.Sprintf(`%s; rel="next", %s; rel="last"`, link(page+1), link(last)))
 	}
+	return min((page-1)*perPage, n), min(page*perPage, n)
+}
+
+func (s *Server) listTags(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	tags := slices.Clone(s.Tags)
+	s.mu.Unlock()
+	from, to := s.paginate(w, r, len(tags))
 	out := make([]map[string]any, 0, to-from)
-	for _, c := range all[from:to] {
-		out = append(out, s.json(r, &c))
+	for _, t := range tags[from:to] {
+		out = append(out, map[string]any{"name": t.Name, "commit": map[string]any{"sha": t.SHA}})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) download(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	b, ok := s.Releases[r.PathValue("tag")][r.PathValue("name")]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write(b)
+}
+
+// SeedIssue stores an open issue as if login had opened it and returns its number.
+func (s *Server) SeedIssue(login, title, body string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addIssue(login, title, body).Number
+}
+
+// Issues returns copies of every issue, oldest first.
+func (s *Server) Issues() []Issue {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Issue, 0, len(s.issues))
+	for _, i := range s.issues {
+		out = append(out, *i)
+	}
+	return out
+}
+
+func (s *Server) addIssue(login, title, body string) *Issue {
+	s.nextNumber++
+	i := &Issue{Number: s.nextNumber, Login: login, Title: title, Body: body, State: "open"}
+	s.issues = append(s.issues, i)
+	return i
+}
+
+// listIssues answers GET /repos/{o}/{r}/issues: state open (default),
+// closed or all, oldest first, paginated.
+func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
+	state := r.URL.Query().Get("state")
+	if state == "" {
+		state = "open"
+	}
+	var match []Issue
+	for _, i := range s.Issues() {
+		if state == "all" || i.State == state {
+			match = append(match, i)
+		}
+	}
+	from, to := s.paginate(w, r, len(match))
+	out := make([]map[string]any, 0, to-from)
+	for _, i := range match[from:to] {
+		out = append(out, s.issueJSON(r, &i))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type issueWrite struct {
+	Title       *string `json:"title"`
+	Body        *string `json:"body"`
+	State       *string `json:"state"`
+	StateReason *string `json:"state_reason"`
+}
+
+// readIssue reads and checks an issue write, answering the error itself.
+func (s *Server) readIssue(w http.ResponseWriter, r *http.Request) (issueWrite, bool) {
+	var in issueWrite
+	if s.ReadOnly {
+		writeError(w, http.StatusForbidden, "Resource not accessible by integration")
+		return in, false
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		writeError(w, http.StatusBadRequest, "Problems parsing JSON")
+		return in, false
+	}
+	if in.Body != nil && utf8.RuneCountInString(*in.Body) > MaxBody {
+		writeError(w, http.StatusUnprocessableEntity, "Validation Failed: body is too long (maximum is 65536 characters)")
+		return in, false
+	}
+	if in.State != nil && *in.State != "open" && *in.State != "closed" {
+		writeError(w, http.StatusUnprocessableEntity, "Validation Failed: state")
+		return in, false
+	}
+	return in, true
+}
+
+func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
+	in, ok := s.readIssue(w, r)
+	if !ok {
+		return
+	}
+	if in.Title == nil || *in.Title == "" {
+		writeError(w, http.StatusUnprocessableEntity, "Validation Failed: title is missing")
+		return
+	}
+	body := ""
+	if in.Body != nil {
+		body = *in.Body
+	}
+	s.mu.Lock()
+	i := s.addIssue(s.author(), *in.Title, body)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusCreated, s.issueJSON(r, i))
+}
+
+func (s *Server) editIssue(w http.ResponseWriter, r *http.Request) {
+	number, _ := strconv.Atoi(r.PathValue("number"))
+	in, ok := s.readIssue(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, i := range s.issues {
+		if i.Number != number {
+			continue
+		}
+		if in.Title != nil {
+			i.Title = *in.Title
+		}
+		if in.Body != nil {
+			i.Body = *in.Body
+		}
+		if in.State != nil {
+			i.State = *in.State
+		}
+		writeJSON(w, http.StatusOK, s.issueJSON(r, i))
+		return
+	}
+	writeError(w, http.StatusNotFound, "Not Found")
+}
+
+func (s *Server) issueJSON(r *http.Request, i *Issue) map[string]any {
+	owner, repo := r.PathValue("owner"), r.PathValue("repo")
+	return map[string]any{
+		"number":   i.Number,
+		"title":    i.Title,
+		"body":     i.Body,
+		"state":    i.State,
+		"user":     map[string]any{"login": i.Login},
+		"html_url": fmt.Sprintf("https://github.example/%s/%s/issues/%d", owner, repo, i.Number),
+	}
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/opmodel/pipeline/buildinfo"
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/pipeline"
+)
+
+func newReviewCmd() *cobra.Command {
+	var (
+		opts     pipeline.ReviewOptions
+		envs     []string
+		base     string
+		output   string
+		wantCode bool
+	)
+	cmd := &cobra.Command{
+		Use:   "review [DIR] --base REF",
+		Short: "Compare the deployment directory with its version at a git ref, without a cluster",
+		Long: `Render every selected release × environment twice — at the merge base of REF and
+HEAD (checked out into a temporary git worktree) and in the working tree — and
+compare them: objects added, modified (with a diff) and unchanged, the stale set
+apply would prune, digests and change IDs. This is the review the GitHub Action
+posts on a pull request; -o markdown prints the same bytes as its job summary.
+
+REF is a branch, tag or commit; origin/REF is tried when REF does not exist.
+With --exit-code, the exit code is 0 for no differences, 1 for differences and 2
+or more for errors, as diff.`,
+		Args: dirArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" && output != "markdown" {
+				return usageError{fmt.Errorf("-o must be text, json or markdown, not %q", output)}
+			}
+			if base == "" {
+				return usageError{fmt.Errorf("--base is required: the branch or commit to compare with")}
+			}
+			sel := (&selectionFlags{releases: opts.Releases, files: opts.ValuesFiles}).selection(args)
+			opts.Selection = sel
+			opts.Environments = envs
+			opts.BaseRefs = []string{base, "origin/" + base}
+			cs, err := pipeline.Review(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			switch output {
+			case "json":
+				if err := writeJSON(out, cs); err != nil {
+					return err
+				}
+			case "markdown":
+				fmt.Fprint(out, cs.Markdown(pipeline.ReportMarkdownOptions(buildinfo.Read().Footer())))
+			default:
+				fmt.Fprint(out, cs.Text(isTerminal(out)))
+			}
+			var failed []string
+			for _, rc := range cs.Releases {
+				if rc.Error != "" {
+					failed = append(failed, rc.Name+"/"+cmp.Or(rc.Environment, "-"))
+				}
+			}
+			if len(failed) > 0 {
+				err := fmt.Errorf("%d of %d releases could not be reviewed (%s)", len(failed), len(cs.Releases), strings.Join(failed, ", "))
+				if wantCode {
+					return exitError{code: 2, err: err}
+				}
+				return fault.Wrap(fault.Validation, err)
+			}
+			if wantCode && cs.Counts.Changed() {
+				return exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&base, "base", "", "branch, tag or commit to compare with (its merge base with HEAD)")
+	fs.StringArrayVarP(&envs, "env", "e", nil, "environment to review (repeatable; default every declared one)")
+	fs.StringArrayVarP(&opts.Releases, "release", "r", nil, "release to select (repeatable; default all)")
+	fs.StringArrayVarP(&opts.ValuesFiles, "values", "f", nil, "values file merged last on both sides; needs exactly one release (repeatable)")
+	fs.StringVarP(&output, "output", "o", "text", "output format: text, json or markdown")
+	fs.BoolVar(&wantCode, "exit-code", false, "exit 1 when there are differences (0 none, 2+ errors)")
+	fs.BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "review as apply --prune-namespaces would prune")
+	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "review as apply --prune-pvcs would prune")
+	return cmd
+}

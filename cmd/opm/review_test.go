@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+// gitExamples is a git repository holding a copy of examples/ on branch
+// main, committed once; it returns the repository's directory.
+func gitExamples(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	err := filepath.WalkDir("../../examples", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("../../examples", p)
+		dst := filepath.Join(dir, "examples", rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	assert.NilError(t, err)
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "examples")
+	return dir
+}
+
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL="+os.DevNull)
+	out, err := cmd.CombinedOutput()
+	assert.NilError(t, err, "git %v: %s", args, out)
+	return strings.TrimSpace(string(out))
+}
+
+func editFile(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	assert.NilError(t, err)
+	assert.Assert(t, strings.Contains(string(b), old), "%s lacks %q", path, old)
+	assert.NilError(t, os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644))
+}
+
+func TestReviewCommand(t *testing.T) {
+	repo := gitExamples(t)
+	dir := filepath.Join(repo, "examples")
+	gitIn(t, repo, "checkout", "-q", "-b", "feature")
+
+	code, out, errOut := runOpm(t, "review", dir, "--base", "main", "--exit-code")
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, strings.Contains(out, "release blog (env staging, namespace staging)"), out)
+
+	editFile(t, filepath.Join(dir, "releases.cue"), `name:       "minecraft"`, `name:       "minecraft-server"`)
+	gitIn(t, repo, "commit", "-qam", "rename")
+	code, out, errOut = runOpm(t, "review", dir, "--base", "main", "--env", "staging", "-r", "minecraft", "--exit-code", "-o", "json")
+	assert.Equal(t, code, 1, errOut)
+	var cs struct {
+		BaseRef    string `json:"baseRef"`
+		BaseCommit string `json:"baseCommit"`
+		Releases   []struct {
+			Name, Environment string
+			Counts            struct{ Stale int }
+		} `json:"releases"`
+	}
+	assert.NilError(t, json.Unmarshal([]byte(out), &cs))
+	assert.Equal(t, cs.BaseRef, "main")
+	assert.Equal(t, cs.BaseCommit, gitIn(t, repo, "rev-parse", "main"))
+	assert.Equal(t, len(cs.Releases), 1)
+	assert.Equal(t, cs.Releases[0].Counts.Stale, 3)
+
+	// A base that does not exist: not found, naming every ref tried.
+	code, _, errOut = runOpm(t, "review", dir, "--base", "no-such-branch")
+	assert.Equal(t, code, 5, errOut)
+	assert.Assert(t, strings.Contains(errOut, `tried "no-such-branch", "origin/no-such-branch"`), errOut)
+
+	code, _, errOut = runOpm(t, "review", dir)
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(errOut, "--base is required"), errOut)
+}

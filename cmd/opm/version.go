@@ -1,0 +1,31 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/opmodel/pipeline/buildinfo"
+)
+
+func newVersionCmd() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print opm's version, commit, build date, Go and CUE versions and embedded catalog",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			info := buildinfo.Read()
+			switch output {
+			case "json":
+				return writeJSON(cmd.OutOrStdout(), info)
+			case "text":
+				fmt.Fprint(cmd.OutOrStdout(), info.Text())
+				return nil
+			}
+			return usageError{fmt.Errorf("-o must be text or json, not %q", output)}
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}

@@ -1,0 +1,180 @@
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// HistoryOptions are the options of History.
+type HistoryOptions struct {
+	Target
+	ClusterOptions
+}
+
+// HistoryResult is what History returns; its JSON form is `opm history -o json`.
+type HistoryResult struct {
+	Releases []ReleaseHistory `json:"releases"`
+}
+
+// ReleaseHistory is the change history of one release's inventory.
+type ReleaseHistory struct {
+	Name        string     `json:"name"`
+	Namespace   string     `json:"namespace"`
+	Environment string     `json:"environment,omitempty"`
+	ReleaseID   string     `json:"releaseId"`
+	Inventory   string     `json:"inventory"`
+	Cluster     ClusterRef `json:"cluster"`
+	// Changes are newest first; the first is what the cluster runs.
+	Changes []HistoryEntry `json:"changes"`
+}
+
+// HistoryEntry is one recorded change.
+type HistoryEntry struct {
+	ChangeID       string              `json:"changeId"`
+	Current        bool                `json:"current"`
+	Timestamp      string              `json:"timestamp"`
+	ManifestDigest string              `json:"manifestDigest"`
+	Objects        int                 `json:"objects"`
+	Module         inventory.ModuleRef `json:"module"`
+	// Source is where the change came from; nil when it was not recorded.
+	Source *inventory.Source `json:"source,omitempty"`
+}
+
+// History lists the changes recorded in the targeted releases'
+// inventories, newest first. A release without an inventory is a
+// not-found error: it was never applied, or its inventory was deleted.
+func History(ctx context.Context, opts HistoryOptions) (*HistoryResult, error) {
+	found, err := findInventories(ctx, opts.Target, opts.ClusterOptions)
+	if err != nil {
+		return nil, err
+	}
+	res := &HistoryResult{Releases: make([]ReleaseHistory, 0, len(found))}
+	for _, f := range found {
+		inv := f.inv
+		rh := ReleaseHistory{
+			Name: inv.Release.Name, Namespace: inv.Namespace(), Environment: inv.Release.Environment, ReleaseID: inv.Release.ReleaseID,
+			Inventory: inv.Name(), Cluster: ClusterRef{Server: f.cluster.Server, Context: f.cluster.Context},
+			Changes: make([]HistoryEntry, 0, len(inv.Index)),
+		}
+		for i, id := range inv.Index {
+			c := inv.Changes[id]
+			rh.Changes = append(rh.Changes, HistoryEntry{ChangeID: id, Current: i == 0, Timestamp: c.Timestamp,
+				ManifestDigest: c.ManifestDigest, Objects: len(c.Inventory.Entries), Module: c.Module, Source: c.Source})
+		}
+		res.Releases = append(res.Releases, rh)
+	}
+	return res, nil
+}
+
+// foundInventory is a release's inventory and the cluster it is on.
+type foundInventory struct {
+	// rel is the release's identity as rendered now; nil when selected by name.
+	rel     *render.Release
+	cluster *kube.Cluster
+	inv     *inventory.Inventory
+}
+
+// findInventories reads the inventory of every targeted release.
+func findInventories(ctx context.Context, t Target, co ClusterOptions) ([]foundInventory, error) {
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
+	cl := newClusters(co)
+	if t.ByName() {
+		cluster, err := cl.For(ctx, &render.Release{})
+		if err != nil {
+			return nil, err
+		}
+		inv, err := inventory.Find(ctx, cluster.Clientset, t.Namespace, t.Name, t.ReleaseID)
+		if err != nil {
+			return nil, err
+		}
+		if inv == nil {
+			return nil, fault.Wrap(fault.NotFound, fmt.Errorf("no inventory of release %s in namespace %s on %s: it was never applied there, or its inventory Secret was deleted",
+				cmp.Or(t.Name, "with id "+t.ReleaseID), t.Namespace, cluster))
+		}
+		return []foundInventory{{cluster: cluster, inv: inv}}, nil
+	}
+	ropts := t.renderOptions()
+	ropts.IdentityOnly = true
+	rels, err := render.Render(ctx, ropts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]foundInventory, 0, len(rels))
+	for _, r := range rels {
+		cluster, err := cl.For(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("release %s: %w", r.Name, err)
+		}
+		inv, err := inventory.Read(ctx, cluster.Clientset, inventory.Release{Name: r.Name, Namespace: r.Namespace, ReleaseID: r.ReleaseID, Environment: r.Environment})
+		if err != nil {
+			return nil, fmt.Errorf("release %s: %w", r.Name, err)
+		}
+		if inv == nil {
+			return nil, fault.Wrap(fault.NotFound, fmt.Errorf("release %s has no inventory in namespace %s on %s: it was never applied there (environment %s), or its inventory Secret was deleted",
+				r.Name, r.Namespace, cluster, cmp.Or(r.Environment, "-")))
+		}
+		out = append(out, foundInventory{rel: r, cluster: cluster, inv: inv})
+	}
+	return out, nil
+}
+
+// Table renders the history for a terminal: per release, one line per
+// change, newest first, the current one marked.
+func (r *HistoryResult) Table() string {
+	var b strings.Builder
+	for i, rh := range r.Releases {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "Release:    %s (namespace %s, environment %s)\nInventory:  %s on %s\n\n", rh.Name, rh.Namespace, cmp.Or(rh.Environment, "-"), rh.Inventory, rh.Cluster)
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CHANGE\tTIME\tDIGEST\tOBJECTS\tSOURCE")
+		for _, c := range rh.Changes {
+			id := c.ChangeID
+			if c.Current {
+				id += " *"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", id, c.Timestamp, mdShortDigest(c.ManifestDigest), c.Objects, sourceText(c.Source))
+		}
+		_ = tw.Flush()
+	}
+	return b.String()
+}
+
+// sourceText is "ref@commit (dirty) run-url", "-" when nothing is known.
+func sourceText(s *inventory.Source) string {
+	if s == nil {
+		return "-"
+	}
+	var parts []string
+	if s.Commit != "" {
+		c := s.Commit
+		if len(c) > 12 {
+			c = c[:12]
+		}
+		if s.Ref != "" {
+			c = s.Ref + "@" + c
+		}
+		if s.Dirty {
+			c += " (dirty)"
+		}
+		parts = append(parts, c)
+	}
+	if s.RunURL != "" {
+		parts = append(parts, s.RunURL)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
