@@ -91,6 +91,7 @@ release-check: bin/goreleaser
 
 test: kube-bin vet daggercheck actionlint release-check
 	KUBEBUILDER_ASSETS="$(BIN)" go test $(GO_TEST_FLAGS) ./...
+	go test -run '^$$' -fuzz FuzzDecode -fuzztime 10s ./engine/inventory/decodefuzz
 
 # The Dagger module as the pinned engine loads it (hack/daggercheck, its own
 # module so Dagger's dependencies stay out of go.mod). The Go SDK's code

@@ -80,8 +80,13 @@ func (r *runner) applyOptions(env string) (opts pipeline.ApplyOptions, closeGrou
 	opts = pipeline.ApplyOptions{
 		Selection:      pipeline.Selection{Dir: r.dir(), Environment: env, Releases: r.cfg.releases},
 		ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
-		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, MaxHistory: r.cfg.maxHistory, RunURL: r.runURL(),
+		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, MaxHistory: r.cfg.maxHistory, RunURL: r.runURL(), PruneGhosts: r.cfg.pruneGhosts,
 		Protection: pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
+		// The run's page names the holder to other runs that wait for it.
+		Locking: pipeline.Locking{Holder: r.lockHolder(), LockTimeout: r.cfg.lockTimeout, NoLockWait: r.cfg.lockTimeout == 0,
+			LockWaiting: func(h pipeline.LockHolder) {
+				r.action.Noticef("%s", r.red.text(fmt.Sprintf("waiting for the release lock (Lease %s/%s) held by %s", h.Namespace, h.Name, h)))
+			}},
 		// Progress is never called concurrently.
 		Progress: func(e pipeline.ProgressEvent) {
 			if !open || e.Release != current {
@@ -106,6 +111,19 @@ func (r *runner) logApplied(res *pipeline.ApplyResult) {
 			r.action.Warningf("%s: %s", releaseKey(ar.Name, ar.Environment), r.red.text(w))
 		}
 	}
+}
+
+// lockHolder names this run in the release lock: its page, plus the job
+// so two jobs of one run are told apart.
+func (r *runner) lockHolder() string {
+	h := r.runURL()
+	if h == "" {
+		return ""
+	}
+	if r.gh.Job != "" {
+		h += " (job " + r.gh.Job + ")"
+	}
+	return h
 }
 
 // applyMarkdown is the job summary of an apply: a table of releases with

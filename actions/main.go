@@ -60,6 +60,8 @@ type config struct {
 	force           bool
 	pruneNamespaces bool
 	prunePVCs       bool
+	lockTimeout     time.Duration
+	pruneGhosts     bool
 	timeout         time.Duration
 	// rollbackTo and allowDifferentDigest are rollback mode's.
 	rollbackTo           string
@@ -157,6 +159,7 @@ func readConfig(a *githubactions.Action) (config, error) {
 		{"force", false, &cfg.force},
 		{"prune-namespaces", false, &cfg.pruneNamespaces},
 		{"prune-pvcs", false, &cfg.prunePVCs},
+		{"prune-ghosts", false, &cfg.pruneGhosts},
 		{"allow-different-digest", false, &cfg.allowDifferentDigest},
 		{"issue", true, &cfg.issue},
 		{"continue-on-unreachable", false, &cfg.continueOnUnreachable},
@@ -179,6 +182,14 @@ func readConfig(a *githubactions.Action) (config, error) {
 			return cfg, fmt.Errorf("input max-history must be a whole number of at least 1, not %q", v)
 		}
 		cfg.maxHistory = n
+	}
+	cfg.lockTimeout = 5 * time.Minute
+	if v := input(a, "lock-timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return cfg, fmt.Errorf("input lock-timeout must be a duration such as 5m or 0, not %q", v)
+		}
+		cfg.lockTimeout = d
 	}
 	return cfg, nil
 }

@@ -229,16 +229,34 @@ func (m *Opm) Apply(
 	force bool,
 	// +optional
 	adopt bool,
+	// Also prune ghosts: objects carrying the release's id that it neither
+	// records nor renders.
+	// +optional
+	pruneGhosts bool,
 	// +optional
 	// +default=10
 	maxHistory int,
+	// Who this run is, shown to runs waiting for the release's lock (e.g.
+	// the CI run URL); default "dagger opm module on <container>".
+	// +optional
+	holder string,
+	// How long to wait while another run holds the release's lock ("0":
+	// fail at once).
+	// +optional
+	// +default="5m"
+	lockTimeout string,
 ) (*ApplyResult, error) {
 	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return nil, err
 	}
+	lk, err := locking(holder, lockTimeout)
+	if err != nil {
+		return nil, err
+	}
 	res, err := pipeline.Apply(ctx, pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun, NoPrune: noPrune,
-		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Adopt: adopt, MaxHistory: maxHistory})
+		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Adopt: adopt, MaxHistory: maxHistory,
+		PruneGhosts: pruneGhosts, Locking: lk})
 	return applied(res, err)
 }
 
@@ -261,13 +279,30 @@ func (m *Opm) Prune(
 	prunePvcs bool,
 	// +optional
 	force bool,
+	// Also prune ghosts: objects carrying the release's id that it neither
+	// records nor renders.
+	// +optional
+	ghosts bool,
+	// Who this run is, shown to runs waiting for the release's lock (e.g.
+	// the CI run URL); default "dagger opm module on <container>".
+	// +optional
+	holder string,
+	// How long to wait while another run holds the release's lock ("0":
+	// fail at once).
+	// +optional
+	// +default="5m"
+	lockTimeout string,
 ) (*ApplyResult, error) {
 	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return nil, err
 	}
+	lk, err := locking(holder, lockTimeout)
+	if err != nil {
+		return nil, err
+	}
 	res, err := pipeline.Prune(ctx, pipeline.PruneOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun,
-		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force})
+		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Ghosts: ghosts, Locking: lk})
 	return applied(res, err)
 }
 
@@ -341,13 +376,26 @@ func (m *Opm) Delete(
 	pruneNamespaces bool,
 	// +optional
 	prunePvcs bool,
+	// Who this run is, shown to runs waiting for the release's lock (e.g.
+	// the CI run URL); default "dagger opm module on <container>".
+	// +optional
+	holder string,
+	// How long to wait while another run holds the release's lock ("0":
+	// fail at once).
+	// +optional
+	// +default="5m"
+	lockTimeout string,
 ) (*DeleteResult, error) {
 	sel, co, err := m.clusterInputs(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
 	}
+	lk, err := locking(holder, lockTimeout)
+	if err != nil {
+		return nil, err
+	}
 	res, err := pipeline.Delete(ctx, pipeline.DeleteOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: co,
-		DryRun: dryRun, Wait: wait, Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}})
+		DryRun: dryRun, Wait: wait, Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Locking: lk})
 	if res == nil {
 		return nil, err
 	}
@@ -447,6 +495,85 @@ func (m *Opm) Version() *VersionResult {
 	i := buildinfo.Read()
 	return &VersionResult{Version: i.Version, Commit: i.Commit, Date: i.Date, GoVersion: i.GoVersion, CueVersion: i.CUEVersion,
 		Catalog: i.Catalog, Text: i.Text(), Json: jsonOf(i)}
+}
+
+// Repair rebuilds the releases' inventories from their labelled objects
+// and their render, keeping the old data in a backup Secret.
+// +cache="never"
+func (m *Opm) Repair(
+	ctx context.Context,
+	// +optional
+	env string,
+	// +optional
+	release []string,
+	// +optional
+	values []*dagger.File,
+	// +optional
+	dryRun bool,
+	// Who this run is, shown to runs waiting for the release's lock (e.g.
+	// the CI run URL); default "dagger opm module on <container>".
+	// +optional
+	holder string,
+	// How long to wait while another run holds the release's lock ("0":
+	// fail at once).
+	// +optional
+	// +default="5m"
+	lockTimeout string,
+) (string, error) {
+	sel, co, err := m.clusterInputs(ctx, env, release, values)
+	if err != nil {
+		return "", err
+	}
+	lk, err := locking(holder, lockTimeout)
+	if err != nil {
+		return "", err
+	}
+	res, err := pipeline.Repair(ctx, pipeline.RepairOptions{Selection: sel, ClusterOptions: co, Locking: lk, DryRun: dryRun})
+	if res == nil {
+		return "", err
+	}
+	return jsonOf(res), err
+}
+
+// Unlock breaks a release's lock by hand and says who held it.
+// +cache="never"
+func (m *Opm) Unlock(
+	ctx context.Context,
+	// The release's name.
+	name string,
+	// The release's namespace.
+	namespace string,
+	// The release id, when several releases share the name.
+	// +optional
+	releaseId string,
+) (string, error) {
+	co, err := m.cluster(ctx)
+	if err != nil {
+		return "", err
+	}
+	res, err := pipeline.Unlock(ctx, pipeline.UnlockOptions{ClusterOptions: co, Namespace: namespace, Name: name, ReleaseID: releaseId})
+	if err != nil {
+		return "", err
+	}
+	if !res.Held {
+		return fmt.Sprintf("release %s in %s is not locked", name, namespace), nil
+	}
+	return fmt.Sprintf("unlocked: Lease %s/%s was held by %s", namespace, res.Lease, res.Holder), nil
+}
+
+// locking is the release lock's options: the holder names this Dagger
+// run (the container's hostname is unique to the function call) unless
+// the caller passes its own identity, such as a CI run URL.
+func locking(holder, timeout string) (pipeline.Locking, error) {
+	d, err := time.ParseDuration(timeout)
+	if err != nil {
+		return pipeline.Locking{}, fmt.Errorf("lockTimeout %q: %w", timeout, err)
+	}
+	if holder == "" {
+		host, _ := os.Hostname()
+		holder = "dagger opm module on " + host
+	}
+	return pipeline.Locking{Holder: holder, LockTimeout: d, NoLockWait: d == 0}, nil
 }
 
 // selection materialises the source and values files in the container.

@@ -22,10 +22,14 @@ type ApplyOptions struct {
 	// NoPrune keeps the stale set (still recorded in the inventory). The
 	// existence check of objects not yet recorded runs regardless.
 	NoPrune bool `json:"noPrune,omitempty"`
+	// PruneGhosts also prunes ghosts: objects carrying the release's id
+	// that are neither recorded nor rendered (diff's ghost set).
+	PruneGhosts bool `json:"pruneGhosts,omitempty"`
 	Protection
 	// Force lets an empty render prune a whole release and recreates
 	// objects whose immutable fields change.
 	Force bool `json:"force,omitempty"`
+	Locking
 	// Adopt lets apply take over existing objects this release did not
 	// create (otherwise an object not yet recorded must not exist unless it
 	// carries this release's labels).
@@ -79,7 +83,9 @@ type AppliedRelease struct {
 	// Pruned lists stale objects deleted (would be, in a dry run).
 	Pruned []ObjectAction `json:"pruned"`
 	// Skipped lists stale objects kept, with the reason; they stay recorded.
-	Skipped         []ObjectAction `json:"skipped"`
+	Skipped []ObjectAction `json:"skipped"`
+	// Ghosts lists the ghosts found with --prune-ghosts / --ghosts.
+	Ghosts          []ObjectAction `json:"ghosts,omitempty"`
 	Inventory       InventoryRef   `json:"inventory"`
 	Counts          ApplyCounts    `json:"counts"`
 	DurationSeconds float64        `json:"durationSeconds"`
@@ -98,6 +104,8 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 	return reconcile.Options{
 		DryRun: o.DryRun, NoPrune: o.NoPrune, PruneNamespaces: o.PruneNamespaces, PrunePVCs: o.PrunePVCs,
 		Force: o.Force, Adopt: o.Adopt, MaxHistory: o.MaxHistory, Concurrency: o.Concurrency, Progress: o.Progress,
+		PruneGhosts: o.PruneGhosts,
+		Lock:        o.Locking.options(),
 	}
 }
 
@@ -143,7 +151,7 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 	res := &ApplyResult{Releases: make([]AppliedRelease, 0, len(rels))}
 	for _, rel := range rels {
 		ar := AppliedRelease{
-			RenderedRelease: newRenderedRelease(rel), Operation: operation,
+			RenderedRelease: newRenderedRelease(rel).masked(), Operation: operation,
 			Applied: []ObjectAction{}, Stale: []ObjectAction{}, Pruned: []ObjectAction{}, Skipped: []ObjectAction{},
 		}
 		cl, err := cls.For(ctx, rel)
@@ -171,7 +179,7 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 
 func (ar *AppliedRelease) fill(r *reconcile.Result) {
 	ar.DryRun = r.DryRun
-	ar.Applied, ar.Stale, ar.Pruned, ar.Skipped = r.Applied, r.Stale, r.Pruned, r.Skipped
+	ar.Applied, ar.Stale, ar.Pruned, ar.Skipped, ar.Ghosts = r.Applied, r.Stale, r.Pruned, r.Skipped, r.Ghosts
 	ar.Inventory = r.Inventory
 	ar.Counts = r.Counts
 	ar.DurationSeconds = r.Duration.Seconds()
@@ -212,6 +220,12 @@ func (r AppliedRelease) Summary() string {
 	}
 	if c.Failed > 0 {
 		fmt.Fprintf(&b, ", %d failed", c.Failed)
+	}
+	if c.Ghosts > 0 {
+		fmt.Fprintf(&b, ", %d ghost(s) found", c.Ghosts)
+	}
+	if c.NotOurs > 0 {
+		fmt.Fprintf(&b, ", %d recorded but not ours (kept)", c.NotOurs)
 	}
 	fmt.Fprintf(&b, "; digest=%s change=%s inventory=%s", r.ManifestDigest, r.ChangeID, r.Inventory.Name)
 	if r.Error != "" && !r.Inventory.Written && !r.DryRun {

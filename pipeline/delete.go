@@ -21,6 +21,7 @@ type DeleteOptions struct {
 	// Wait waits until the deleted objects are gone.
 	Wait bool `json:"wait,omitempty"`
 	Protection
+	Locking
 	// Progress hears each object as it is deleted or skipped.
 	Progress func(ProgressEvent) `json:"-"`
 }
@@ -87,7 +88,7 @@ func Delete(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
 		}
 		rel := &render.Release{Name: d.name, Namespace: d.namespace, ReleaseID: d.releaseID, Environment: d.environment}
 		r, err := reconcile.Delete(ctx, d.cluster, rel, d.inv, entries, reconcile.DeleteOptions{
-			Options: reconcile.Options{DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs, Progress: opts.Progress},
+			Options: reconcile.Options{DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs, Progress: opts.Progress, Lock: opts.Locking.options()},
 			Wait:    opts.Wait,
 		})
 		if r != nil {

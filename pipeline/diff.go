@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/preview"
@@ -42,9 +43,11 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	}
 	cs := &ChangeSet{Operation: "diff", Releases: make([]ReleaseChanges, 0, len(rels))}
 	cl := newClusters(opts.ClusterOptions)
+	// One key for the whole output: equal Secret values mask equally.
+	m := diff.NewMasker()
 	var errs []error
 	for _, rel := range rels {
-		rc, err := diffRelease(ctx, cl, rel, opts)
+		rc, err := diffRelease(ctx, cl, rel, opts, m)
 		if err != nil {
 			rc.Error = err.Error()
 			errs = append(errs, fmt.Errorf("release %s: %w", rel.Name, err))
@@ -55,7 +58,7 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	return cs, errors.Join(errs...)
 }
 
-func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts DiffOptions) (ReleaseChanges, error) {
+func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts DiffOptions, m *diff.Masker) (ReleaseChanges, error) {
 	rc := ReleaseChanges{
 		Name: rel.Name, Namespace: rel.Namespace, Environment: rel.Environment, ReleaseID: rel.ReleaseID,
 		Head: Revision{ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID},
@@ -65,7 +68,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 		rc.Unreachable = fault.KindOf(err) == fault.Connectivity
 		return rc, err
 	}
-	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts})
+	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts, Masker: m})
 	if err != nil {
 		rc.Unreachable = fault.KindOf(err) == fault.Connectivity
 		return rc, err
@@ -94,6 +97,9 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 		}
 		rc.Objects = append(rc.Objects, oc)
 		rc.Counts.Add(oc.Change)
+	}
+	if rc.Counts.Ghost > 0 {
+		rc.Warnings = append(rc.Warnings, fmt.Sprintf("%d ghost(s): `opm apply --prune-ghosts` or `opm prune --ghosts` deletes those that carry this release's id, with apply's protections", rc.Counts.Ghost))
 	}
 	if len(rel.Resources) == 0 && rc.Counts.Stale > 0 {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("the render is empty: apply would prune all %d recorded objects, so it refuses without --force", rc.Counts.Stale))

@@ -15,6 +15,10 @@ type PruneOptions struct {
 	// DryRun sends the deletes as server-side dry runs and writes nothing.
 	DryRun bool `json:"dryRun,omitempty"`
 	Protection
+	Locking
+	// Ghosts also prunes ghosts: objects carrying the release's id that
+	// are neither recorded nor rendered (diff's ghost set).
+	Ghosts bool `json:"ghosts,omitempty"`
 	// Force lets an empty render prune a whole release.
 	Force bool `json:"force,omitempty"`
 	// Concurrency bounds parallel deletes per weight; 8 when zero.
@@ -34,6 +38,7 @@ func Prune(ctx context.Context, opts PruneOptions) (*ApplyResult, error) {
 	ro := reconcile.Options{
 		DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs,
 		Force: opts.Force, Concurrency: opts.Concurrency, Progress: opts.Progress,
+		Lock: opts.Locking.options(), PruneGhosts: opts.Ghosts,
 	}
 	return eachRelease(ctx, opts.Selection, opts.ClusterOptions, "prune", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
 		return reconcile.Prune(ctx, cl, rel, ro)

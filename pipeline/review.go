@@ -41,6 +41,9 @@ type ReviewOptions struct {
 	// once (each goroutine loads both sides again); one per core when < 1.
 	Parallelism int `json:"parallelism,omitempty"`
 	Protection
+
+	// masker masks Secret values, one key per Review.
+	masker *diff.Masker
 }
 
 // Review compares two versions of a deployment directory without a
@@ -73,6 +76,8 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	if len(opts.ValuesFiles) > 0 && len(keys) != 1 {
 		return nil, fault.Validationf("values files apply to exactly one release, but %d are selected: select one release", len(keys))
 	}
+	// One key for the whole output: equal Secret values mask equally.
+	opts.masker = diff.NewMasker()
 	cs := &ChangeSet{Operation: "review", Releases: []ReleaseChanges{}}
 	results, err := reviewAll(ctx, opts, head, base, envs, keys)
 	if err != nil {
@@ -273,7 +278,7 @@ func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, opt
 	for _, r := range headRes {
 		oc := ObjectChange{Object: reviewRef(inventory.EntryOf(r))}
 		before := baseByID[r.ID()].Object // nil when the base lacks it
-		text, err := diff.Unified(before, r.Object, reviewDiffOptions(r.ID()))
+		text, err := diff.Unified(before, r.Object, reviewDiffOptions(r.ID(), opts.masker))
 		if err != nil {
 			return err
 		}
@@ -291,7 +296,7 @@ func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, opt
 	}
 	for _, e := range inventory.Stale(inventory.Entries(baseRes), inventory.Entries(headRes)) {
 		oc := ObjectChange{Object: reviewRef(e), Change: Stale}
-		text, err := diff.Unified(baseByID[e.ID()].Object, nil, reviewDiffOptions(e.ID()))
+		text, err := diff.Unified(baseByID[e.ID()].Object, nil, reviewDiffOptions(e.ID(), opts.masker))
 		if err != nil {
 			return err
 		}
@@ -306,8 +311,8 @@ func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, opt
 	return nil
 }
 
-func reviewDiffOptions(id manifest.ID) diff.Options {
-	return diff.Options{FromFile: "base/" + id.String(), ToFile: "head/" + id.String()}
+func reviewDiffOptions(id manifest.ID, m *diff.Masker) diff.Options {
+	return diff.Options{FromFile: "base/" + id.String(), ToFile: "head/" + id.String(), Masker: m}
 }
 
 func reviewRef(e inventory.Entry) ObjectRef {

@@ -232,9 +232,9 @@ func TestReviewMasksSecrets(t *testing.T) {
 	for _, s := range reviewSecretMaterial() {
 		assert.Assert(t, !strings.Contains(d, s), "secret material %q in a diff", s)
 	}
-	assert.Assert(t, is.Contains(d, "-  password: (masked, sha256:"))
-	assert.Assert(t, is.Contains(d, "+  password: (masked, sha256:"))
-	assert.Assert(t, is.Regexp(`\n   apiKey: \(masked, sha256:[0-9a-f]{12}\)\n`, d), "an unchanged value is an equal context line")
+	assert.Assert(t, is.Contains(d, "-  password: (masked, hmac:"))
+	assert.Assert(t, is.Contains(d, "+  password: (masked, hmac:"))
+	assert.Assert(t, is.Regexp(`\n   apiKey: \(masked, hmac:[0-9a-f]{12}\)\n`, d), "an unchanged value is an equal context line")
 }
 
 func TestReviewReleaseOnlyOnOneSide(t *testing.T) {

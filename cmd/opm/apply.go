@@ -40,6 +40,7 @@ func newApplyCmd() *cobra.Command {
 	var (
 		sel     selectionFlags
 		cluster clusterFlags
+		lf      lockFlags
 		opts    pipeline.ApplyOptions
 		output  string
 	)
@@ -61,7 +62,8 @@ deleted; otherwise nothing is applied. Stale Namespaces and PersistentVolumeClai
 render of a release that has objects is refused unless --force.
 
 Prints one line per object as it is applied or pruned, then a summary per release.
-Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found.`,
+Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found,
+6 conflict (another run held the release's lock for all of --lock-timeout).`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -72,6 +74,10 @@ Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not f
 			}
 			opts.Selection = sel.selection(args)
 			opts.ClusterOptions = cluster.options()
+			var err error
+			if opts.Locking, err = lf.locking(cmd); err != nil {
+				return err
+			}
 			opts.Progress = progressPrinter(cmd, output)
 			opts.ReleaseDone = summaryPrinter(cmd, output)
 			opts.RunURL = ciRunURL(os.Getenv)
@@ -81,9 +87,11 @@ Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not f
 	}
 	sel.register(cmd.Flags())
 	cluster.register(cmd.Flags())
+	lf.register(cmd.Flags())
 	fs := cmd.Flags()
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "server-side dry run: report what would be applied, pruned and skipped; write nothing")
 	fs.BoolVar(&opts.NoPrune, "no-prune", false, "do not delete stale objects (they stay in the inventory); the existence checks still run")
+	fs.BoolVar(&opts.PruneGhosts, "prune-ghosts", false, "also prune ghosts: objects carrying this release's id that it neither records nor renders")
 	fs.BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "allow pruning stale Namespaces, and everything in them")
 	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "allow pruning stale PersistentVolumeClaims, and their data")
 	fs.BoolVar(&opts.Force, "force", false, "re-create objects whose immutable fields change; allow an empty render to prune everything")

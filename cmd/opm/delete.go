@@ -12,6 +12,7 @@ func newDeleteCmd() *cobra.Command {
 	var (
 		tf      targetFlags
 		cluster clusterFlags
+		lf      lockFlags
 		opts    pipeline.DeleteOptions
 		output  string
 	)
@@ -39,6 +40,9 @@ Select releases with a deployment directory ([DIR] --env --release) or with
 				return usageError{fmt.Errorf("say what to delete: a deployment directory (opm delete DIR --env E), or --namespace with --name or --release-id")}
 			}
 			opts.Target, opts.ClusterOptions = t, cluster.options()
+			if opts.Locking, err = lf.locking(cmd); err != nil {
+				return err
+			}
 			if output == "text" {
 				opts.Progress = func(e pipeline.ProgressEvent) { fmt.Fprintln(cmd.OutOrStdout(), e.Line()) }
 			}
@@ -62,6 +66,7 @@ Select releases with a deployment directory ([DIR] --env --release) or with
 	}
 	tf.register(cmd.Flags())
 	cluster.register(cmd.Flags())
+	lf.register(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "list what would be deleted (server dry run), deleting nothing")
 	cmd.Flags().BoolVar(&opts.Wait, "wait", false, "wait until the deleted objects are gone")

@@ -25,7 +25,8 @@ func main() {
 }
 
 // run executes the CLI with args and returns the process exit code:
-// 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found.
+// 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found,
+// 6 conflict.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
@@ -85,6 +86,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRenderCmd(), newDiffCmd(), newApplyCmd(), newPruneCmd(), newStatusCmd(), newDeleteCmd(), newReviewCmd(), newHistoryCmd(), newRollbackCmd(), newVersionCmd())
-	root.AddCommand(newSmokeCmd())
+	root.AddCommand(newSmokeCmd(), newUnlockCmd(), newInventoryCmd())
 	return root
 }

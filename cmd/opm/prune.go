@@ -10,6 +10,7 @@ func newPruneCmd() *cobra.Command {
 	var (
 		sel     selectionFlags
 		cluster clusterFlags
+		lf      lockFlags
 		opts    pipeline.PruneOptions
 		output  string
 	)
@@ -23,7 +24,8 @@ unless --prune-namespaces / --prune-pvcs, a forbidden delete is a warning, and
 the inventory is rewritten without the deleted objects (kept ones stay recorded).
 An empty render of a release that has objects is refused unless --force.
 
-Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found.`,
+Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found,
+6 conflict (another run held the release's lock for all of --lock-timeout).`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -31,6 +33,10 @@ Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not f
 			}
 			opts.Selection = sel.selection(args)
 			opts.ClusterOptions = cluster.options()
+			var err error
+			if opts.Locking, err = lf.locking(cmd); err != nil {
+				return err
+			}
 			opts.Progress = progressPrinter(cmd, output)
 			opts.ReleaseDone = summaryPrinter(cmd, output)
 			res, err := pipeline.Prune(cmd.Context(), opts)
@@ -39,8 +45,10 @@ Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not f
 	}
 	sel.register(cmd.Flags())
 	cluster.register(cmd.Flags())
+	lf.register(cmd.Flags())
 	fs := cmd.Flags()
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "server-side dry run: report what would be pruned and skipped; write nothing")
+	fs.BoolVar(&opts.Ghosts, "ghosts", false, "also prune ghosts: objects carrying this release's id that it neither records nor renders")
 	fs.BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "allow pruning stale Namespaces, and everything in them")
 	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "allow pruning stale PersistentVolumeClaims, and their data")
 	fs.BoolVar(&opts.Force, "force", false, "allow an empty render to prune everything the release recorded")

@@ -7,13 +7,18 @@
 // selfLink, status and kubectl's last-applied-configuration annotation) are
 // removed, so only what a user wrote can differ. Secret values are masked
 // here, not by callers: every value of a Secret's data and stringData is
-// replaced by a marker carrying a short SHA-256 of the value, so a changed
-// value shows as two different hashes and an unchanged one as two equal
-// markers, and no caller can forget to mask.
+// replaced by a marker carrying a short HMAC-SHA-256 of the value under a
+// random key of the run (a Masker), so a changed value shows as two
+// different markers and an unchanged one as two equal markers, while
+// nothing links a marker to the value (no offline guessing from a public
+// pull-request comment) or to another run's markers; no caller can forget
+// to mask.
 package diff
 
 import (
 	"cmp"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -35,10 +40,34 @@ type Options struct {
 	// Context is the number of unchanged lines shown around each change;
 	// 0 means 3, a negative value means none.
 	Context int
+	// Masker masks Secret values; one per run, so equal values get equal
+	// markers across all of a run's diffs. Nil uses a fresh one for this
+	// diff alone.
+	Masker *Masker
 }
 
 // MaskPrefix starts every masked Secret value.
-const MaskPrefix = "(masked, sha256:"
+const MaskPrefix = "(masked, hmac:"
+
+// Masker turns Secret values into markers keyed by a random per-run key.
+type Masker struct{ key []byte }
+
+// NewMasker returns a Masker with a fresh random key.
+func NewMasker() *Masker {
+	key := make([]byte, 32)
+	// crypto/rand.Read never returns an error (Go 1.24+).
+	_, _ = rand.Read(key)
+	return &Masker{key: key}
+}
+
+// Mask returns the marker that stands for a Secret value: the first 12
+// hex characters of its HMAC-SHA-256 under the Masker's key. Equal values
+// give equal markers within one Masker, unrelated ones across Maskers.
+func (m *Masker) Mask(value []byte) string {
+	h := hmac.New(sha256.New, m.key)
+	h.Write(value)
+	return MaskPrefix + hex.EncodeToString(h.Sum(nil))[:12] + ")"
+}
 
 // lastApplied holds the whole object as kubectl last applied it (a
 // Secret's values in clear text): it must never reach a diff.
@@ -54,11 +83,15 @@ func Unified(before, after *unstructured.Unstructured, opts Options) (string, er
 	if before == nil && after == nil {
 		return "", errors.New("diff: both objects are nil")
 	}
-	a, err := YAML(before)
+	m := opts.Masker
+	if m == nil {
+		m = NewMasker()
+	}
+	a, err := YAML(before, m)
 	if err != nil {
 		return "", fmt.Errorf("encoding the old version of %s: %w", name(before), err)
 	}
-	b, err := YAML(after)
+	b, err := YAML(after, m)
 	if err != nil {
 		return "", fmt.Errorf("encoding the new version of %s: %w", name(after), err)
 	}
@@ -86,11 +119,11 @@ func Unified(before, after *unstructured.Unstructured, opts Options) (string, er
 
 // YAML returns the normalised object (see Normalize) as YAML with sorted
 // keys; "" for nil.
-func YAML(obj *unstructured.Unstructured) (string, error) {
+func YAML(obj *unstructured.Unstructured, m *Masker) (string, error) {
 	if obj == nil {
 		return "", nil
 	}
-	b, err := yaml.Marshal(Normalize(obj).Object)
+	b, err := yaml.Marshal(Normalize(obj, m).Object)
 	if err != nil {
 		return "", err
 	}
@@ -98,9 +131,9 @@ func YAML(obj *unstructured.Unstructured) (string, error) {
 }
 
 // Normalize returns a copy of obj without server-managed fields and with
-// Secret values masked: the form in which objects are compared and shown.
-// obj is not modified; nil gives nil.
-func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
+// Secret values masked by m: the form in which objects are compared and
+// shown. obj is not modified; nil gives nil.
+func Normalize(obj *unstructured.Unstructured, m *Masker) *unstructured.Unstructured {
 	if obj == nil {
 		return nil
 	}
@@ -118,17 +151,10 @@ func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
 		}
 	}
 	if isSecret(out) {
-		maskField(out.Object, "data", true)
-		maskField(out.Object, "stringData", false)
+		maskField(out.Object, "data", true, m)
+		maskField(out.Object, "stringData", false, m)
 	}
 	return out
-}
-
-// Mask returns the marker that stands for a Secret value: the first 12 hex
-// characters of its SHA-256. Equal values give equal markers.
-func Mask(value []byte) string {
-	sum := sha256.Sum256(value)
-	return MaskPrefix + hex.EncodeToString(sum[:])[:12] + ")"
 }
 
 func isSecret(obj *unstructured.Unstructured) bool {
@@ -139,7 +165,7 @@ func isSecret(obj *unstructured.Unstructured) bool {
 // maskField masks every value of the map at field. data values are base64
 // and are hashed decoded, so the same value in data and in stringData gets
 // the same marker. Anything that is not a map of strings is masked whole.
-func maskField(obj map[string]any, field string, b64 bool) {
+func maskField(obj map[string]any, field string, b64 bool, masker *Masker) {
 	v, ok := obj[field]
 	if !ok || v == nil {
 		return
@@ -161,7 +187,7 @@ func maskField(obj map[string]any, field string, b64 bool) {
 				raw = dec
 			}
 		}
-		m[k] = Mask(raw)
+		m[k] = masker.Mask(raw)
 	}
 }
 

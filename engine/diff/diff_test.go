@@ -1,7 +1,9 @@
 package diff
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -115,7 +117,9 @@ func TestUnifiedMasksSecretValues(t *testing.T) {
 	// kubectl's annotation carries the values in clear text too.
 	before.SetAnnotations(map[string]string{lastApplied: `{"stringData":{"extra":"` + oldPass + `"}}`})
 
-	got, err := Unified(before, after, Options{})
+	m := NewMasker()
+	Mask := m.Mask
+	got, err := Unified(before, after, Options{Masker: m})
 	assert.NilError(t, err)
 	for _, secretText := range []string{oldPass, newPass, keep, b64(oldPass), b64(newPass), b64(keep)} {
 		assert.Assert(t, !strings.Contains(got, secretText), "secret material %q leaked:\n%s", secretText, got)
@@ -126,25 +130,35 @@ func TestUnifiedMasksSecretValues(t *testing.T) {
 	// An unchanged value is the same marker on both sides: a context line.
 	assert.Assert(t, is.Contains(got, "\n   token: "+Mask([]byte(keep))+"\n"))
 	// The same value in data and stringData hashes the same.
-	assert.Equal(t, Mask([]byte(oldPass)), Normalize(before).Object["data"].(map[string]any)["password"])
+	assert.Equal(t, Mask([]byte(oldPass)), Normalize(before, m).Object["data"].(map[string]any)["password"])
 	assert.Assert(t, strings.HasPrefix(Mask([]byte("x")), MaskPrefix))
 	assert.Equal(t, len(Mask([]byte("x"))), len(MaskPrefix)+12+1)
+	// Unsalted, a marker would let anyone confirm a guessed value offline;
+	// keyed per run, it matches neither the plain hash nor another run.
+	sum := sha256.Sum256([]byte(oldPass))
+	assert.Assert(t, !strings.Contains(got, hex.EncodeToString(sum[:])[:6]), got)
+	assert.Assert(t, NewMasker().Mask([]byte(oldPass)) != Mask([]byte(oldPass)))
+	// Without a Masker, one diff still marks equal values equally.
+	again, err := Unified(before, after, Options{})
+	assert.NilError(t, err)
+	assert.Assert(t, is.Regexp(`\n   token: \(masked, hmac:[0-9a-f]{12}\)\n`, again))
 }
 
 func TestUnifiedMasksAddedAndRemovedSecrets(t *testing.T) {
 	const pass = "s3cr3t-value-for-added"
 	s := secret(map[string]any{"p": b64(pass), "odd": int64(7)}, nil)
 	for _, pair := range [][2]*unstructured.Unstructured{{nil, s}, {s, nil}} {
-		got, err := Unified(pair[0], pair[1], Options{})
+		m := NewMasker()
+		got, err := Unified(pair[0], pair[1], Options{Masker: m})
 		assert.NilError(t, err)
 		assert.Assert(t, !strings.Contains(got, pass) && !strings.Contains(got, b64(pass)), got)
-		assert.Assert(t, is.Contains(got, Mask([]byte(pass))))
+		assert.Assert(t, is.Contains(got, m.Mask([]byte(pass))))
 		assert.Assert(t, is.Contains(got, "odd: (masked)"), "a non-string value is masked whole")
 	}
 	// A malformed data field is masked whole as well.
 	bad := secret(nil, nil)
 	bad.Object["data"] = "cGxhaW4="
-	y, err := YAML(bad)
+	y, err := YAML(bad, NewMasker())
 	assert.NilError(t, err)
 	assert.Assert(t, !strings.Contains(y, "cGxhaW4="), y)
 }
@@ -156,7 +170,7 @@ func TestNonSecretsAreNotMasked(t *testing.T) {
 		"metadata": map[string]any{"name": "x"},
 		"data":     map[string]any{"k": "visible"},
 	})
-	y, err := YAML(cr)
+	y, err := YAML(cr, NewMasker())
 	assert.NilError(t, err)
 	assert.Assert(t, is.Contains(y, "k: visible"))
 }

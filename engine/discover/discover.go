@@ -85,10 +85,12 @@ func excludedKind(gk schema.GroupKind) bool {
 	return false
 }
 
-// excluded reports objects discovery must never return: the inventory
-// Secret, controller-owned objects and controller-made endpoints.
+// excluded reports objects discovery must never return: OPM's own
+// objects (the inventory Secret, the release lock's Lease, inventory
+// backups: all carry opmodel.dev/component), controller-owned objects and
+// controller-made endpoints.
 func excluded(u *unstructured.Unstructured) bool {
-	if u.GetLabels()[inventory.LabelComponent] == inventory.ComponentInventory {
+	if _, ok := u.GetLabels()[inventory.LabelComponent]; ok {
 		return true
 	}
 	for _, ref := range u.GetOwnerReferences() {

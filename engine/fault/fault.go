@@ -1,6 +1,7 @@
 // Package fault classifies failures so every front door can map them to the
 // same exit codes and messages: validation (bad input), connectivity (cannot
-// reach or select a cluster), permission (RBAC), not found, conflict.
+// reach or select a cluster), permission (RBAC), not found, conflict (another
+// run holds the release).
 //
 // Errors keep their text; a class is attached with Wrap and read back with
 // KindOf, which also recognises Kubernetes API status errors.
@@ -25,6 +26,9 @@ const (
 	Connectivity Kind = 3
 	Permission   Kind = 4
 	NotFound     Kind = 5
+	// Conflict: another run holds the release (its lock did not come free
+	// in time, or the inventory changed under this run).
+	Conflict Kind = 6
 )
 
 // String names the class for logs and JSON.
@@ -38,6 +42,8 @@ func (k Kind) String() string {
 		return "permission"
 	case NotFound:
 		return "not-found"
+	case Conflict:
+		return "conflict"
 	default:
 		return "general"
 	}
@@ -89,6 +95,8 @@ func KindOf(err error) Kind {
 		return NotFound
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		return Validation
+	case apierrors.IsConflict(err):
+		return Conflict
 	}
 	var ne net.Error
 	var ue *url.Error

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -27,6 +28,14 @@ const (
 	// component.opmodel.dev/name label of rendered objects (decision 3).
 	LabelComponent     = "opmodel.dev/component"
 	ComponentInventory = "inventory"
+	// ComponentLock marks the release lock's Lease; ComponentBackup a
+	// copy of an inventory Secret that repair replaced.
+	ComponentLock   = "lock"
+	ComponentBackup = "inventory-backup"
+	// Annotations of a backup: the Secret it copies, its type and version.
+	AnnotationBackupOf      = "opmodel.dev/backup-of"
+	AnnotationBackupType    = "opmodel.dev/backup-type"
+	AnnotationBackupVersion = "opmodel.dev/backup-resource-version"
 
 	MetadataKind       = "ModuleRelease"
 	MetadataAPIVersion = "core.opmodel.dev/v1alpha1"
@@ -37,8 +46,9 @@ const (
 
 	// DefaultMaxHistory is how many changes a Secret keeps by default.
 	DefaultMaxHistory = 10
-	// MaxSecretBytes is where values start being dropped from old changes:
-	// etcd refuses objects over 1 MiB and the rest of the object needs room.
+	// MaxSecretBytes is where values start being dropped from old changes,
+	// then old changes themselves: etcd refuses objects over 1 MiB and the
+	// rest of the object needs room.
 	MaxSecretBytes = 800 * 1024
 )
 
@@ -102,6 +112,9 @@ type Inventory struct {
 	// Index lists change IDs, newest first.
 	Index   []string
 	Changes map[string]*Change
+	// Trimmed counts the oldest changes Encode removed to stay under
+	// MaxSecretBytes.
+	Trimmed int
 
 	name   string
 	labels map[string]string
@@ -201,8 +214,10 @@ func (inv *Inventory) Labels() map[string]string {
 }
 
 // Encode builds the Secret. When the data would exceed MaxSecretBytes,
-// values are dropped from changes, oldest first; an inventory still too
-// big is an error. The returned Secret carries the read resourceVersion.
+// values are dropped from the older changes first (oldest first), then
+// the oldest changes themselves (Trimmed counts them); the newest change
+// is always kept whole, and if it alone cannot fit that is an error. The
+// returned Secret carries the read resourceVersion.
 func (inv *Inventory) Encode() (*corev1.Secret, error) {
 	for _, id := range inv.Index {
 		if _, ok := inv.Changes[id]; !ok {
@@ -213,7 +228,7 @@ func (inv *Inventory) Encode() (*corev1.Secret, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := len(inv.Index) - 1; i >= 0 && dataSize(data) > MaxSecretBytes; i-- {
+	for i := len(inv.Index) - 1; i >= 1 && dataSize(data) > MaxSecretBytes; i-- {
 		id := inv.Index[i]
 		if inv.Changes[id].Values == "" {
 			continue
@@ -223,8 +238,19 @@ func (inv *Inventory) Encode() (*corev1.Secret, error) {
 			return nil, fmt.Errorf("encode inventory change %s: %w", id, err)
 		}
 	}
+	for len(inv.Index) > 1 && dataSize(data) > MaxSecretBytes {
+		oldest := inv.Index[len(inv.Index)-1]
+		inv.Index = inv.Index[:len(inv.Index)-1]
+		delete(inv.Changes, oldest)
+		delete(data, oldest)
+		inv.Trimmed++
+		if data[keyIndex], err = json.Marshal(inv.Index); err != nil {
+			return nil, fmt.Errorf("encode inventory index: %w", err)
+		}
+	}
 	if n := dataSize(data); n > MaxSecretBytes {
-		return nil, fmt.Errorf("inventory Secret %s/%s would be %d bytes even without stored values, over the %d byte limit: lower --max-history", inv.Namespace(), inv.name, n, MaxSecretBytes)
+		return nil, fmt.Errorf("inventory Secret %s/%s would be %d bytes with only the current change (%d objects), over the %d byte limit: "+
+			"split the release into smaller ones", inv.Namespace(), inv.name, n, len(inv.LatestEntries()), MaxSecretBytes)
 	}
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
@@ -235,6 +261,21 @@ func (inv *Inventory) Encode() (*corev1.Secret, error) {
 		Type: SecretType,
 		Data: data,
 	}, nil
+}
+
+// Clone is a deep copy, so a size check can encode (and trim) it without
+// touching inv.
+func (inv *Inventory) Clone() *Inventory {
+	c := *inv
+	c.Index = slices.Clone(inv.Index)
+	c.Changes = make(map[string]*Change, len(inv.Changes))
+	for id, ch := range inv.Changes {
+		cc := *ch
+		cc.Inventory.Entries = slices.Clone(ch.Inventory.Entries)
+		c.Changes[id] = &cc
+	}
+	c.labels = maps.Clone(inv.labels)
+	return &c
 }
 
 func (inv *Inventory) encodeData() (map[string][]byte, error) {
@@ -271,13 +312,44 @@ func dataSize(data map[string][]byte) int {
 	return n
 }
 
+// RepairHint says how to get out of a corrupt inventory.
+const RepairHint = "rebuild it with `opm inventory repair` (it keeps this data in a backup Secret and records what carries the release's id plus what the release renders)"
+
+// CorruptError says an inventory Secret cannot be trusted: a key is
+// missing or undecodable, or the index and the changes disagree. Pruning
+// from it could delete the wrong objects, and treating it as empty would
+// drop its history, so every command stops and points at the repair.
+type CorruptError struct {
+	Namespace, Name string
+	// Key is the data key at fault ("metadata", "index", a change ID, or
+	// "type" for the Secret's type).
+	Key string
+	Err error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("inventory Secret %s/%s is corrupt: data.%s: %v; %s", e.Namespace, e.Name, e.Key, e.Err, RepairHint)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// IsCorrupt reports whether err is (or wraps) a *CorruptError.
+func IsCorrupt(err error) bool {
+	var c *CorruptError
+	return errors.As(err, &c)
+}
+
 // Decode reads an inventory Secret. Changes the index does not name are
-// ignored; an index naming a missing change is an error, because pruning
-// from a half-read inventory could delete the wrong objects.
+// ignored. Anything that makes the inventory untrustworthy is a
+// *CorruptError naming the Secret and the key: a missing or undecodable
+// metadata or index, an index naming a missing or undecodable change, an
+// empty index while changes exist, a change without an inventory.
 func Decode(s *corev1.Secret) (*Inventory, error) {
-	where := fmt.Sprintf("inventory Secret %s/%s", s.Namespace, s.Name)
+	corrupt := func(key string, format string, args ...any) error {
+		return &CorruptError{Namespace: s.Namespace, Name: s.Name, Key: key, Err: fmt.Errorf(format, args...)}
+	}
 	if s.Type != SecretType {
-		return nil, fmt.Errorf("%s has type %q, not %q", where, s.Type, SecretType)
+		return nil, fmt.Errorf("inventory Secret %s/%s has type %q, not %q", s.Namespace, s.Name, s.Type, SecretType)
 	}
 	inv := &Inventory{
 		Changes:         map[string]*Change{},
@@ -285,31 +357,73 @@ func Decode(s *corev1.Secret) (*Inventory, error) {
 		labels:          maps.Clone(s.Labels),
 		resourceVersion: s.ResourceVersion,
 	}
-	if err := json.Unmarshal(s.Data[keyMetadata], &inv.Metadata); err != nil {
-		return nil, fmt.Errorf("%s: decode data.%s: %w", where, keyMetadata, err)
+	raw, ok := s.Data[keyMetadata]
+	if !ok {
+		return nil, corrupt(keyMetadata, "missing")
+	}
+	if err := json.Unmarshal(raw, &inv.Metadata); err != nil {
+		return nil, corrupt(keyMetadata, "%w", err)
 	}
 	inv.Release = Release{
 		Name: inv.Metadata.Name, Namespace: s.Namespace, ReleaseID: inv.Metadata.ReleaseID,
 		Environment: s.Labels[manifest.LabelEnvironment],
 	}
-	if raw, ok := s.Data[keyIndex]; ok {
-		if err := json.Unmarshal(raw, &inv.Index); err != nil {
-			return nil, fmt.Errorf("%s: decode data.%s: %w", where, keyIndex, err)
+	raw, ok = s.Data[keyIndex]
+	if !ok {
+		return nil, corrupt(keyIndex, "missing")
+	}
+	if err := json.Unmarshal(raw, &inv.Index); err != nil {
+		return nil, corrupt(keyIndex, "%w", err)
+	}
+	if inv.Index == nil {
+		return nil, corrupt(keyIndex, "null, not a list of change IDs")
+	}
+	if len(inv.Index) == 0 {
+		for k := range s.Data {
+			if strings.HasPrefix(k, changePrefix) {
+				return nil, corrupt(keyIndex, "empty, but change %s exists", k)
+			}
 		}
 	}
+	seen := map[string]bool{}
 	for _, id := range inv.Index {
 		if !strings.HasPrefix(id, changePrefix) {
-			return nil, fmt.Errorf("%s: index entry %q is not a change ID", where, id)
+			return nil, corrupt(keyIndex, "entry %q is not a change ID", id)
 		}
+		if seen[id] {
+			return nil, corrupt(keyIndex, "names %s twice", id)
+		}
+		seen[id] = true
 		raw, ok := s.Data[id]
 		if !ok {
-			return nil, fmt.Errorf("%s: index names %s, but data has no such key", where, id)
+			return nil, corrupt(id, "missing, but the index names it")
 		}
-		c := &Change{}
-		if err := json.Unmarshal(raw, c); err != nil {
-			return nil, fmt.Errorf("%s: decode data.%s: %w", where, id, err)
+		c, err := decodeChange(raw)
+		if err != nil {
+			return nil, corrupt(id, "%w", err)
 		}
 		inv.Changes[id] = c
 	}
 	return inv, nil
+}
+
+// decodeChange decodes one change, which must record an inventory (an
+// empty list is fine; null or missing is not).
+func decodeChange(raw []byte) (*Change, error) {
+	var shape struct {
+		Inventory *struct {
+			Entries *[]Entry `json:"entries"`
+		} `json:"inventory"`
+	}
+	if err := json.Unmarshal(raw, &shape); err != nil {
+		return nil, err
+	}
+	if shape.Inventory == nil || shape.Inventory.Entries == nil {
+		return nil, errors.New("it records no inventory (null or missing)")
+	}
+	c := &Change{}
+	if err := json.Unmarshal(raw, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }

@@ -107,6 +107,16 @@ func TestDecodeRejectsBrokenSecrets(t *testing.T) {
 		"index entry is not a change":  func(d map[string][]byte) { d["index"] = []byte(`["values"]`) },
 		"metadata is not JSON":         func(d map[string][]byte) { d["metadata"] = []byte("{") },
 		"change is not JSON":           func(d map[string][]byte) { d["change-sha1-00000001"] = []byte("x") },
+		"index missing":                func(d map[string][]byte) { delete(d, "index") },
+		"index empty with changes":     func(d map[string][]byte) { d["index"] = []byte(`[]`) },
+		"index null":                   func(d map[string][]byte) { d["index"] = []byte(`null`) },
+		"metadata missing":             func(d map[string][]byte) { delete(d, "metadata") },
+		"change inventory null": func(d map[string][]byte) {
+			d["change-sha1-00000001"] = []byte(`{"module":{"path":"p","name":"n"},"manifestDigest":"sha256:00","inventory":null}`)
+		},
+		"change inventory missing": func(d map[string][]byte) {
+			d["change-sha1-00000001"] = []byte(`{"module":{"path":"p","name":"n"},"manifestDigest":"sha256:00"}`)
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, err := good.Encode()
@@ -114,6 +124,8 @@ func TestDecodeRejectsBrokenSecrets(t *testing.T) {
 			mutate(s.Data)
 			_, err = Decode(s)
 			assert.ErrorContains(t, err, s.Name)
+			assert.Assert(t, IsCorrupt(err), "%v", err)
+			assert.ErrorContains(t, err, "opm inventory repair")
 		})
 	}
 	t.Run("wrong type", func(t *testing.T) {
@@ -192,7 +204,30 @@ func TestEncodeFailsWhenTooBigWithoutValues(t *testing.T) {
 	}
 	inv.Record("change-sha1-00000001", change("v", entries...), t0, 0)
 	_, err := inv.Encode()
-	assert.ErrorContains(t, err, "even without stored values")
+	assert.ErrorContains(t, err, "with only the current change (9000 objects)")
+}
+
+// A big release fills the Secret in a few changes: the oldest changes are
+// dropped to fit, never the newest, and Trimmed says how many.
+func TestEncodeTrimsHistoryToFit(t *testing.T) {
+	inv := New(testRelease)
+	entries := make([]Entry, 0, 1000)
+	for i := range 1000 {
+		entries = append(entries, Entry{Kind: "ConfigMap", Namespace: "games", Name: fmt.Sprintf("a-config-map-with-a-rather-long-name-%06d", i), V: "v1", Component: "app"})
+	}
+	for i := range 15 {
+		inv.Record(fmt.Sprintf("change-sha1-%08d", i), change("v", entries...), t0, 0)
+		probe := inv.Clone()
+		s, err := probe.Encode()
+		assert.NilError(t, err, "change %d", i)
+		assert.Assert(t, dataSize(s.Data) <= MaxSecretBytes)
+		assert.Equal(t, len(inv.Index), min(i+1, DefaultMaxHistory), "Clone keeps the original whole")
+		if i >= 6 {
+			assert.Assert(t, probe.Trimmed > 0, "change %d: %d kept", i, len(probe.Index))
+		}
+		assert.Equal(t, probe.Index[0], fmt.Sprintf("change-sha1-%08d", i), "the newest change is kept")
+		assert.Equal(t, len(probe.Index)+probe.Trimmed, len(inv.Index))
+	}
 }
 
 func TestSetLatestEntries(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -131,4 +132,62 @@ func Delete(ctx context.Context, cs kubernetes.Interface, inv *Inventory) error 
 func IsConflict(err error) bool {
 	var c *ConflictError
 	return errors.As(err, &c)
+}
+
+// Backup copies a Secret's data into a new Secret beside it, named
+// <name>.backup-<unix seconds>, so a repair never loses what it replaced.
+// The copy carries only opmodel.dev/component: inventory-backup (not the
+// release's labels, so it is never mistaken for an inventory or an object
+// of the release) and says where it came from in annotations.
+func Backup(ctx context.Context, cs kubernetes.Interface, s *corev1.Secret, now time.Time) (*corev1.Secret, error) {
+	b := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("%s.backup-%d", s.Name, now.Unix()), Namespace: s.Namespace,
+			Labels: map[string]string{manifest.LabelManagedBy: manifest.ManagedByOPM, LabelComponent: ComponentBackup},
+			Annotations: map[string]string{
+				AnnotationBackupOf: s.Name, AnnotationBackupType: string(s.Type), AnnotationBackupVersion: s.ResourceVersion,
+			},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: s.Data,
+	}
+	out, err := cs.CoreV1().Secrets(s.Namespace).Create(ctx, b, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("back up inventory Secret %s/%s as %s: %w", s.Namespace, s.Name, b.Name, err)
+	}
+	return out, nil
+}
+
+// Rebuilt is a fresh inventory for rel that replaces the stored Secret old
+// (corrupt, or being rebuilt): written with old's name and resourceVersion,
+// so a concurrent change still fails the write.
+func Rebuilt(rel Release, old *corev1.Secret) *Inventory {
+	inv := New(rel)
+	if old != nil {
+		inv.name, inv.resourceVersion = old.Name, old.ResourceVersion
+	}
+	return inv
+}
+
+// Raw returns the release's stored inventory Secret, undecoded (nil when
+// there is none): by name, then by the release-uuid label.
+func Raw(ctx context.Context, cs kubernetes.Interface, rel Release) (*corev1.Secret, error) {
+	secrets := cs.CoreV1().Secrets(rel.Namespace)
+	name := SecretName(rel.Name, rel.ReleaseID)
+	s, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return s, nil
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("read inventory Secret %s/%s: %w", rel.Namespace, name, err)
+	}
+	sel := labels.Set{manifest.LabelReleaseUUID: rel.ReleaseID, LabelComponent: ComponentInventory}.String()
+	list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list inventory Secrets in %s with %s: %w", rel.Namespace, sel, err)
+	}
+	if len(list.Items) != 1 {
+		return nil, nil
+	}
+	return &list.Items[0], nil
 }

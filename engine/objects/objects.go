@@ -123,6 +123,9 @@ type Result struct {
 	// ResourceVersion is the object's resourceVersion after a real (not
 	// dry-run) create, configure or unchanged check; empty otherwise.
 	ResourceVersion string
+	// NotOurs is set when DeleteOwned kept an object that does not carry
+	// the release's id.
+	NotOurs bool
 }
 
 // Mapping resolves a kind to its resource through the cluster's
@@ -193,6 +196,10 @@ func (e *ImmutableError) Error() string {
 	fields := "a field"
 	if len(e.Fields) > 0 {
 		fields = strings.Join(e.Fields, ", ")
+	}
+	if isPVC(e.ID) {
+		// Re-creating a claim deletes its data: --force alone never does.
+		return fmt.Sprintf("%s: cannot change immutable %s; re-run with --force --prune-pvcs to delete and re-create it (deleting its data): %v", e.ID, fields, e.Err)
 	}
 	return fmt.Sprintf("%s: cannot change immutable %s; re-run with --force to delete and re-create it: %v", e.ID, fields, e.Err)
 }
@@ -307,7 +314,7 @@ func (c *Client) apply(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 func (c *Client) recreate(ctx context.Context, ri dynamic.ResourceInterface, r manifest.Resource, live *unstructured.Unstructured, ie *ImmutableError, res Result) Result {
 	if c.opts.Force && isPVC(res.ID) && !c.opts.RecreatePVCs {
 		res.Action = Failed
-		res.Err = fmt.Errorf("%w; --force does not re-create a PersistentVolumeClaim, because that deletes its data: add --prune-pvcs to allow it", ie)
+		res.Err = ie // its message names --force --prune-pvcs
 		return res
 	}
 	if !c.opts.Force {
@@ -429,6 +436,60 @@ func (c *Client) Delete(ctx context.Context, id manifest.ID) (Result, error) {
 	}
 	policy := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &policy}
+	if c.opts.DryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	err = ri.Delete(ctx, id.Name, opts)
+	if apierrors.IsNotFound(err) {
+		res.Reason = "already gone"
+		return res, nil
+	}
+	if err != nil {
+		return c.failed(res, fmt.Errorf("delete %s: %w", id, err))
+	}
+	return res, nil
+}
+
+// NotOursReason starts the reason of an object DeleteOwned kept.
+const NotOursReason = "recorded but not ours: kept"
+
+// DeleteOwned deletes the object like Delete, but only if the live object
+// carries releaseID in its module-release.opmodel.dev/uuid label:
+// otherwise it is Skipped with NotOurs set. An inventory is just a Secret,
+// and whoever can write one must not be able to make a pipeline's
+// credentials delete objects that are not the release's. The delete is
+// conditional on the UID that was checked.
+func (c *Client) DeleteOwned(ctx context.Context, id manifest.ID, releaseID string) (Result, error) {
+	res := Result{ID: id, Action: Deleted}
+	m, err := c.Mapping(id.GroupKind(), "")
+	if meta.IsNoMatchError(err) {
+		res.Reason = "already gone (its kind is no longer served)"
+		return res, nil
+	}
+	if err != nil {
+		return c.failed(res, fmt.Errorf("delete %s: %w", id, err))
+	}
+	res.Version = m.GroupVersionKind.Version
+	var ri dynamic.ResourceInterface = c.cluster.Dynamic.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = c.cluster.Dynamic.Resource(m.Resource).Namespace(id.Namespace)
+	}
+	live, err := ri.Get(ctx, id.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		res.Reason = "already gone"
+		return res, nil
+	}
+	if err != nil {
+		return c.failed(res, fmt.Errorf("delete %s: get: %w", id, err))
+	}
+	if got := live.GetLabels()[manifest.LabelReleaseUUID]; got != releaseID {
+		res.Action, res.NotOurs = Skipped, true
+		res.Reason = fmt.Sprintf("%s (its %s label is %q, not this release's %s)", NotOursReason, manifest.LabelReleaseUUID, got, releaseID)
+		return res, nil
+	}
+	uid := live.GetUID()
+	policy := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}}
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}

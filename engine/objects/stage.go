@@ -38,6 +38,9 @@ type ApplyOptions struct {
 	// dry run they do not exist, so objects in them are reported like
 	// objects in a Namespace of rs.
 	NewNamespaces []string
+	// Planned holds a dry-run ApplyAll's results: objects it found
+	// Unchanged are reported so without asking the server again.
+	Planned map[manifest.ID]Result
 }
 
 // ApplyAll applies rs in stages: CRDs and Namespaces first, then (once
@@ -112,7 +115,9 @@ func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts Appl
 			g.Go(func() error {
 				r := rs[i]
 				var res Result
-				if c.opts.DryRun && defined[r.ID().GroupKind()] {
+				if p, ok := opts.Planned[r.ID()]; ok && p.Action == Unchanged {
+					res = p
+				} else if c.opts.DryRun && defined[r.ID().GroupKind()] {
 					res = c.dryRunPendingCR(gctx, r, opts.Live)
 				} else {
 					live, known := opts.Live[r.ID()]

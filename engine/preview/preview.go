@@ -49,6 +49,8 @@ type Options struct {
 	Ghosts bool
 	// Workers bounds concurrent requests; 8 when zero.
 	Workers int
+	// Masker masks Secret values in diffs; one per run (a fresh one when nil).
+	Masker *diff.Masker
 }
 
 // Object is one object's preview.
@@ -88,6 +90,10 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	}
 	res := &Result{Inventory: inv}
 	client := objects.New(cl, objects.Options{DryRun: true})
+	m := opts.Masker
+	if m == nil {
+		m = diff.NewMasker()
+	}
 
 	current := inventory.Entries(rel.Resources)
 
@@ -123,7 +129,7 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 			continue
 		}
 		g.Go(func() error {
-			o, err := previewObject(gctx, client, r, live[i].Object)
+			o, err := previewObject(gctx, client, r, live[i].Object, m)
 			rendered[i] = o
 			return err
 		})
@@ -137,7 +143,7 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	if inv != nil {
 		previous = inv.LatestEntries()
 	}
-	stale, err := previewStale(ctx, client, inventory.Stale(previous, current), workers)
+	stale, err := previewStale(ctx, client, inventory.Stale(previous, current), workers, m)
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +156,8 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		known := [][]manifest.ID{ids(current), ids(previous)}
 		for _, u := range discover.Ghosts(labelled, known...) {
 			o := Object{ID: discover.IDOf(u), Version: u.GroupVersionKind().Version, Component: u.GetLabels()[manifest.LabelComponentName], Class: Ghost,
-				Warning: "carries this release's labels but is in neither the inventory nor the render (left by a failed apply?); apply will not prune it: delete it by hand if it is not wanted"}
-			if o.Diff, err = diff.Unified(u, nil, diff.Options{FromFile: "live", ToFile: "ghost"}); err != nil {
+				Warning: "carries this release's labels but is in neither the inventory nor the render (left by a failed apply?); apply --prune-ghosts or prune --ghosts deletes it"}
+			if o.Diff, err = diff.Unified(u, nil, diff.Options{FromFile: "live", ToFile: "ghost", Masker: m}); err != nil {
 				return nil, err
 			}
 			res.Objects = append(res.Objects, o)
@@ -162,7 +168,7 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 
 // previewObject previews one rendered object; live is what the cluster
 // holds (nil when absent).
-func previewObject(ctx context.Context, client *objects.Client, r manifest.Resource, live *unstructured.Unstructured) (Object, error) {
+func previewObject(ctx context.Context, client *objects.Client, r manifest.Resource, live *unstructured.Unstructured, m *diff.Masker) (Object, error) {
 	o := Object{ID: r.ID(), Version: r.GVK().Version, Component: r.Component}
 	live, planned, err := client.Preview(ctx, r, live, true)
 	var ie *objects.ImmutableError
@@ -170,16 +176,16 @@ func previewObject(ctx context.Context, client *objects.Client, r manifest.Resou
 	case errors.As(err, &ie):
 		o.Class = Modified
 		o.Warning = ie.Error()
-		o.Diff, err = diff.Unified(live, r.Object, diff.Options{FromFile: "live", ToFile: "rendered"})
+		o.Diff, err = diff.Unified(live, r.Object, diff.Options{FromFile: "live", ToFile: "rendered", Masker: m})
 		return o, err
 	case err != nil:
 		return o, err
 	case live == nil:
 		o.Class = Added
-		o.Diff, err = diff.Unified(nil, planned, diff.Options{FromFile: "live", ToFile: "planned"})
+		o.Diff, err = diff.Unified(nil, planned, diff.Options{FromFile: "live", ToFile: "planned", Masker: m})
 		return o, err
 	}
-	o.Diff, err = diff.Unified(live, planned, diff.Options{FromFile: "live", ToFile: "planned"})
+	o.Diff, err = diff.Unified(live, planned, diff.Options{FromFile: "live", ToFile: "planned", Masker: m})
 	o.Class = Modified
 	if o.Diff == "" {
 		o.Class = Unchanged
@@ -187,7 +193,7 @@ func previewObject(ctx context.Context, client *objects.Client, r manifest.Resou
 	return o, err
 }
 
-func previewStale(ctx context.Context, client *objects.Client, stale []inventory.Entry, workers int) ([]Object, error) {
+func previewStale(ctx context.Context, client *objects.Client, stale []inventory.Entry, workers int, m *diff.Masker) ([]Object, error) {
 	out := make([]Object, len(stale))
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
@@ -197,7 +203,7 @@ func previewStale(ctx context.Context, client *objects.Client, stale []inventory
 			o := Object{ID: e.ID(), Version: e.V, Component: e.Component, Class: Stale}
 			live, err := client.Get(gctx, e.ID().GroupKind().WithVersion(""), e.Namespace, e.Name)
 			if err == nil {
-				o.Diff, err = diff.Unified(live, nil, diff.Options{FromFile: "live", ToFile: "pruned"})
+				o.Diff, err = diff.Unified(live, nil, diff.Options{FromFile: "live", ToFile: "pruned", Masker: m})
 			} else if isGone(err) {
 				o.Warning, err = joinWarning(o.Warning, "already gone from the cluster"), nil
 			}

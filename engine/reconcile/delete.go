@@ -31,6 +31,25 @@ func Delete(ctx context.Context, cl *kube.Cluster, rel *render.Release, inv *inv
 	start := time.Now()
 	r := newRun(cl, rel, opts.Options)
 	defer func() { r.res.Duration = time.Since(start) }()
+	if err := r.acquire(ctx); err != nil {
+		return r.res, err
+	}
+	defer r.release(ctx)
+	if r.lk != nil && inv != nil {
+		// inv was read before the lock: another run may have changed it.
+		fresh, err := inventory.Read(ctx, cl.Clientset, inv.Release)
+		if err != nil {
+			return r.res, fmt.Errorf("%s: %w", r.where(), err)
+		}
+		if fresh == nil {
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("the inventory Secret %s was deleted by another run while this one waited for the lock", inv.Name()))
+			r.res.Inventory.Name = inv.Name()
+			return r.res, nil
+		}
+		if fresh.ResourceVersion() != inv.ResourceVersion() {
+			inv, entries = fresh, fresh.LatestEntries()
+		}
+	}
 	if inv != nil {
 		r.res.Inventory.Name = inv.Name()
 		r.res.Inventory.ChangeIDs = slices.Clone(inv.Index)

@@ -19,6 +19,10 @@
 //
 // A dry run does all of it with server-side dry-run requests and writes
 // nothing.
+//
+// With Options.Lock set, steps 4–8 (and delete) run under the release's
+// lock (engine/lock), a Lease named after the inventory Secret, so two
+// runs of one release never interleave; a dry run takes no lock.
 package reconcile
 
 import (
@@ -36,9 +40,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/opmodel/pipeline/engine/discover"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/lock"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/render"
@@ -60,6 +66,10 @@ type Options struct {
 	// Adopt lets apply take over existing objects it has not recorded and
 	// that do not carry this release's labels.
 	Adopt bool
+	// PruneGhosts also deletes ghosts: objects that carry this release's
+	// id but are in neither the inventory nor the render (found by a
+	// label scan), with the stale set's protections and order.
+	PruneGhosts bool
 	// MaxHistory caps the changes kept; inventory.DefaultMaxHistory when < 1.
 	MaxHistory int
 	// Concurrency bounds parallel requests; objects.DefaultConcurrency when < 1.
@@ -70,6 +80,9 @@ type Options struct {
 	Progress func(Event)
 	// Now stamps the inventory; time.Now when nil.
 	Now func() time.Time
+	// Lock, when set, is how the release's lock is taken (Labels and
+	// Unlock are filled in here); nil runs unlocked. Ignored in a dry run.
+	Lock *lock.Options
 	// Source is recorded with the change (where it came from); nil when unknown.
 	Source *inventory.Source
 }
@@ -89,6 +102,8 @@ type run struct {
 	client *objects.Client
 	res    *Result
 	mu     sync.Mutex
+	// lk is the release's lock while held.
+	lk *lock.Lock
 }
 
 func newRun(cl *kube.Cluster, rel *render.Release, opts Options) *run {
@@ -161,11 +176,27 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	r := newRun(cl, rel, opts)
 	defer func() { r.res.Duration = time.Since(start) }()
 
+	// The lock lives in the release namespace, so that comes first.
+	var newNamespaces []string
+	if created, err := r.ensureNamespace(ctx); err != nil {
+		return r.res, err
+	} else if created {
+		newNamespaces = []string{rel.Namespace}
+	}
+	if err := r.acquire(ctx); err != nil {
+		return r.res, err
+	}
+	defer r.release(ctx)
+
 	prev, prevEntries, stale, err := r.readInventory(ctx)
 	if err != nil {
 		return r.res, err
 	}
 	if err := r.refuseEmpty(prevEntries); err != nil {
+		return r.res, err
+	}
+	trimmed, err := r.checkSize(prev, stale)
+	if err != nil {
 		return r.res, err
 	}
 
@@ -192,22 +223,28 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 		return r.res, err
 	}
 
-	var newNamespaces []string
-	if created, err := r.ensureNamespace(ctx); err != nil {
-		return r.res, err
-	} else if created {
-		newNamespaces = []string{rel.Namespace}
-	}
-
-	// 6: apply, except what provably did not change since the last apply.
+	// 6a: ask the server about every object of every stage first, so an
+	// object it would refuse (an immutable field, a failed validation)
+	// stops the apply before any stage changed the cluster.
+	// What provably did not change since the last apply is set apart first:
+	// it needs neither the plan's dry run nor the apply.
 	unchanged, toApply, err := r.splitUnchanged(ctx, prevEntries, live)
 	if err != nil {
 		return r.res, err
 	}
+	var planned map[manifest.ID]objects.Result
+	if !opts.DryRun {
+		if planned, err = r.plan(ctx, toApply, live, newNamespaces); err != nil {
+			return r.res, err
+		}
+	}
+
+	// 6: apply the rest.
 	results, applyErr := r.client.ApplyAll(ctx, toApply, objects.ApplyOptions{
 		Live:          live,
 		Progress:      func(res objects.Result) { r.emit(PhaseApply, objectOf(res)) },
 		NewNamespaces: newNamespaces,
+		Planned:       planned,
 	})
 	results = r.mergeUnchanged(results, unchanged, applyErr != nil)
 	for _, res := range results {
@@ -218,8 +255,17 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 		return r.res, fmt.Errorf("%s: applying failed, so nothing was pruned and the inventory was not written: %w", r.where(), applyErr)
 	}
 
+	if err := r.stillLocked(); err != nil {
+		return r.res, fmt.Errorf("%s: applied, but nothing was pruned and the inventory was not written: %w", r.where(), err)
+	}
+
 	// 7: prune.
-	kept, _, pruneErr := r.prune(ctx, stale)
+	ghosts, err := r.ghosts(ctx, prevEntries)
+	if err != nil {
+		return r.res, fmt.Errorf("%s: applied, but nothing was pruned and the inventory was not written: %w", r.where(), err)
+	}
+	kept, _, pruneErr := r.prune(ctx, withGhosts(stale, ghosts))
+	kept = withoutGhosts(kept, ghosts)
 
 	// 8: record what was rendered plus every stale object still there.
 	inv := prev
@@ -232,23 +278,198 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	}
 	inventory.DropApplied(inv)
 	entries := append(rendered, kept...)
-	change := inventory.Change{
-		Module:         inventory.ModuleRef{Path: rel.Module.Path, Version: rel.Module.Version, Name: rel.Module.Name, Local: rel.Module.Version == ""},
-		Values:         rel.ValuesText,
-		ManifestDigest: rel.ManifestDigest,
-		Inventory:      inventory.EntryList{Entries: entries},
-		Source:         opts.Source,
-	}
-	inv.Record(rel.ChangeID, change, opts.now(), opts.MaxHistory)
+	inv.Record(rel.ChangeID, r.change(entries), opts.now(), opts.MaxHistory)
 	r.res.Inventory.Name = inv.Name()
 	r.res.Inventory.ChangeIDs = slices.Clone(inv.Index)
+	if opts.DryRun && trimmed > 0 {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("the inventory would drop its %d oldest change(s) to stay under %d bytes", trimmed, inventory.MaxSecretBytes))
+	}
 	if !opts.DryRun {
+		if err := r.stillLocked(); err != nil {
+			return r.res, errors.Join(fmt.Errorf("%s: the inventory was not written: %w", r.where(), err), pruneErr)
+		}
 		if err := inventory.Write(ctx, cl.Clientset, inv); err != nil {
 			return r.res, errors.Join(fmt.Errorf("%s: %w", r.where(), err), pruneErr)
 		}
 		r.res.Inventory.Written = true
+		r.res.Inventory.ChangeIDs = slices.Clone(inv.Index)
+		if inv.Trimmed > 0 {
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("the inventory dropped its %d oldest change(s) to stay under %d bytes; it keeps %d", inv.Trimmed, inventory.MaxSecretBytes, len(inv.Index)))
+		}
 	}
 	return r.res, pruneErr
+}
+
+// change is what the inventory records for this apply.
+func (r *run) change(entries []inventory.Entry) inventory.Change {
+	m := r.rel.Module
+	return inventory.Change{
+		Module:         inventory.ModuleRef{Path: m.Path, Version: m.Version, Name: m.Name, Local: m.Version == ""},
+		Values:         r.rel.ValuesText,
+		ManifestDigest: r.rel.ManifestDigest,
+		Inventory:      inventory.EntryList{Entries: entries},
+		Source:         r.opts.Source,
+	}
+}
+
+// checkSize encodes the inventory this apply would write at worst (every
+// stale object kept) before anything is applied: older changes are
+// trimmed to fit, and only a change too big on its own fails, with
+// nothing touched. It returns how many changes would be trimmed.
+func (r *run) checkSize(prev *inventory.Inventory, stale []inventory.Entry) (int, error) {
+	probe := inventory.New(r.invRelease())
+	if prev != nil {
+		probe = prev.Clone()
+	}
+	// At worst every object gets an applied record with a resourceVersion
+	// as long as etcd's revisions get (20 digits), and history drops its own.
+	worst := make(map[manifest.ID]string, len(r.rel.Resources))
+	for _, res := range r.rel.Resources {
+		worst[res.ID()] = "18446744073709551615"
+	}
+	rendered, err := inventory.WithApplied(r.rel.Resources, worst)
+	if err != nil {
+		return 0, fmt.Errorf("%s: sizing the inventory: %w", r.where(), err)
+	}
+	inventory.DropApplied(probe)
+	entries := append(rendered, stale...)
+	probe.Record(r.rel.ChangeID, r.change(entries), r.opts.now(), r.opts.MaxHistory)
+	if _, err := probe.Encode(); err != nil {
+		return 0, fault.Wrap(fault.Validation, fmt.Errorf("%s: nothing was applied: %w", r.where(), err))
+	}
+	return probe.Trimmed, nil
+}
+
+// plan dry-runs the whole staged apply (objects whose CRD or Namespace
+// this apply creates are accepted unchecked, as in --dry-run). Any refusal
+// fails the apply with nothing applied; with --force, the re-creations it
+// finds are announced as warnings before anything is written.
+func (r *run) plan(ctx context.Context, resources []manifest.Resource, live map[manifest.ID]*unstructured.Unstructured, newNamespaces []string) (map[manifest.ID]objects.Result, error) {
+	o := r.client.Options()
+	o.DryRun = true
+	results, err := objects.New(r.cl, o).ApplyAll(ctx, resources, objects.ApplyOptions{Live: live, NewNamespaces: newNamespaces})
+	if err != nil {
+		// Report what the dry run found: the refused objects as failed,
+		// the others as not applied (unchanged ones as they are).
+		for _, res := range results {
+			switch res.Action {
+			case objects.Failed, objects.Unchanged:
+			default:
+				res.Action, res.Reason = objects.Skipped, "not applied: the server would refuse another object of this apply"
+			}
+			r.res.Applied = append(r.res.Applied, objectOf(res))
+			r.res.Counts.add(res.Action)
+			r.emit(PhaseApply, objectOf(res))
+		}
+		return nil, fmt.Errorf("%s: the server would refuse this apply (checked with a server-side dry run of every object before changing any), "+
+			"so nothing was applied, nothing was pruned and the inventory was not written:\n%w", r.where(), err)
+	}
+	planned := make(map[manifest.ID]objects.Result, len(results))
+	for _, res := range results {
+		planned[res.ID] = res
+		if res.Action == objects.Recreated {
+			why := strings.TrimSuffix(res.Reason, ": deleted and re-created (--force)")
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s will be deleted and re-created (--force): %s", res.ID, why))
+		}
+	}
+	return planned, nil
+}
+
+// ghosts finds, with PruneGhosts, the objects that carry this release's
+// id (the uuid label: a name alone proves nothing) but are neither
+// recorded in prev nor rendered: diff's ghost set. They are added to
+// Result.Ghosts.
+func (r *run) ghosts(ctx context.Context, prev []inventory.Entry) ([]inventory.Entry, error) {
+	if !r.opts.PruneGhosts {
+		return nil, nil
+	}
+	objs, _, err := discover.ByLabels(ctx, r.cl, discover.Query{Namespace: r.rel.Namespace, ReleaseID: r.rel.ReleaseID}, discover.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("looking for ghosts: %w", err)
+	}
+	var known []manifest.ID
+	for _, e := range prev {
+		known = append(known, e.ID())
+	}
+	for _, res := range r.rel.Resources {
+		known = append(known, res.ID())
+	}
+	var out []inventory.Entry
+	for _, u := range discover.Ghosts(objs, known) {
+		if u.GetLabels()[manifest.LabelReleaseUUID] != r.rel.ReleaseID || u.GetDeletionTimestamp() != nil {
+			continue
+		}
+		e := discover.EntryOf(u)
+		out = append(out, e)
+		r.res.Ghosts = append(r.res.Ghosts, objectOfEntry(e))
+	}
+	r.res.Counts.Ghosts = len(out)
+	return out, nil
+}
+
+// withGhosts is the stale set plus the ghosts, in delete order.
+func withGhosts(stale, ghosts []inventory.Entry) []inventory.Entry {
+	if len(ghosts) == 0 {
+		return stale
+	}
+	all := slices.Concat(stale, ghosts)
+	inventory.SortForDelete(all)
+	return all
+}
+
+// withoutGhosts drops ghosts from es: a ghost that was kept (protected)
+// stays a ghost rather than being recorded.
+func withoutGhosts(es, ghosts []inventory.Entry) []inventory.Entry {
+	if len(ghosts) == 0 {
+		return es
+	}
+	g := map[manifest.Key]bool{}
+	for _, e := range ghosts {
+		g[e.Key()] = true
+	}
+	return slices.DeleteFunc(es, func(e inventory.Entry) bool { return g[e.Key()] })
+}
+
+// lockName is the release lock's Lease name: the inventory Secret's.
+func (r *run) lockName() string { return inventory.SecretName(r.rel.Name, r.rel.ReleaseID) }
+
+// acquire takes the release's lock when the options ask for one.
+func (r *run) acquire(ctx context.Context) error {
+	if r.opts.Lock == nil || r.opts.DryRun {
+		return nil
+	}
+	o := *r.opts.Lock
+	o.Labels = map[string]string{
+		manifest.LabelManagedBy: manifest.ManagedByOPM, manifest.LabelReleaseName: r.rel.Name,
+		manifest.LabelReleaseUUID: r.rel.ReleaseID, inventory.LabelComponent: inventory.ComponentLock,
+	}
+	o.Unlock = fmt.Sprintf("opm unlock %s -n %s", r.rel.Name, r.rel.Namespace)
+	lk, err := lock.Acquire(ctx, r.cl.Clientset, r.rel.Namespace, r.lockName(), o)
+	if err != nil {
+		return fmt.Errorf("%s: taking the release lock: %w", r.where(), err)
+	}
+	r.lk = lk
+	return nil
+}
+
+// release lets the lock go, even when ctx was cancelled (SIGINT/SIGTERM).
+func (r *run) release(ctx context.Context) {
+	if r.lk == nil {
+		return
+	}
+	if err := r.lk.Release(ctx); err != nil {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("releasing the lock: %v; it expires on its own", err))
+	}
+	r.lk = nil
+}
+
+// stillLocked is nil unless the lock was lost (broken by hand, or not
+// renewed in time): then pruning or writing could race another run.
+func (r *run) stillLocked() error {
+	if r.lk == nil {
+		return nil
+	}
+	return r.lk.Lost()
 }
 
 // ensureNamespace creates the release's namespace when it does not exist,
@@ -258,10 +479,15 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 // Namespace creates it in the first stage instead. Without permission to
 // read namespaces the check is skipped; apply then reports what is missing.
 func (r *run) ensureNamespace(ctx context.Context) (bool, error) {
+	var rendered *unstructured.Unstructured
 	for _, res := range r.rel.Resources {
 		if id := res.ID(); id.Group == "" && id.Kind == "Namespace" && id.Name == r.rel.Namespace {
-			return false, nil
+			rendered = res.Object
 		}
+	}
+	locking := r.opts.Lock != nil && !r.opts.DryRun
+	if rendered != nil && !locking {
+		return false, nil
 	}
 	nss := r.cl.Clientset.CoreV1().Namespaces()
 	_, err := nss.Get(ctx, r.rel.Namespace, metav1.GetOptions{})
@@ -270,6 +496,16 @@ func (r *run) ensureNamespace(ctx context.Context) (bool, error) {
 		return false, nil
 	case !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("%s: get Namespace %s: %w", r.where(), r.rel.Namespace, err)
+	}
+	if rendered != nil {
+		// The lock needs the namespace before the staged apply would
+		// create it: create it now as rendered (the apply then finds it
+		// with this release's labels, and records it).
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.rel.Namespace, Labels: rendered.GetLabels(), Annotations: rendered.GetAnnotations()}}
+		if _, err := nss.Create(ctx, ns, metav1.CreateOptions{FieldManager: objects.FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("%s: create the release's Namespace %s: %w", r.where(), r.rel.Namespace, err)
+		}
+		return false, nil
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.rel.Namespace,
 		Labels: map[string]string{manifest.LabelManagedBy: manifest.ManagedByOPM}}}
@@ -354,12 +590,18 @@ func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted
 				continue
 			}
 			g.Go(func() error {
-				res, err := r.client.Delete(gctx, e.ID())
+				res, err := r.client.DeleteOwned(gctx, e.ID(), r.rel.ReleaseID)
 				o.Action, o.Reason = res.Action, res.Reason
 				if res.Version != "" {
 					o.Version = res.Version
 				}
 				switch {
+				case res.NotOurs:
+					mu.Lock()
+					r.res.Counts.NotOurs++
+					r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s is recorded in the inventory but does not carry this release's id: kept (and still recorded); if it was added to the inventory by hand, remove it with `opm inventory repair`", e.ID()))
+					mu.Unlock()
+					record(e, o, true, nil)
 				case err == nil:
 					record(e, o, false, nil)
 				case apierrors.IsForbidden(err):
@@ -429,6 +671,16 @@ func Prune(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	r := newRun(cl, rel, opts)
 	defer func() { r.res.Duration = time.Since(start) }()
 
+	if err := r.acquire(ctx); err != nil {
+		if apierrors.IsNotFound(err) {
+			// No namespace, so no inventory: nothing to prune.
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s: namespace %s does not exist: nothing to prune", r.where(), rel.Namespace))
+			return r.res, nil
+		}
+		return r.res, err
+	}
+	defer r.release(ctx)
+
 	inv, prevEntries, stale, err := r.readInventory(ctx)
 	if err != nil {
 		return r.res, err
@@ -440,9 +692,17 @@ func Prune(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	if err := r.refuseEmpty(prevEntries); err != nil {
 		return r.res, err
 	}
-	_, deleted, pruneErr := r.prune(ctx, stale)
+	ghosts, err := r.ghosts(ctx, prevEntries)
+	if err != nil {
+		return r.res, err
+	}
+	_, deleted, pruneErr := r.prune(ctx, withGhosts(stale, ghosts))
+	deleted = withoutGhosts(deleted, ghosts)
 	if len(deleted) == 0 || opts.DryRun {
 		return r.res, pruneErr
+	}
+	if err := r.stillLocked(); err != nil {
+		return r.res, errors.Join(fmt.Errorf("%s: the inventory was not written: %w", r.where(), err), pruneErr)
 	}
 	gone := map[manifest.Key]bool{}
 	for _, e := range deleted {

@@ -67,6 +67,12 @@ type Counts struct {
 	Skipped    int `json:"skipped"`
 	Failed     int `json:"failed"`
 	Stale      int `json:"stale"`
+	// NotOurs counts stale objects kept because they do not carry the
+	// release's id (recorded but not ours); they are in Skipped too.
+	NotOurs int `json:"notOurs,omitempty"`
+	// Ghosts counts the ghosts found (with PruneGhosts); they are also in
+	// Pruned or Skipped.
+	Ghosts int `json:"ghosts,omitempty"`
 }
 
 func (c *Counts) add(a objects.Action) {
@@ -126,7 +132,10 @@ type Result struct {
 	Pruned []Object `json:"pruned"`
 	// Skipped lists stale objects not deleted and why; they stay in the
 	// inventory so a later run tries again.
-	Skipped   []Object      `json:"skipped"`
+	Skipped []Object `json:"skipped"`
+	// Ghosts lists the ghosts found (with PruneGhosts): objects carrying
+	// the release's id, neither recorded nor rendered.
+	Ghosts    []Object      `json:"ghosts,omitempty"`
 	Inventory InventoryRef  `json:"inventory"`
 	Counts    Counts        `json:"counts"`
 	Duration  time.Duration `json:"-"`
