@@ -228,7 +228,7 @@ const bigModule = `package app
 
 import (
 	"list"
-	core "opmodel.dev/core@v0"
+	core "github.com/opmodel/pipeline/catalog@v0"
 )
 
 core.#Module
@@ -246,12 +246,17 @@ metadata: {
 #components: {
 	for i in list.Range(0, #config.count, 1) {
 		"c\(i)": {
-			service: {name: "c\(i)", ports: http: {port: 80, targetPort: 8080}}
-			configs: {
-				"c\(i)-a": data: key: "a-\(i)"
-				"c\(i)-b": data: key: "b-\(i)"
+			core.#Service
+			core.#Configs
+			core.#Secrets
+			spec: {
+				service: {name: "c\(i)", ports: http: {port: 80, targetPort: 8080}}
+				configs: {
+					"c\(i)-a": data: key: "a-\(i)"
+					"c\(i)-b": data: key: "b-\(i)"
+				}
+				secrets: "c\(i)-s": data: password: "pw-\(i)"
 			}
-			secrets: "c\(i)-s": data: password: "pw-\(i)"
 		}
 	}
 }

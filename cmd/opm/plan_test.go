@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -32,7 +33,15 @@ func TestRefusedApplyChangesNothing(t *testing.T) {
 		out["secret"] = sec.ResourceVersion
 		dep, err := cs.AppsV1().Deployments(ns).Get(ctx, "app", metav1.GetOptions{})
 		assert.NilError(t, err)
-		out["deployment"] = dep.ResourceVersion
+		// Controllers keep writing the Deployment's status, which moves its
+		// resourceVersion; what opm wrote is its generation (spec) and its
+		// own managed-fields entry (labels, annotations and spec it owns).
+		out["deployment"] = fmt.Sprint(dep.Generation, dep.Labels, dep.Annotations)
+		for _, m := range dep.ManagedFields {
+			if m.Manager == "opm" && m.Subresource == "" {
+				out["deployment"] += " " + m.Time.String() + " " + string(m.FieldsV1.Raw)
+			}
+		}
 		return out
 	}
 	before := versions()

@@ -121,7 +121,9 @@ type Result struct {
 	// Err is set when Action is Failed.
 	Err error
 	// ResourceVersion is the object's resourceVersion after a real (not
-	// dry-run) create, configure or unchanged check; empty otherwise.
+	// dry-run) create or configure, or the live one when Unchanged (also in
+	// a dry run: nothing was written, so the live version stands, and an
+	// apply that reuses a planned Unchanged can record it); empty otherwise.
 	ResourceVersion string
 	// NotOurs is set when DeleteOwned kept an object that does not carry
 	// the release's id.
@@ -283,7 +285,7 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 	}
 	if sameObject(live, dry) {
 		res.Action = Unchanged
-		res.ResourceVersion = c.writtenVersion(live)
+		res.ResourceVersion = live.GetResourceVersion()
 		return res
 	}
 	if !c.opts.DryRun {

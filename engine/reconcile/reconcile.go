@@ -234,19 +234,24 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	}
 	var planned map[manifest.ID]objects.Result
 	if !opts.DryRun {
-		if planned, err = r.plan(ctx, toApply, live, newNamespaces); err != nil {
+		if planned, err = r.plan(ctx, toApply, unchanged, live, newNamespaces); err != nil {
 			return r.res, err
 		}
 	}
 
-	// 6: apply the rest.
+	// 6: apply the rest. Objects set apart as unchanged are reported in
+	// render order among the applied ones.
+	emitted := make(map[manifest.ID]bool, len(unchanged))
 	results, applyErr := r.client.ApplyAll(ctx, toApply, objects.ApplyOptions{
-		Live:          live,
-		Progress:      func(res objects.Result) { r.emit(PhaseApply, objectOf(res)) },
+		Live: live,
+		Progress: func(res objects.Result) {
+			r.emitUnchangedBefore(unchanged, emitted, res.ID)
+			r.emit(PhaseApply, objectOf(res))
+		},
 		NewNamespaces: newNamespaces,
 		Planned:       planned,
 	})
-	results = r.mergeUnchanged(results, unchanged, applyErr != nil)
+	results = r.mergeUnchanged(results, unchanged, emitted, applyErr != nil)
 	for _, res := range results {
 		r.res.Applied = append(r.res.Applied, objectOf(res))
 		r.res.Counts.add(res.Action)
@@ -344,14 +349,15 @@ func (r *run) checkSize(prev *inventory.Inventory, stale []inventory.Entry) (int
 // this apply creates are accepted unchecked, as in --dry-run). Any refusal
 // fails the apply with nothing applied; with --force, the re-creations it
 // finds are announced as warnings before anything is written.
-func (r *run) plan(ctx context.Context, resources []manifest.Resource, live map[manifest.ID]*unstructured.Unstructured, newNamespaces []string) (map[manifest.ID]objects.Result, error) {
+func (r *run) plan(ctx context.Context, resources []manifest.Resource, unchanged map[manifest.ID]objects.Result, live map[manifest.ID]*unstructured.Unstructured, newNamespaces []string) (map[manifest.ID]objects.Result, error) {
 	o := r.client.Options()
 	o.DryRun = true
 	results, err := objects.New(r.cl, o).ApplyAll(ctx, resources, objects.ApplyOptions{Live: live, NewNamespaces: newNamespaces})
 	if err != nil {
 		// Report what the dry run found: the refused objects as failed,
-		// the others as not applied (unchanged ones as they are).
-		for _, res := range results {
+		// the others as not applied (unchanged ones as they are, also those
+		// set apart without a dry run).
+		for _, res := range r.sortedWith(results, unchanged) {
 			switch res.Action {
 			case objects.Failed, objects.Unchanged:
 			default:

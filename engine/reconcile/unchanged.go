@@ -59,7 +59,7 @@ func (r *run) splitUnchanged(ctx context.Context, prevEntries []inventory.Entry,
 // apply's results, in render order. After a failed apply only the stages
 // it reached are reported, as before: an unchanged object in a later
 // stage than every result is left out.
-func (r *run) mergeUnchanged(results []objects.Result, unchanged map[manifest.ID]objects.Result, failed bool) []objects.Result {
+func (r *run) mergeUnchanged(results []objects.Result, unchanged map[manifest.ID]objects.Result, emitted map[manifest.ID]bool, failed bool) []objects.Result {
 	if len(unchanged) == 0 {
 		return results
 	}
@@ -77,7 +77,9 @@ func (r *run) mergeUnchanged(results []objects.Result, unchanged map[manifest.ID
 	for _, res := range r.rel.Resources {
 		if u, ok := unchanged[res.ID()]; ok && stageOf(u.ID) <= reached {
 			byID[u.ID] = u
-			r.emit(PhaseApply, objectOf(u))
+			if !emitted[u.ID] {
+				r.emit(PhaseApply, objectOf(u))
+			}
 		}
 	}
 	out := make([]objects.Result, 0, len(byID))
@@ -106,4 +108,43 @@ func appliedEntries(rs []manifest.Resource, results []objects.Result) ([]invento
 		rvs[res.ID] = res.ResourceVersion
 	}
 	return inventory.WithApplied(rs, rvs)
+}
+
+// sortedWith returns results and the unchanged objects together in render
+// order, without reporting anything.
+func (r *run) sortedWith(results []objects.Result, unchanged map[manifest.ID]objects.Result) []objects.Result {
+	byID := make(map[manifest.ID]objects.Result, len(results)+len(unchanged))
+	for id, res := range unchanged {
+		byID[id] = res
+	}
+	for _, res := range results {
+		byID[res.ID] = res
+	}
+	out := make([]objects.Result, 0, len(byID))
+	for _, res := range r.rel.Resources {
+		if got, ok := byID[res.ID()]; ok {
+			out = append(out, got)
+		}
+	}
+	return out
+}
+
+// emitUnchangedBefore reports, before the applied object id, every object
+// set apart as unchanged that comes earlier in render order and was not
+// reported yet, so progress output keeps the order of an apply without the
+// skip. emitted records what was reported.
+func (r *run) emitUnchangedBefore(unchanged map[manifest.ID]objects.Result, emitted map[manifest.ID]bool, id manifest.ID) {
+	if len(unchanged) == 0 {
+		return
+	}
+	for _, res := range r.rel.Resources {
+		rid := res.ID()
+		if rid == id {
+			return
+		}
+		if u, ok := unchanged[rid]; ok && !emitted[rid] {
+			emitted[rid] = true
+			r.emit(PhaseApply, objectOf(u))
+		}
+	}
 }

@@ -85,6 +85,13 @@ func applyCounting(t *testing.T, rel *render.Release) (*Result, int64) {
 // resourceVersion both match the last apply; every hand edit SSA would
 // revert is still found, and a status-only update is not drift.
 func TestUnchangedSinceAppliedSkipsDryRunButSeesDrift(t *testing.T) {
+	// The Deployment's status is written by hand below, and a deployment
+	// controller would move its resourceVersion at any moment (every status
+	// update does), so this runs on the plane without controllers. The
+	// package's tests run one at a time, so swapping env is safe.
+	withControllers := env
+	env = env.WithoutControllers(t)
+	t.Cleanup(func() { env = withControllers })
 	ns := env.Namespace(t)
 	rel := direct(t, "skip", ns, skipDeploymentDoc, configMapDoc(ns, "cfg"))
 	_, _ = applyCounting(t, rel)
