@@ -43,7 +43,6 @@ func smokeOptions(t *testing.T, dir string, files ...string) pipeline.SmokeOptio
 	}
 }
 
-
 // forgetNamespace removes a smoke namespace after the test (kept ones, and
 // on long-lived clusters any that still terminate).
 func forgetNamespace(t *testing.T, ns string) {
