@@ -159,43 +159,12 @@ func (r *runner) environments(ctx context.Context) ([]string, error) {
 	return envs, nil
 }
 
-// comment writes the sticky pull-request comment, when there is a pull
-// request to comment on and a token that may; it returns the comment's URL.
+// comment writes the review's sticky pull-request comment, when there is a
+// pull request to comment on and a token that may; it returns the URL.
 func (r *runner) comment(ctx context.Context, cs *pipeline.ChangeSet, mdOpts pipeline.MarkdownOptions) (string, error) {
-	if !r.cfg.comment || r.ev.pr == nil {
-		return "", nil
-	}
-	pr := r.ev.pr
-	switch {
-	case pr.fork() && r.ev.name == "pull_request":
-		r.action.Noticef("This pull request comes from the fork %s, whose token is read-only: the review is in the job summary, not in a comment.", pr.headRepo)
-		return "", nil
-	case r.cfg.token == "":
-		r.action.Noticef("No github-token: the review is in the job summary, not in a comment.")
-		return "", nil
-	}
-	owner, repo := r.gh.Repo()
-	client, err := comment.NewClient(r.http, r.gh.APIURL, r.cfg.token)
-	if err != nil {
-		return "", err
-	}
 	marker := comment.Marker(fmt.Sprintf("%s/%s/%s", r.gh.Workflow, r.gh.Job, r.envKey()))
 	mdOpts.Marker, mdOpts.SummaryURL, mdOpts.Footer = marker, r.runURL(), r.info.Footer()
-	body := r.red.text(cs.Markdown(mdOpts))
-	res, err := comment.Upsert(ctx, client, comment.Target{Owner: owner, Repo: repo, Number: pr.number}, marker, body)
-	if comment.IsForbidden(err) {
-		r.action.Warningf("The token may not comment on this pull request (give the job `permissions: pull-requests: write`): the review is in the job summary. %s", r.red.text(err.Error()))
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	verb := "Updated"
-	if res.Created {
-		verb = "Created"
-	}
-	r.infof("%s the review comment %s", verb, res.URL)
-	return res.URL, nil
+	return r.stickyComment(ctx, "review", marker, func() string { return cs.Markdown(mdOpts) })
 }
 
 // setOutputs writes digests and change-ids (JSON maps keyed

@@ -45,7 +45,7 @@ func (r *runner) smoke(ctx context.Context) error {
 		r.addSummary(all.Markdown(withLimit(mdOpts, summaryLimit, "", "")) + "\n" + r.info.Footer() + "\n")
 	}
 	marker := comment.SmokeMarker(fmt.Sprintf("%s/%s/%s", r.gh.Workflow, r.gh.Job, r.envKey()))
-	url, err := r.smokeComment(ctx, marker, func() string {
+	url, err := r.stickyComment(ctx, "smoke test", marker, func() string {
 		o := withLimit(mdOpts, 0, r.runURL(), "")
 		o.Marker = marker
 		md := all.Markdown(o)
@@ -93,21 +93,22 @@ func (r *runner) smokeEnv(ctx context.Context, env string) (*pipeline.SmokeResul
 	return res, err
 }
 
-// smokeComment creates or updates the smoke test's own pull-request comment
-// (found by marker) with body(), under the same rules as the review's: no
-// pull request, comments off, a fork's read-only token or no token mean the
-// job summary only; a token that may not write gets a warning.
-func (r *runner) smokeComment(ctx context.Context, marker string, body func() string) (string, error) {
+// stickyComment creates or updates one pull-request comment (found by
+// marker) with body(), for what ("review", "smoke test"): no pull request,
+// comments off, a fork's read-only token or no token mean the job summary
+// only; a token that may not write gets a warning. body is called only when
+// a comment will be written. It returns the comment's URL.
+func (r *runner) stickyComment(ctx context.Context, what, marker string, body func() string) (string, error) {
 	if !r.cfg.comment || r.ev.pr == nil {
 		return "", nil
 	}
 	pr := r.ev.pr
 	switch {
 	case pr.fork() && r.ev.name == "pull_request":
-		r.action.Noticef("This pull request comes from the fork %s, whose token is read-only: the smoke test is in the job summary, not in a comment.", pr.headRepo)
+		r.action.Noticef("This pull request comes from the fork %s, whose token is read-only: the %s is in the job summary, not in a comment.", pr.headRepo, what)
 		return "", nil
 	case r.cfg.token == "":
-		r.action.Noticef("No github-token: the smoke test is in the job summary, not in a comment.")
+		r.action.Noticef("No github-token: the %s is in the job summary, not in a comment.", what)
 		return "", nil
 	}
 	owner, repo := r.gh.Repo()
@@ -117,7 +118,7 @@ func (r *runner) smokeComment(ctx context.Context, marker string, body func() st
 	}
 	res, err := comment.Upsert(ctx, client, comment.Target{Owner: owner, Repo: repo, Number: pr.number}, marker, r.red.text(body()))
 	if comment.IsForbidden(err) {
-		r.action.Warningf("The token may not comment on this pull request (give the job `permissions: pull-requests: write`): the smoke test is in the job summary. %s", r.red.text(err.Error()))
+		r.action.Warningf("The token may not comment on this pull request (give the job `permissions: pull-requests: write`): the %s is in the job summary. %s", what, r.red.text(err.Error()))
 		return "", nil
 	}
 	if err != nil {
@@ -127,6 +128,6 @@ func (r *runner) smokeComment(ctx context.Context, marker string, body func() st
 	if res.Created {
 		verb = "Created"
 	}
-	r.infof("%s the smoke test comment %s", verb, res.URL)
+	r.infof("%s the %s comment %s", verb, what, res.URL)
 	return res.URL, nil
 }
