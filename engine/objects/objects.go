@@ -422,34 +422,11 @@ func withoutNoise(obj map[string]any) map[string]any {
 // server no longer serves, counts as deleted with Reason "already gone".
 // The error is the API error (Forbidden is the caller's to judge).
 func (c *Client) Delete(ctx context.Context, id manifest.ID) (Result, error) {
-	res := Result{ID: id, Action: Deleted}
-	m, err := c.Mapping(id.GroupKind(), "")
-	if meta.IsNoMatchError(err) {
-		res.Reason = "already gone (its kind is no longer served)"
-		return res, nil
+	ri, res, served, err := c.forDelete(id)
+	if !served || err != nil {
+		return res, err
 	}
-	if err != nil {
-		return c.failed(res, fmt.Errorf("delete %s: %w", id, err))
-	}
-	res.Version = m.GroupVersionKind.Version
-	var ri dynamic.ResourceInterface = c.cluster.Dynamic.Resource(m.Resource)
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ri = c.cluster.Dynamic.Resource(m.Resource).Namespace(id.Namespace)
-	}
-	policy := metav1.DeletePropagationBackground
-	opts := metav1.DeleteOptions{PropagationPolicy: &policy}
-	if c.opts.DryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	err = ri.Delete(ctx, id.Name, opts)
-	if apierrors.IsNotFound(err) {
-		res.Reason = "already gone"
-		return res, nil
-	}
-	if err != nil {
-		return c.failed(res, fmt.Errorf("delete %s: %w", id, err))
-	}
-	return res, nil
+	return c.deleteNow(ctx, ri, res, nil)
 }
 
 // NotOursReason starts the reason of an object DeleteOwned kept.
@@ -462,19 +439,9 @@ const NotOursReason = "recorded but not ours: kept"
 // credentials delete objects that are not the release's. The delete is
 // conditional on the UID that was checked.
 func (c *Client) DeleteOwned(ctx context.Context, id manifest.ID, releaseID string) (Result, error) {
-	res := Result{ID: id, Action: Deleted}
-	m, err := c.Mapping(id.GroupKind(), "")
-	if meta.IsNoMatchError(err) {
-		res.Reason = "already gone (its kind is no longer served)"
-		return res, nil
-	}
-	if err != nil {
-		return c.failed(res, fmt.Errorf("delete %s: %w", id, err))
-	}
-	res.Version = m.GroupVersionKind.Version
-	var ri dynamic.ResourceInterface = c.cluster.Dynamic.Resource(m.Resource)
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ri = c.cluster.Dynamic.Resource(m.Resource).Namespace(id.Namespace)
+	ri, res, served, err := c.forDelete(id)
+	if !served || err != nil {
+		return res, err
 	}
 	live, err := ri.Get(ctx, id.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -490,18 +457,46 @@ func (c *Client) DeleteOwned(ctx context.Context, id manifest.ID, releaseID stri
 		return res, nil
 	}
 	uid := live.GetUID()
+	return c.deleteNow(ctx, ri, res, &metav1.Preconditions{UID: &uid})
+}
+
+// forDelete resolves id's kind to the server's preferred version. served
+// is false (and res already "already gone") when the kind is no longer
+// served.
+func (c *Client) forDelete(id manifest.ID) (ri dynamic.ResourceInterface, res Result, served bool, err error) {
+	res = Result{ID: id, Action: Deleted}
+	m, err := c.Mapping(id.GroupKind(), "")
+	if meta.IsNoMatchError(err) {
+		res.Reason = "already gone (its kind is no longer served)"
+		return nil, res, false, nil
+	}
+	if err != nil {
+		res, err = c.failed(res, fmt.Errorf("delete %s: %w", id, err))
+		return nil, res, false, err
+	}
+	res.Version = m.GroupVersionKind.Version
+	ri = c.cluster.Dynamic.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = c.cluster.Dynamic.Resource(m.Resource).Namespace(id.Namespace)
+	}
+	return ri, res, true, nil
+}
+
+// deleteNow sends the delete (background propagation, the client's dry
+// run, optional preconditions); a missing object is already gone.
+func (c *Client) deleteNow(ctx context.Context, ri dynamic.ResourceInterface, res Result, pre *metav1.Preconditions) (Result, error) {
 	policy := metav1.DeletePropagationBackground
-	opts := metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}}
+	opts := metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: pre}
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	err = ri.Delete(ctx, id.Name, opts)
+	err := ri.Delete(ctx, res.ID.Name, opts)
 	if apierrors.IsNotFound(err) {
 		res.Reason = "already gone"
 		return res, nil
 	}
 	if err != nil {
-		return c.failed(res, fmt.Errorf("delete %s: %w", id, err))
+		return c.failed(res, fmt.Errorf("delete %s: %w", res.ID, err))
 	}
 	return res, nil
 }
