@@ -89,16 +89,23 @@ Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not f
 	cluster.register(cmd.Flags())
 	lf.register(cmd.Flags())
 	fs := cmd.Flags()
+	registerApplyGuards(fs, &opts)
+	fs.BoolVar(&opts.PruneGhosts, "prune-ghosts", false, "also prune ghosts: objects carrying this release's id that it neither records nor renders")
+	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// registerApplyGuards adds the flags of every command that applies
+// (apply, rollback): dry run, pruning and its protections, force, adoption
+// and history.
+func registerApplyGuards(fs *pflag.FlagSet, opts *pipeline.ApplyOptions) {
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "server-side dry run: report what would be applied, pruned and skipped; write nothing")
 	fs.BoolVar(&opts.NoPrune, "no-prune", false, "do not delete stale objects (they stay in the inventory); the existence checks still run")
-	fs.BoolVar(&opts.PruneGhosts, "prune-ghosts", false, "also prune ghosts: objects carrying this release's id that it neither records nor renders")
 	fs.BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "allow pruning stale Namespaces, and everything in them")
 	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "allow pruning stale PersistentVolumeClaims, and their data")
 	fs.BoolVar(&opts.Force, "force", false, "re-create objects whose immutable fields change; allow an empty render to prune everything")
 	fs.BoolVar(&opts.Adopt, "adopt", false, "take over existing objects that lack this release's labels")
 	fs.IntVar(&opts.MaxHistory, "max-history", 10, "changes kept in the inventory Secret")
-	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
-	return cmd
 }
 
 // progressPrinter prints one line per object as it happens: on stdout for

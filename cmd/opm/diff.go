@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -50,16 +51,8 @@ more for errors, as kubectl diff.`,
 			if cs == nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			switch output {
-			case "json":
-				if err := writeJSON(out, cs); err != nil {
-					return err
-				}
-			case "markdown":
-				fmt.Fprint(out, cs.Markdown(pipeline.ReportMarkdownOptions(buildinfo.Read().Footer())))
-			default:
-				fmt.Fprint(out, cs.Text(isTerminal(out)))
+			if err := printChangeSet(cmd.OutOrStdout(), output, cs); err != nil {
+				return err
 			}
 			if err != nil {
 				if wantCode && fault.KindOf(err) == fault.General {
@@ -88,4 +81,18 @@ more for errors, as kubectl diff.`,
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// printChangeSet writes a diff's or review's change set as json, markdown
+// (the Action's comment, with this build's footer) or text.
+func printChangeSet(out io.Writer, output string, cs *pipeline.ChangeSet) error {
+	switch output {
+	case "json":
+		return writeJSON(out, cs)
+	case "markdown":
+		fmt.Fprint(out, cs.Markdown(pipeline.ReportMarkdownOptions(buildinfo.Read().Footer())))
+	default:
+		fmt.Fprint(out, cs.Text(isTerminal(out)))
+	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/opmodel/pipeline/buildinfo"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/pipeline"
 )
@@ -48,16 +47,8 @@ or more for errors, as diff.`,
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			switch output {
-			case "json":
-				if err := writeJSON(out, cs); err != nil {
-					return err
-				}
-			case "markdown":
-				fmt.Fprint(out, cs.Markdown(pipeline.ReportMarkdownOptions(buildinfo.Read().Footer())))
-			default:
-				fmt.Fprint(out, cs.Text(isTerminal(out)))
+			if err := printChangeSet(cmd.OutOrStdout(), output, cs); err != nil {
+				return err
 			}
 			var failed []string
 			for _, rc := range cs.Releases {

@@ -83,13 +83,7 @@ the local repository, is not found (exit 5).`,
 	fs.StringArrayVarP(&files, "values", "f", nil, "values file merged last, as for the original apply (repeatable)")
 	cluster.register(fs)
 	fs.BoolVar(&opts.AllowDifferentDigest, "allow-different-digest", false, "apply even when the commit no longer renders the recorded manifest digest")
-	fs.BoolVar(&opts.DryRun, "dry-run", false, "server-side dry run: report what would be applied, pruned and skipped; write nothing")
-	fs.BoolVar(&opts.NoPrune, "no-prune", false, "do not delete stale objects (they stay in the inventory)")
-	fs.BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "allow pruning stale Namespaces, and everything in them")
-	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "allow pruning stale PersistentVolumeClaims, and their data")
-	fs.BoolVar(&opts.Force, "force", false, "re-create objects whose immutable fields change; allow an empty render to prune everything")
-	fs.BoolVar(&opts.Adopt, "adopt", false, "take over existing objects that lack this release's labels")
-	fs.IntVar(&opts.MaxHistory, "max-history", 10, "changes kept in the inventory Secret")
+	registerApplyGuards(fs, &opts.ApplyOptions)
 	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }
