@@ -150,18 +150,23 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 	cls := newClusters(co)
 	res := &ApplyResult{Releases: make([]AppliedRelease, 0, len(rels))}
 	for _, rel := range rels {
+		// The cluster may re-scope objects, and with them the digest: the
+		// result reports the release as it is applied.
+		cl, scoped, err := cls.forRelease(ctx, rel)
 		ar := AppliedRelease{
 			RenderedRelease: newRenderedRelease(rel).masked(), Operation: operation,
 			Applied: []ObjectAction{}, Stale: []ObjectAction{}, Pruned: []ObjectAction{}, Skipped: []ObjectAction{},
 		}
-		cl, err := cls.For(ctx, rel)
-		if err == nil {
+		if cl != nil {
 			ar.Cluster = ClusterRef{Server: cl.Server, Context: cl.Context}
+		}
+		if err == nil {
 			var r *reconcile.Result
 			r, err = op(ctx, cl, rel)
 			if r != nil {
 				ar.fill(r)
 			}
+			ar.Warnings = append(scoped, ar.Warnings...)
 		}
 		if err != nil {
 			ar.Error = err.Error()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/scope"
 )
 
 // ClusterOptions say how to reach the cluster. Each release's environment
@@ -57,4 +58,23 @@ func (c *clusters) For(ctx context.Context, r *render.Release) (*kube.Cluster, e
 	}
 	c.cache[env] = cl
 	return cl, nil
+}
+
+// forRelease returns the cluster rel deploys to, after that cluster has
+// decided which of rel's objects are namespaced (see engine/scope); each
+// object it moved comes back as a warning for the release.
+func (c *clusters) forRelease(ctx context.Context, rel *render.Release) (*kube.Cluster, []string, error) {
+	cl, err := c.For(ctx, rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	moves, err := scope.Resolve(ctx, cl.Mapper, rel)
+	if err != nil {
+		return cl, nil, err
+	}
+	warnings := make([]string, 0, len(moves))
+	for _, m := range moves {
+		warnings = append(warnings, m.String())
+	}
+	return cl, warnings, nil
 }

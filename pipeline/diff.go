@@ -63,11 +63,13 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 		Name: rel.Name, Namespace: rel.Namespace, Environment: rel.Environment, ReleaseID: rel.ReleaseID,
 		Head: Revision{ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID},
 	}
-	cluster, err := cl.For(ctx, rel)
+	cluster, scoped, err := cl.forRelease(ctx, rel)
 	if err != nil {
 		rc.Unreachable = fault.KindOf(err) == fault.Connectivity
 		return rc, err
 	}
+	rc.Head = Revision{ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID}
+	rc.Warnings = append(rc.Warnings, scoped...)
 	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts, Masker: m})
 	if err != nil {
 		rc.Unreachable = fault.KindOf(err) == fault.Connectivity

@@ -59,7 +59,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairResult, error) {
 	for _, rel := range rels {
 		rr := RepairedRelease{Name: rel.Name, Namespace: rel.Namespace, Environment: rel.Environment, ReleaseID: rel.ReleaseID,
 			DryRun: opts.DryRun, Stale: []ObjectAction{}}
-		cl, err := cls.For(ctx, rel)
+		cl, _, err := cls.forRelease(ctx, rel)
 		if err == nil {
 			rr.Cluster = ClusterRef{Server: cl.Server, Context: cl.Context}
 			var r *reconcile.RepairResult

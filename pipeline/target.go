@@ -10,6 +10,7 @@ import (
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/scope"
 )
 
 // Target says which deployed releases Status and Delete act on: the
@@ -99,6 +100,10 @@ func resolve(ctx context.Context, t Target, opts ClusterOptions, ghosts bool) ([
 			renderObjects: func(ctx context.Context) ([]manifest.Resource, error) {
 				rels, err := render.Render(ctx, full)
 				if err != nil {
+					return nil, err
+				}
+				// Ghosts are judged against identities as applied.
+				if _, err := scope.Resolve(ctx, cluster.Mapper, rels[0]); err != nil {
 					return nil, err
 				}
 				return rels[0].Resources, nil
