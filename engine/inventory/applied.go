@@ -12,45 +12,123 @@ import (
 )
 
 // Applied is an additive inventory entry field (not in the inventory RFC):
-// the resourceVersion the server returned when the object was last applied
-// (or found unchanged) and a hash of the desired state that was applied.
+// what the server held of the object right after it was last applied (or
+// found unchanged), and a hash of the desired state that was applied.
 // While both still match — the render produces the same object and the
-// live resourceVersion has not moved — applying again can change nothing,
-// so apply and diff skip the object's server-side dry run.
+// live object has not moved — applying again can change nothing, so apply
+// and diff skip the object's server-side dry run.
 type Applied struct {
 	// RV is the object's metadata.resourceVersion after the apply.
 	RV string `json:"rv"`
 	// Hash is DesiredHash of the rendered object that was applied.
 	Hash string `json:"h"`
+	// Live is LiveHash of the object after the apply. It still matches
+	// after writes no apply could revert (a controller's status update),
+	// which move RV: a Deployment's status moves for minutes after every
+	// rollout. Empty in records written before it existed.
+	Live string `json:"l,omitempty"`
 }
 
 // DesiredHash is a short digest of a rendered object: SHA-256 over its
 // JSON (encoding/json sorts map keys, so it is canonical), 128 bits,
 // unpadded base64 — 22 bytes in the Secret.
 func DesiredHash(obj *unstructured.Unstructured) (string, error) {
-	b, err := json.Marshal(obj.Object)
+	return hashJSON(obj.Object, 16, obj)
+}
+
+// LiveHash is a short digest (96 bits) of everything in a live object a
+// server-side apply of the same configuration could act on: the object
+// without its resourceVersion, without its status (unless the rendered
+// object sets status, as for a kind with no status subresource), and
+// with managedFields stripped of their timestamps and of the entries of
+// the status subresource. Two live objects with the same LiveHash give
+// the same apply result; a hand edit of any field, label or annotation,
+// or a change of field ownership, changes it.
+func LiveHash(live *unstructured.Unstructured, keepStatus bool) (string, error) {
+	obj := make(map[string]any, len(live.Object))
+	for k, v := range live.Object {
+		obj[k] = v
+	}
+	if !keepStatus {
+		delete(obj, "status")
+	}
+	if md, ok := live.Object["metadata"].(map[string]any); ok {
+		m := make(map[string]any, len(md))
+		for k, v := range md {
+			m[k] = v
+		}
+		delete(m, "resourceVersion")
+		if mf, ok := md["managedFields"].([]any); ok {
+			kept := make([]any, 0, len(mf))
+			for _, e := range mf {
+				em, ok := e.(map[string]any)
+				if !ok {
+					kept = append(kept, e)
+					continue
+				}
+				if em["subresource"] == "status" {
+					continue
+				}
+				c := make(map[string]any, len(em))
+				for k, v := range em {
+					if k != "time" {
+						c[k] = v
+					}
+				}
+				kept = append(kept, c)
+			}
+			m["managedFields"] = kept
+		}
+		obj["metadata"] = m
+	}
+	return hashJSON(obj, 12, live)
+}
+
+func hashJSON(v any, size int, obj *unstructured.Unstructured) (string, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return "", fmt.Errorf("hashing %s/%s: %w", obj.GetKind(), obj.GetName(), err)
 	}
 	sum := sha256.Sum256(b)
-	return base64.RawStdEncoding.EncodeToString(sum[:16]), nil
+	return base64.RawStdEncoding.EncodeToString(sum[:size]), nil
+}
+
+// WorstLiveHash is as long as any LiveHash: the size guard counts it for
+// every object before the real ones are known.
+const WorstLiveHash = "AAAAAAAAAAAAAAAA"
+
+// keepsStatus reports whether the rendered object sets status itself:
+// then status is part of what an apply acts on.
+func keepsStatus(r manifest.Resource) bool {
+	_, ok := r.Object.Object["status"]
+	return ok
 }
 
 // UnchangedSinceApplied reports whether r provably needs no apply: the
 // recorded entry carries Applied, its hash equals r's desired hash, and
 // live (the object as just read, nil when absent) still has the recorded
-// resourceVersion. Any other case — no record, a different render, any
-// write to the object since, status updates included — is false, and the
-// caller takes the dry-run path, which judges what actually differs.
+// resourceVersion or, when that moved, the recorded LiveHash. Any other
+// case — no record, a different render, a write an apply might revert —
+// is false, and the caller takes the dry-run path, which judges what
+// actually differs.
 func UnchangedSinceApplied(recorded *Entry, r manifest.Resource, live *unstructured.Unstructured) bool {
 	if recorded == nil || recorded.Applied == nil || live == nil || recorded.Applied.RV == "" {
 		return false
 	}
-	if live.GetResourceVersion() != recorded.Applied.RV || live.GetDeletionTimestamp() != nil {
+	if live.GetDeletionTimestamp() != nil {
 		return false
 	}
-	h, err := DesiredHash(r.Object)
-	return err == nil && h == recorded.Applied.Hash
+	if h, err := DesiredHash(r.Object); err != nil || h != recorded.Applied.Hash {
+		return false
+	}
+	if live.GetResourceVersion() == recorded.Applied.RV {
+		return true
+	}
+	if recorded.Applied.Live == "" {
+		return false
+	}
+	lh, err := LiveHash(live, keepsStatus(r))
+	return err == nil && lh == recorded.Applied.Live
 }
 
 // AppliedByID indexes the Applied records of entries (the newest
@@ -65,21 +143,34 @@ func AppliedByID(entries []Entry) map[manifest.ID]*Entry {
 	return out
 }
 
-// WithApplied returns the entries of rs with Applied filled from rvs (the
-// resourceVersion each object has after the apply); an object without a
-// known resourceVersion gets none and is dry-run next time.
-func WithApplied(rs []manifest.Resource, rvs map[manifest.ID]string) ([]Entry, error) {
+// LiveState is what the server returned for an object after an apply:
+// its resourceVersion and, when known, the object itself.
+type LiveState struct {
+	RV     string
+	Object *unstructured.Unstructured
+}
+
+// WithApplied returns the entries of rs with Applied filled from live
+// (each object's state after the apply); an object without a known
+// resourceVersion gets none and is dry-run next time.
+func WithApplied(rs []manifest.Resource, live map[manifest.ID]LiveState) ([]Entry, error) {
 	out := Entries(rs)
 	for i, r := range rs {
-		rv := rvs[r.ID()]
-		if rv == "" {
+		st := live[r.ID()]
+		if st.RV == "" {
 			continue
 		}
 		h, err := DesiredHash(r.Object)
 		if err != nil {
 			return nil, err
 		}
-		out[i].Applied = &Applied{RV: rv, Hash: h}
+		a := &Applied{RV: st.RV, Hash: h}
+		if st.Object != nil && st.Object.GetResourceVersion() == st.RV {
+			if a.Live, err = LiveHash(st.Object, keepsStatus(r)); err != nil {
+				return nil, err
+			}
+		}
+		out[i].Applied = a
 	}
 	return out, nil
 }

@@ -125,6 +125,10 @@ type Result struct {
 	// a dry run: nothing was written, so the live version stands, and an
 	// apply that reuses a planned Unchanged can record it); empty otherwise.
 	ResourceVersion string
+	// Live is the object as the server holds it with that resourceVersion
+	// (what the apply returned, or the live object when Unchanged); nil
+	// when ResourceVersion is empty.
+	Live *unstructured.Unstructured
 	// NotOurs is set when DeleteOwned kept an object that does not carry
 	// the release's id.
 	NotOurs bool
@@ -272,7 +276,7 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 			return fail(fmt.Errorf("apply %s: %w", res.ID, err))
 		}
 		res.Action = Created
-		res.ResourceVersion = c.writtenVersion(out)
+		res.setWritten(c.writtenVersion(out), out)
 		return res
 	}
 
@@ -285,12 +289,12 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 	}
 	if sameObject(live, dry) {
 		res.Action = Unchanged
-		res.ResourceVersion = live.GetResourceVersion()
+		res.setWritten(live.GetResourceVersion(), live)
 		return res
 	}
 	if !c.opts.DryRun {
 		out, err := c.apply(ctx, ri, obj, false)
-		res.ResourceVersion = c.writtenVersion(out)
+		res.setWritten(c.writtenVersion(out), out)
 		if fields, ok := immutableFields(err); ok {
 			return c.recreate(ctx, ri, r, live, &ImmutableError{ID: res.ID, Fields: fields, Err: err}, res)
 		}
@@ -509,6 +513,15 @@ func (c *Client) failed(res Result, err error) (Result, error) {
 // isPVC reports whether id is a PersistentVolumeClaim, whose deletion
 // deletes data.
 func isPVC(id manifest.ID) bool { return id.Group == "" && id.Kind == "PersistentVolumeClaim" }
+
+// setWritten records the object's state after this result: rv and, when
+// rv is known, the object holding it.
+func (res *Result) setWritten(rv string, obj *unstructured.Unstructured) {
+	res.ResourceVersion = rv
+	if rv != "" {
+		res.Live = obj
+	}
+}
 
 // writtenVersion is o's resourceVersion, or empty in a dry run (nothing
 // was persisted) or without an object.

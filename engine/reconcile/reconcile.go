@@ -327,14 +327,18 @@ func (r *run) checkSize(prev *inventory.Inventory, stale []inventory.Entry) (int
 		probe = prev.Clone()
 	}
 	// At worst every object gets an applied record with a resourceVersion
-	// as long as etcd's revisions get (20 digits), and history drops its own.
-	worst := make(map[manifest.ID]string, len(r.rel.Resources))
+	// as long as etcd's revisions get (20 digits) and a live hash, and
+	// history drops its own.
+	worst := make(map[manifest.ID]inventory.LiveState, len(r.rel.Resources))
 	for _, res := range r.rel.Resources {
-		worst[res.ID()] = "18446744073709551615"
+		worst[res.ID()] = inventory.LiveState{RV: "18446744073709551615"}
 	}
 	rendered, err := inventory.WithApplied(r.rel.Resources, worst)
 	if err != nil {
 		return 0, fmt.Errorf("%s: sizing the inventory: %w", r.where(), err)
+	}
+	for i := range rendered {
+		rendered[i].Applied.Live = inventory.WorstLiveHash
 	}
 	inventory.DropApplied(probe)
 	entries := append(rendered, stale...)

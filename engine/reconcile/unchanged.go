@@ -38,7 +38,7 @@ func (r *run) splitUnchanged(ctx context.Context, prevEntries []inventory.Entry,
 		obj := found[i].Object
 		id := res.ID()
 		if inventory.UnchangedSinceApplied(applied[id], res, obj) {
-			unchanged[id] = objects.Result{ID: id, Version: res.GVK().Version, Component: res.Component, Action: objects.Unchanged, ResourceVersion: obj.GetResourceVersion()}
+			unchanged[id] = objects.Result{ID: id, Version: res.GVK().Version, Component: res.Component, Action: objects.Unchanged, ResourceVersion: obj.GetResourceVersion(), Live: obj}
 			continue
 		}
 		// Discovery reads the server's preferred version; only an object
@@ -101,13 +101,13 @@ func stageOf(id manifest.ID) int {
 }
 
 // appliedEntries is what the inventory records for the rendered objects:
-// their entries with the resourceVersion each has after this apply.
+// their entries with the state each has after this apply.
 func appliedEntries(rs []manifest.Resource, results []objects.Result) ([]inventory.Entry, error) {
-	rvs := make(map[manifest.ID]string, len(results))
+	live := make(map[manifest.ID]inventory.LiveState, len(results))
 	for _, res := range results {
-		rvs[res.ID] = res.ResourceVersion
+		live[res.ID] = inventory.LiveState{RV: res.ResourceVersion, Object: res.Live}
 	}
-	return inventory.WithApplied(rs, rvs)
+	return inventory.WithApplied(rs, live)
 }
 
 // sortedWith returns results and the unchanged objects together in render

@@ -82,8 +82,9 @@ func applyCounting(t *testing.T, rel *render.Release) (*Result, int64) {
 }
 
 // Re-apply and diff skip the dry run only while the render and the live
-// resourceVersion both match the last apply; every hand edit SSA would
-// revert is still found, and a status-only update is not drift.
+// object (its resourceVersion, or its live hash) both match the last
+// apply; every hand edit SSA would revert is still found, and a
+// status-only update is not drift and needs no dry run.
 func TestUnchangedSinceAppliedSkipsDryRunButSeesDrift(t *testing.T) {
 	// The Deployment's status is written by hand below, and a deployment
 	// controller would move its resourceVersion at any moment (every status
@@ -160,23 +161,36 @@ func TestUnchangedSinceAppliedSkipsDryRunButSeesDrift(t *testing.T) {
 		assert.Equal(t, patches, int64(0), "re-apply after repairing a %s edit", tc.name)
 	}
 
-	// A controller-style status update moves the resourceVersion but is
-	// not drift: the dry run runs and finds nothing to change.
+	// Controller-style status updates move the resourceVersion but are not
+	// drift, and the live hash proves it without a dry run: neither the
+	// first (a new managed-fields entry for the status subresource) nor a
+	// later one (the same entry, new values and time).
 	ri := cluster(t).Dynamic.Resource(dep).Namespace(ns)
-	u, err := ri.Get(context.Background(), "web", metav1.GetOptions{})
-	assert.NilError(t, err)
-	assert.NilError(t, unstructured.SetNestedField(u.Object, int64(7), "status", "observedGeneration"))
-	assert.NilError(t, unstructured.SetNestedField(u.Object, int64(2), "status", "replicas"))
-	st, err := ri.UpdateStatus(context.Background(), u, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
-	assert.NilError(t, err)
-	got, patches = classes(t, rel)
-	assert.Equal(t, got["Deployment/web"], preview.Unchanged)
-	assert.Equal(t, patches, int64(1), "only the Deployment is dry-run")
+	for gen := int64(7); gen <= 8; gen++ {
+		u, err := ri.Get(context.Background(), "web", metav1.GetOptions{})
+		assert.NilError(t, err)
+		assert.NilError(t, unstructured.SetNestedField(u.Object, gen, "status", "observedGeneration"))
+		assert.NilError(t, unstructured.SetNestedField(u.Object, gen-5, "status", "replicas"))
+		st, err := ri.UpdateStatus(context.Background(), u, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
+		assert.NilError(t, err)
+		assert.Assert(t, st.GetResourceVersion() != u.GetResourceVersion())
+		got, patches = classes(t, rel)
+		assert.Equal(t, got["Deployment/web"], preview.Unchanged)
+		assert.Equal(t, patches, int64(0), "status update %d: nothing is dry-run", gen)
+		res, patches = applyCounting(t, rel)
+		assert.DeepEqual(t, names(res.Applied), []string{"ConfigMap/cfg=unchanged", "Deployment/web=unchanged"})
+		assert.Equal(t, patches, int64(0), "status update %d: nothing is applied", gen)
+		assert.Equal(t, live(t, "apps/v1", "Deployment", ns, "web").GetResourceVersion(), st.GetResourceVersion(), "a status-only change is not written over")
+	}
+
+	// A hand edit after status updates is still seen and repaired.
+	edit("kubectl-edit", func(u *unstructured.Unstructured) {
+		assert.NilError(t, unstructured.SetNestedField(u.Object, int64(9), "spec", "replicas"))
+	})
+	got, _ = classes(t, rel)
+	assert.Equal(t, got["Deployment/web"], preview.Modified, "diff after an edit that follows status updates")
 	res, _ = applyCounting(t, rel)
-	assert.DeepEqual(t, names(res.Applied), []string{"ConfigMap/cfg=unchanged", "Deployment/web=unchanged"})
-	assert.Equal(t, live(t, "apps/v1", "Deployment", ns, "web").GetResourceVersion(), st.GetResourceVersion(), "a status-only change is not written over")
-	_, patches = applyCounting(t, rel)
-	assert.Equal(t, patches, int64(0), "the status update's resourceVersion is recorded")
+	assert.DeepEqual(t, names(res.Applied), []string{"ConfigMap/cfg=unchanged", "Deployment/web=configured"})
 
 	// A different render is never skipped.
 	rel2 := direct(t, "skip", ns, skipDeploymentDoc, `{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: NS}, data: {key: other}}`)
