@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opmodel/pipeline/internal/gctune"
 	"github.com/opmodel/pipeline/pipeline"
 )
 
@@ -16,8 +17,10 @@ import (
 // components in 3 environments (60 renders), as the Action does on a pull
 // request, concurrently (one goroutine per core) against the same review
 // done one render after the other (Parallelism 1: the code path before
-// renders ran concurrently). Both run in this process; no cluster.
+// renders ran concurrently). Both run in this process, with the opm
+// command's collector settings; no cluster.
 func TestBenchReview(t *testing.T) {
+	gctune.Apply() // as the opm command does
 	const releases, comps, envs = 10, 20, 3
 	work := t.TempDir()
 	side := func(name, rev string) string {

@@ -15,10 +15,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/internal/gctune"
 )
 
 func main() {
-	tuneGC()
+	gctune.Apply()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
