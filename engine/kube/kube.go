@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -83,6 +84,8 @@ type Cluster struct {
 	Server    string
 	Dynamic   dynamic.Interface
 	Clientset kubernetes.Interface
+	// Metadata lists objects' metadata only (PartialObjectMetadata).
+	Metadata metadata.Interface
 	// Mapper resolves kinds to resources through discovery, lazily and
 	// cached in memory; Reset it after installing CRDs.
 	Mapper    meta.ResettableRESTMapper
@@ -131,6 +134,9 @@ func FromConfig(cfg *rest.Config, contextName string, opts Options) (*Cluster, e
 	}
 	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, fault.Wrap(fault.Connectivity, fmt.Errorf("build dynamic client for %s: %w", c, err))
+	}
+	if c.Metadata, err = metadata.NewForConfig(cfg); err != nil {
+		return nil, fault.Wrap(fault.Connectivity, fmt.Errorf("build metadata client for %s: %w", c, err))
 	}
 	c.Discovery = memory.NewMemCacheClient(c.Clientset.Discovery())
 	c.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(c.Discovery)

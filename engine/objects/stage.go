@@ -223,33 +223,3 @@ func established(crd *unstructured.Unstructured) bool {
 	}
 	return false
 }
-
-// GetAll reads the live state of rs concurrently. The map has an entry for
-// every object: nil when it does not exist, or when its kind is not served
-// yet (a custom resource whose CRD this apply creates).
-func (c *Client) GetAll(ctx context.Context, rs []manifest.Resource) (map[manifest.ID]*unstructured.Unstructured, error) {
-	out := make(map[manifest.ID]*unstructured.Unstructured, len(rs))
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(c.opts.Concurrency)
-	for _, r := range rs {
-		g.Go(func() error {
-			id := r.ID()
-			live, err := c.Get(gctx, r.GVK(), id.Namespace, id.Name)
-			switch {
-			case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-				live = nil
-			case err != nil:
-				return fmt.Errorf("get %s: %w", id, err)
-			}
-			mu.Lock()
-			out[id] = live
-			mu.Unlock()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
