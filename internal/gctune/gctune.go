@@ -1,22 +1,29 @@
 // Package gctune sets the garbage collector up for opm's short-lived
 // processes, which mostly evaluate CUE: at Go's default (GOGC=100) a third
 // of a render's CPU went to collecting garbage. Collecting a quarter as
-// often cuts render CPU by about a third; the soft limit keeps peak memory
-// near 512 MiB for the biggest releases an inventory can hold (a
-// 2 000-object render lives in under 200 MiB). The opm command applies it
+// often cuts render CPU by about a third. The soft limit is 512 MiB per
+// core, because renders run one per core (engine/render.Each), each with
+// its own CUE context: it keeps one render of the biggest release an
+// inventory can hold (a 2 000-object render lives in under 200 MiB) near
+// 512 MiB, and does not make concurrent renders collect more often than a
+// lone one would. The opm command applies it
 // at start, and the benchmark's in-process cases do the same so they
 // measure what the command does. GOGC and GOMEMLIMIT override either.
 package gctune
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 )
 
 const (
-	gcPercent   = 400
-	memoryLimit = 512 << 20
+	gcPercent    = 400
+	limitPerCore = 512 << 20
 )
+
+// memoryLimit is the soft limit for this process's cores.
+func memoryLimit() int64 { return int64(limitPerCore) * int64(runtime.GOMAXPROCS(0)) }
 
 // Apply sets the collector's target and soft memory limit, each unless
 // its environment variable is set.
@@ -25,6 +32,6 @@ func Apply() {
 		debug.SetGCPercent(gcPercent)
 	}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
-		debug.SetMemoryLimit(memoryLimit)
+		debug.SetMemoryLimit(memoryLimit())
 	}
 }

@@ -3,6 +3,7 @@ package gctune
 import (
 	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"testing"
 
@@ -26,7 +27,7 @@ func TestApplySetsTheCollectorUnlessTheEnvironmentDoes(t *testing.T) {
 	unset(t, "GOMEMLIMIT")
 	Apply()
 	assert.Equal(t, debug.SetGCPercent(100), gcPercent)
-	assert.Equal(t, debug.SetMemoryLimit(math.MaxInt64), int64(memoryLimit))
+	assert.Equal(t, debug.SetMemoryLimit(math.MaxInt64), int64(512<<20)*int64(runtime.GOMAXPROCS(0)))
 
 	// The runtime read GOGC and GOMEMLIMIT at start; Apply leaves what the
 	// user chose.
