@@ -163,6 +163,19 @@ func median(run func() time.Duration) time.Duration {
 	return ds[repeat/2]
 }
 
+// medianPair runs a and b alternately, repeat times each, and returns
+// each one's median: drift in the machine's load then falls on both sides
+// alike instead of on whichever ran second.
+func medianPair(a, b func() time.Duration) (time.Duration, time.Duration) {
+	as, bs := make([]time.Duration, repeat), make([]time.Duration, repeat)
+	for i := range repeat {
+		as[i], bs[i] = a(), b()
+	}
+	slices.Sort(as)
+	slices.Sort(bs)
+	return as[repeat/2], bs[repeat/2]
+}
+
 func report(name string, opm, kubectl time.Duration) {
 	fmt.Printf("bench %s opm=%.2fs kubectl=%.2fs ratio=%.2f\n", name, opm.Seconds(), kubectl.Seconds(), opm.Seconds()/kubectl.Seconds())
 }

@@ -53,8 +53,7 @@ func TestBenchReview(t *testing.T) {
 		}
 		return d
 	}
-	sequential := median(func() time.Duration { return review(1) })
-	concurrent := median(func() time.Duration { return review(0) })
+	sequential, concurrent := medianPair(func() time.Duration { return review(1) }, func() time.Duration { return review(0) })
 	fmt.Printf("bench review-%dx%d opm=%.2fs sequential=%.2fs ratio=%.2f\n", releases, envs, concurrent.Seconds(), sequential.Seconds(), concurrent.Seconds()/sequential.Seconds())
 }
 

@@ -59,8 +59,7 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	if len(opts.BaseRefs) > 0 {
 		return reviewGit(ctx, opts)
 	}
-	head := loadReviewSide(ctx, "head", opts.Selection.renderOptions().Dir, true)
-	base := loadReviewSide(ctx, "base", opts.BaseDir, false)
+	head, base := loadReviewSides(ctx, opts)
 	if head.err != nil && base.d == nil {
 		// Nothing to review against: report the head's error itself.
 		return nil, head.err
@@ -202,30 +201,53 @@ func (s *reviewSide) renderOne(ctx context.Context, key, env string, valuesFiles
 	return rels[0], nil
 }
 
+// sideRender is one side's render of a release in an environment: nil
+// and no error when the side does not declare it there.
+type sideRender struct {
+	rel *render.Release
+	err error
+}
+
+// renderFor renders release key in env on this side, if it declares it.
+func (s *reviewSide) renderFor(ctx context.Context, key, env string, valuesFiles []string) sideRender {
+	switch {
+	case s.err != nil:
+		return sideRender{err: s.err}
+	case !s.declares(key, env):
+		return sideRender{}
+	}
+	r, err := s.renderOne(ctx, key, env, valuesFiles)
+	if err != nil {
+		return sideRender{err: fmt.Errorf("rendering the %s: %w", s.name, err)}
+	}
+	return sideRender{rel: r}
+}
+
+// worthReviewing reports whether a release × environment is anything to report:
+// not when neither side declares it there (an environment of one side
+// crossed with a release of the other).
+func worthReviewing(head, base *reviewSide, key, env string) bool {
+	return head.err != nil || base.err != nil || head.declares(key, env) || base.declares(key, env)
+}
+
 // reviewRelease reviews one release in one environment; ok is false when
-// neither side declares it there (an environment of one side crossed with
-// a release of the other), which is nothing to report.
+// there is nothing to report (see worthReviewing).
 func reviewRelease(ctx context.Context, opts ReviewOptions, head, base *reviewSide, key, env string) (rc ReleaseChanges, ok bool) {
-	if head.err == nil && base.err == nil && !head.declares(key, env) && !base.declares(key, env) {
+	if !worthReviewing(head, base, key, env) {
 		return rc, false
 	}
-	rc = ReleaseChanges{Name: key, Environment: env, Objects: []ObjectChange{}}
-	var headRel, baseRel *render.Release
+	return compareRelease(opts, key, env, head.renderFor(ctx, key, env, opts.ValuesFiles), base.renderFor(ctx, key, env, opts.ValuesFiles)), true
+}
+
+// compareRelease builds the review of one release × environment from both
+// sides' renders.
+func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) ReleaseChanges {
+	rc := ReleaseChanges{Name: key, Environment: env, Objects: []ObjectChange{}}
+	headRel, baseRel := head.rel, base.rel
 	var errs []error
-	for _, sd := range []struct {
-		s   *reviewSide
-		out **render.Release
-	}{{head, &headRel}, {base, &baseRel}} {
-		switch {
-		case sd.s.err != nil:
-			errs = append(errs, sd.s.err)
-		case sd.s.declares(key, env):
-			r, err := sd.s.renderOne(ctx, key, env, opts.ValuesFiles)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("rendering the %s: %w", sd.s.name, err))
-				continue
-			}
-			*sd.out = r
+	for _, e := range []error{head.err, base.err} {
+		if e != nil {
+			errs = append(errs, e)
 		}
 	}
 	for _, r := range []*render.Release{baseRel, headRel} { // head wins
@@ -235,7 +257,7 @@ func reviewRelease(ctx context.Context, opts ReviewOptions, head, base *reviewSi
 	}
 	if len(errs) > 0 {
 		rc.Error = errors.Join(errs...).Error()
-		return rc, true
+		return rc
 	}
 	if headRel != nil {
 		rc.Head = Revision{ManifestDigest: headRel.ManifestDigest, ChangeID: headRel.ChangeID}
@@ -254,7 +276,7 @@ func reviewRelease(ctx context.Context, opts ReviewOptions, head, base *reviewSi
 		rc.Error = err.Error()
 		rc.Objects = []ObjectChange{}
 		rc.Counts = Counts{}
-		return rc, true
+		return rc
 	}
 	switch {
 	case headRel == nil && baseRel != nil:
@@ -265,7 +287,7 @@ func reviewRelease(ctx context.Context, opts ReviewOptions, head, base *reviewSi
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf(
 			"the head renders no objects for release %s: applying it would prune all %d objects the base rendered, so apply refuses without --force", key, len(baseRes)))
 	}
-	return rc, true
+	return rc
 }
 
 // reviewCompare classifies head objects against base objects by

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 
 	"github.com/opmodel/pipeline/engine/render"
 )
@@ -12,29 +14,101 @@ type reviewed struct {
 	ok bool
 }
 
-// reviewSides is one goroutine's own copy of both sides: a loaded
-// deployment's CUE values must not be evaluated concurrently.
-type reviewSides struct{ head, base *reviewSide }
+// loadReviewSides loads the head and the base, at the same time when more
+// than one render may run at once: each gets its own CUE context, and the
+// review cannot start before both are read.
+func loadReviewSides(ctx context.Context, opts ReviewOptions) (head, base *reviewSide) {
+	loadHead := func() { head = loadReviewSide(ctx, "head", opts.Selection.renderOptions().Dir, true) }
+	loadBase := func() { base = loadReviewSide(ctx, "base", opts.BaseDir, false) }
+	if render.Workers(2, opts.Parallelism) < 2 {
+		loadHead()
+		loadBase()
+		return head, base
+	}
+	var wg sync.WaitGroup
+	wg.Go(loadBase)
+	loadHead()
+	wg.Wait()
+	return head, base
+}
 
-// reviewAll reviews every environment × release, environments outermost,
-// on one goroutine per core; the results are in that order whichever
-// finishes first. Only the first goroutine uses the sides already loaded;
-// every other loads both directories again.
+// reviewAll reviews every environment × release, environments outermost;
+// the results are in that order whichever finishes first.
+//
+// One render at a time, each release is rendered on both sides and
+// compared. With more, the renders run first, one goroutine per core, and
+// each side's renders are a queue of their own: a goroutine works through
+// its home side's queue (the first two use the head and the base already
+// loaded, so two cores need no extra load) and then helps with the other,
+// loading that side only when it first does. A loaded deployment's CUE
+// values must not be evaluated concurrently, so no side is shared. The
+// comparisons (plain Go, a tenth of the work: diffs of every modified
+// object) follow on as many goroutines.
 func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, envs, keys []string) ([]reviewed, error) {
-	out := make([]reviewed, len(envs)*len(keys))
-	err := render.Each(ctx, opts.Parallelism, len(out), func(ctx context.Context, worker int) (reviewSides, error) {
-		if worker == 0 {
-			return reviewSides{head, base}, nil
+	n := len(envs) * len(keys)
+	unit := func(i int) (env, key string) { return envs[i/len(keys)], keys[i%len(keys)] }
+	out := make([]reviewed, n)
+	workers := render.Workers(2*n, opts.Parallelism)
+	if workers < 2 {
+		for i := range n {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			env, key := unit(i)
+			rc, ok := reviewRelease(ctx, opts, head, base, key, env)
+			out[i] = reviewed{rc: rc, ok: ok}
 		}
-		return reviewSides{
-			head: loadReviewSide(ctx, "head", opts.Selection.renderOptions().Dir, true),
-			base: loadReviewSide(ctx, "base", opts.BaseDir, false),
-		}, nil
-	}, func(ctx context.Context, s reviewSides, i int) error {
-		env, key := envs[i/len(keys)], keys[i%len(keys)]
-		rc, ok := reviewRelease(ctx, opts, s.head, s.base, key, env)
-		out[i] = reviewed{rc: rc, ok: ok}
-		return nil
-	})
-	return out, err
+		return out, nil
+	}
+
+	sides := [2]*reviewSide{head, base}
+	dirs := [2]string{opts.Selection.renderOptions().Dir, opts.BaseDir}
+	renders := make([][2]sideRender, n)
+	var next [2]atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			var own [2]*reviewSide
+			if w < 2 {
+				own[w] = sides[w]
+			}
+			for _, s := range []int{w % 2, 1 - w%2} {
+				for {
+					i := int(next[s].Add(1) - 1)
+					if i >= n || ctx.Err() != nil {
+						break
+					}
+					env, key := unit(i)
+					if !worthReviewing(head, base, key, env) {
+						continue
+					}
+					if own[s] == nil {
+						own[s] = loadReviewSide(ctx, sides[s].name, dirs[s], s == 0)
+					}
+					renders[i][s] = own[s].renderFor(ctx, key, env, opts.ValuesFiles)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var cmpNext atomic.Int64
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(cmpNext.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				env, key := unit(i)
+				if worthReviewing(head, base, key, env) {
+					out[i] = reviewed{rc: compareRelease(opts, key, env, renders[i][0], renders[i][1]), ok: true}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out, nil
 }
