@@ -68,6 +68,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 		rc.Unreachable = fault.KindOf(err) == fault.Connectivity
 		return rc, err
 	}
+	// As applied: the cluster may have re-scoped objects (engine/scope).
 	rc.Head = Revision{ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID}
 	rc.Warnings = append(rc.Warnings, scoped...)
 	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts, Masker: m})

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -45,43 +46,39 @@ func DesiredHash(obj *unstructured.Unstructured) (string, error) {
 // the same apply result; a hand edit of any field, label or annotation,
 // or a change of field ownership, changes it.
 func LiveHash(live *unstructured.Unstructured, keepStatus bool) (string, error) {
-	obj := make(map[string]any, len(live.Object))
-	for k, v := range live.Object {
-		obj[k] = v
-	}
+	obj := maps.Clone(live.Object)
 	if !keepStatus {
 		delete(obj, "status")
 	}
 	if md, ok := live.Object["metadata"].(map[string]any); ok {
-		m := make(map[string]any, len(md))
-		for k, v := range md {
-			m[k] = v
-		}
+		m := maps.Clone(md)
 		delete(m, "resourceVersion")
 		if mf, ok := md["managedFields"].([]any); ok {
-			kept := make([]any, 0, len(mf))
-			for _, e := range mf {
-				em, ok := e.(map[string]any)
-				if !ok {
-					kept = append(kept, e)
-					continue
-				}
-				if em["subresource"] == "status" {
-					continue
-				}
-				c := make(map[string]any, len(em))
-				for k, v := range em {
-					if k != "time" {
-						c[k] = v
-					}
-				}
-				kept = append(kept, c)
-			}
-			m["managedFields"] = kept
+			m["managedFields"] = applyManagedFields(mf)
 		}
 		obj["metadata"] = m
 	}
 	return hashJSON(obj, 12, live)
+}
+
+// applyManagedFields is the part of managedFields an apply acts on: every
+// entry but the status subresource's, without its timestamp.
+func applyManagedFields(mf []any) []any {
+	kept := make([]any, 0, len(mf))
+	for _, e := range mf {
+		em, ok := e.(map[string]any)
+		if !ok {
+			kept = append(kept, e)
+			continue
+		}
+		if em["subresource"] == "status" {
+			continue
+		}
+		c := maps.Clone(em)
+		delete(c, "time")
+		kept = append(kept, c)
+	}
+	return kept
 }
 
 func hashJSON(v any, size int, obj *unstructured.Unstructured) (string, error) {

@@ -67,19 +67,13 @@ func (c *Client) GetAll(ctx context.Context, rs []manifest.Resource) (map[manife
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(c.opts.Concurrency)
-	getOne := func(r manifest.Resource) {
-		g.Go(func() error {
-			id := r.ID()
-			live, err := c.Get(gctx, r.GVK(), id.Namespace, id.Name)
-			switch {
-			case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-				live = nil
-			case err != nil:
-				return fmt.Errorf("get %s: %w", id, err)
-			}
-			set(id, live)
-			return nil
-		})
+	getOne := func(ctx context.Context, r manifest.Resource) error {
+		live, err := c.getLive(ctx, r)
+		if err != nil {
+			return err
+		}
+		set(r.ID(), live)
+		return nil
 	}
 	for _, k := range order {
 		members := groups[k]
@@ -101,26 +95,34 @@ func (c *Client) GetAll(ctx context.Context, rs []manifest.Resource) (map[manife
 				// compares against the whole object. Read here, not in a
 				// new goroutine of g, which could wait forever for a slot
 				// held by list goroutines like this one.
-				id := r.ID()
-				live, err := c.Get(gctx, r.GVK(), id.Namespace, id.Name)
-				if apierrors.IsNotFound(err) {
-					live, err = nil, nil
+				if err := getOne(gctx, r); err != nil {
+					return err
 				}
-				if err != nil {
-					return fmt.Errorf("get %s: %w", id, err)
-				}
-				set(id, live)
 			}
 			return nil
 		})
 	}
 	for _, r := range singles {
-		getOne(r)
+		g.Go(func() error { return getOne(gctx, r) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// getLive reads r's live object: nil when it does not exist or its kind
+// is not served yet.
+func (c *Client) getLive(ctx context.Context, r manifest.Resource) (*unstructured.Unstructured, error) {
+	id := r.ID()
+	live, err := c.Get(ctx, r.GVK(), id.Namespace, id.Name)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get %s: %w", id, err)
+	}
+	return live, nil
 }
 
 // listNames returns the names of every object of gvr in namespace (all
