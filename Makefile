@@ -29,7 +29,7 @@ DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 BUILDINFO := github.com/opmodel/pipeline/buildinfo
 LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(DATE)
 
-.PHONY: build test vet bench kube-bin kube-up kube-down daggercheck dagger-gomod actionlint release-check
+.PHONY: build test vet docs bench kube-bin kube-up kube-down daggercheck dagger-gomod actionlint release-check
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/opm ./cmd/opm
@@ -77,6 +77,11 @@ kube-down:
 
 vet:
 	go vet ./...
+
+# Regenerates docs/cli.md from the cobra command tree; `make test` fails
+# (TestCLIReference) when it is stale.
+docs:
+	go test ./cmd/opm -count=1 -run '^TestCLIReference$$' -update
 
 # goreleaser, pinned in its own tools module (hack/goreleaser) and rebuilt
 # only when the pin changes: a cold build compiles ~1100 modules.
