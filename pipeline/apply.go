@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -166,7 +167,7 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 			if r != nil {
 				ar.fill(r)
 			}
-			ar.Warnings = append(scoped, ar.Warnings...)
+			ar.Warnings = append(append(slices.Clone(rel.Warnings), scoped...), ar.Warnings...)
 		}
 		if err != nil {
 			ar.Error = err.Error()

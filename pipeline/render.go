@@ -69,6 +69,8 @@ type RenderedRelease struct {
 	ManifestDigest string           `json:"manifestDigest"`
 	ChangeID       string           `json:"changeId"`
 	Resources      []map[string]any `json:"resources"`
+	// Warnings are the render's own (for example a CUE workaround used).
+	Warnings []string `json:"warnings,omitempty"`
 
 	release *render.Release
 }
@@ -103,6 +105,7 @@ func newRenderedRelease(r *render.Release) RenderedRelease {
 		ValuesText:     r.ValuesText,
 		ManifestDigest: r.ManifestDigest, ChangeID: r.ChangeID,
 		Resources: make([]map[string]any, 0, len(r.Resources)),
+		Warnings:  r.Warnings,
 		release:   r,
 	}
 	for _, res := range r.Resources {

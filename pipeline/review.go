@@ -16,6 +16,7 @@ import (
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/suggest"
 )
 
 // ReviewOptions are the options of Review.
@@ -162,13 +163,21 @@ func reviewEnvironments(opts ReviewOptions, head, base *reviewSide) ([]string, e
 	var out []string
 	for _, e := range want {
 		if !slices.Contains(all, e) && head.err == nil {
-			return nil, fault.Validationf("environment %q is declared neither in the head nor in the base; environments: %v", e, all)
+			return nil, fault.Validationf("environment %q is declared neither in the head nor in the base; %senvironments: %v", e, didYouMean(e, all), all)
 		}
 		if !slices.Contains(out, e) {
 			out = append(out, e)
 		}
 	}
 	return out, nil
+}
+
+// didYouMean is "did you mean …? " for a mistyped name, or "".
+func didYouMean(name string, known []string) string {
+	if s := suggest.DidYouMean(name, known); s != "" {
+		return s + " "
+	}
+	return ""
 }
 
 func reviewReleases(opts ReviewOptions, head, base *reviewSide) ([]string, error) {
@@ -179,7 +188,7 @@ func reviewReleases(opts ReviewOptions, head, base *reviewSide) ([]string, error
 	var out []string
 	for _, r := range opts.Releases {
 		if !slices.Contains(all, r) && head.err == nil {
-			return nil, fault.Validationf("release %q is declared neither in the head nor in the base; releases: %v", r, all)
+			return nil, fault.Validationf("release %q is declared neither in the head nor in the base; %sreleases: %v", r, didYouMean(r, all), all)
 		}
 		if !slices.Contains(out, r) {
 			out = append(out, r)
@@ -261,6 +270,7 @@ func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) 
 	}
 	if headRel != nil {
 		rc.Head = Revision{ManifestDigest: headRel.ManifestDigest, ChangeID: headRel.ChangeID}
+		rc.Warnings = append(rc.Warnings, headRel.Warnings...)
 	}
 	if baseRel != nil {
 		rc.Base = &Revision{ManifestDigest: baseRel.ManifestDigest, ChangeID: baseRel.ChangeID}

@@ -39,6 +39,9 @@ with every release, its identity, digest, change ID, values and resources.`,
 			}
 			for _, r := range res.Releases {
 				fmt.Fprintln(cmd.ErrOrStderr(), r.Summary())
+				for _, w := range r.Warnings {
+					fmt.Fprintln(cmd.ErrOrStderr(), "  warning: "+w)
+				}
 			}
 			return nil
 		},

@@ -13,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/load"
@@ -35,11 +37,31 @@ type Deployment struct {
 	Catalog cue.Value
 	// Context owns both values; everything rendered from them must use it.
 	Context *cue.Context
+
+	// RelaxedClosedness: evaluated with LoadWith's option of that name.
+	RelaxedClosedness bool
+
+	// files are the root package's parsed files (for DeclPos).
+	files []*ast.File
+}
+
+// Options change how a deployment is evaluated.
+type Options struct {
+	// RelaxedClosedness evaluates with definition closedness off
+	// (CUE_DEBUG=opendef). Only engine/render's workaround for CUE v0.17's
+	// blueprint regression uses it, after checking every field the strict
+	// evaluation refused against the blueprint's schema.
+	RelaxedClosedness bool
 }
 
 // Load reads the deployment directory dir. Errors are classified as
 // validation errors and carry CUE positions (file:line:col).
 func Load(ctx context.Context, dir string) (*Deployment, error) {
+	return LoadWith(ctx, dir, Options{})
+}
+
+// LoadWith is Load with evaluation options.
+func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fault.Validationf("deployment directory %q: %v", dir, err)
@@ -67,20 +89,27 @@ func Load(ctx context.Context, dir string) (*Deployment, error) {
 
 	cfg := &load.Config{Dir: abs, ModuleRoot: abs, Registry: reg, Overlay: overlay}
 	insts := load.Instances([]string{".", catalog.ModulePath}, cfg)
+	for _, inst := range insts {
+		if inst.Err != nil {
+			return nil, fault.Wrap(fault.Validation, fmt.Errorf("loading %s:\n%s", dir, describeLoad(dir, inst.Err)))
+		}
+	}
 	if len(insts) != 2 {
 		return nil, fmt.Errorf("loading %s: expected 2 instances, got %d", dir, len(insts))
 	}
-	for _, inst := range insts {
-		if inst.Err != nil {
-			return nil, fault.Wrap(fault.Validation, fmt.Errorf("loading %s:\n%s", dir, Describe(inst.Err)))
-		}
-	}
 	cctx := cuecontext.New()
+	if opts.RelaxedClosedness {
+		cctx = cuecontext.New(cuecontext.CUE_DEBUG("opendef"))
+	}
 	vals, err := cctx.BuildInstances(insts)
 	if err != nil {
-		return nil, fault.Wrap(fault.Validation, fmt.Errorf("evaluating %s:\n%s", dir, Describe(err)))
+		msg := Describe(err)
+		if hints := shadowedImports(insts, err); len(hints) > 0 {
+			msg = strings.Join(hints, "\n") + "\n  CUE says:\n" + msg
+		}
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("evaluating %s:\n%s", dir, msg))
 	}
-	d := &Deployment{Dir: abs, ModulePath: modulePath(insts[0]), Root: vals[0], Catalog: vals[1], Context: cctx}
+	d := &Deployment{Dir: abs, ModulePath: modulePath(insts[0]), Root: vals[0], Catalog: vals[1], Context: cctx, RelaxedClosedness: opts.RelaxedClosedness, files: insts[0].Files}
 	if !d.Root.LookupPath(cue.ParsePath("releases")).Exists() {
 		return nil, fault.Validationf("%s: the root package declares no `releases`; declare `releases: [Name=string]: core.#ModuleRelease` and at least one release", dir)
 	}

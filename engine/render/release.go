@@ -44,4 +44,6 @@ type Release struct {
 	Resources      []manifest.Resource `json:"-"`
 	ManifestDigest string              `json:"manifestDigest"`
 	ChangeID       string              `json:"changeId"`
+	// Warnings are what the render wants a reviewer to know.
+	Warnings []string `json:"warnings,omitempty"`
 }

@@ -11,7 +11,9 @@
 package render
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,6 +25,7 @@ import (
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/suggest"
 	"github.com/opmodel/pipeline/engine/values"
 )
 
@@ -69,7 +72,7 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := prepare(d, opts)
+	p, err := prepare(ctx, d, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +89,7 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 		if err != nil {
 			return nil, err
 		}
-		return prepare(dw, opts)
+		return prepare(ctx, dw, opts)
 	}, func(ctx context.Context, pw *plan, i int) error {
 		r, err := pw.render(p.keys[i])
 		out[i] = r
@@ -101,7 +104,7 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 // FromDeployment renders releases of an already loaded deployment, one
 // after the other (d's CUE context is not safe for concurrent use).
 func FromDeployment(ctx context.Context, d *load.Deployment, opts Options) ([]*Release, error) {
-	p, err := prepare(d, opts)
+	p, err := prepare(ctx, d, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +114,7 @@ func FromDeployment(ctx context.Context, d *load.Deployment, opts Options) ([]*R
 // plan is what every release of one render shares: the selection, the
 // environment, values files and transformers, all in d's CUE context.
 type plan struct {
+	ctx          context.Context // for loading again (the blueprint workaround)
 	d            *load.Deployment
 	opts         Options
 	keys         []string
@@ -119,7 +123,7 @@ type plan struct {
 	transformers []transformer
 }
 
-func prepare(d *load.Deployment, opts Options) (*plan, error) {
+func prepare(ctx context.Context, d *load.Deployment, opts Options) (*plan, error) {
 	keys, err := selectReleases(d, opts.Releases)
 	if err != nil {
 		return nil, err
@@ -127,7 +131,7 @@ func prepare(d *load.Deployment, opts Options) (*plan, error) {
 	if len(opts.ValuesFiles) > 0 && len(keys) != 1 {
 		return nil, fault.Validationf("-f values files apply to exactly one release, but %d are selected (%s): add --release NAME", len(keys), strings.Join(keys, ", "))
 	}
-	p := &plan{d: d, opts: opts, keys: keys}
+	p := &plan{ctx: ctx, d: d, opts: opts, keys: keys}
 	if opts.Environment != "" {
 		if p.env, err = selectEnvironment(d, opts.Environment); err != nil {
 			return nil, err
@@ -167,7 +171,18 @@ func (p *plan) renderAll(ctx context.Context) ([]*Release, error) {
 	return out, nil
 }
 
+// render renders one release; one that fails only because of CUE v0.17's
+// blueprint closedness regression is rendered again with the workaround.
 func (p *plan) render(key string) (*Release, error) {
+	r, err := p.renderOnce(key)
+	var bre *blueprintRegressionError
+	if err != nil && errors.As(err, &bre) && !p.d.RelaxedClosedness {
+		return p.withBlueprintWorkaround(key, bre.bp)
+	}
+	return r, err
+}
+
+func (p *plan) renderOnce(key string) (*Release, error) {
 	var err error
 	rel := p.d.Root.LookupPath(cue.MakePath(cue.Str("releases"), cue.Str(key)))
 	if p.opts.Namespace != "" {
@@ -195,7 +210,7 @@ func selectReleases(d *load.Deployment, want []string) ([]string, error) {
 	var keys []string
 	for _, w := range want {
 		if !slices.Contains(all, w) {
-			return nil, fault.Validationf("release %q is not declared in %s; releases: %s", w, d.Dir, strings.Join(all, ", "))
+			return nil, fault.Validationf("release %q is not declared in %s; %sreleases: %s", w, d.Dir, hint(w, all), strings.Join(all, ", "))
 		}
 		if !slices.Contains(keys, w) {
 			keys = append(keys, w)
@@ -203,6 +218,14 @@ func selectReleases(d *load.Deployment, want []string) ([]string, error) {
 	}
 	slices.Sort(keys)
 	return keys, nil
+}
+
+// hint is "did you mean …?; " for a mistyped name, or "".
+func hint(name string, known []string) string {
+	if s := suggest.DidYouMean(name, known); s != "" {
+		return s + " "
+	}
+	return ""
 }
 
 func selectEnvironment(d *load.Deployment, name string) (cue.Value, error) {
@@ -213,13 +236,36 @@ func selectEnvironment(d *load.Deployment, name string) (cue.Value, error) {
 		if len(all) > 0 {
 			known = "environments: " + strings.Join(all, ", ")
 		}
-		return cue.Value{}, fault.Validationf("environment %q is not declared in %s; %s", name, d.Dir, known)
+		return cue.Value{}, fault.Validationf("environment %q is not declared in %s; %s%s", name, d.Dir, hint(name, all), known)
 	}
 	env := envs.LookupPath(cue.MakePath(cue.Str(name)))
 	if err := env.Validate(); err != nil {
 		return cue.Value{}, fault.Wrap(fault.Validation, fmt.Errorf("environment %q is invalid:\n%s", name, load.Describe(err)))
 	}
 	return env, nil
+}
+
+// declaredByUser reports whether v has a field, or is written somewhere
+// outside the embedded catalog (whose schemas declare it for everyone).
+func declaredByUser(v cue.Value) bool {
+	if names, _ := load.FieldNames(v); len(names) > 0 {
+		return true
+	}
+	op, conjuncts := v.Expr()
+	if op != cue.AndOp {
+		conjuncts = []cue.Value{v}
+	}
+	for _, c := range conjuncts {
+		if p := c.Pos(); p.IsValid() && !strings.HasPrefix(p.Filename(), load.EmbeddedRoot) {
+			return true
+		}
+	}
+	return false
+}
+
+// releasePos is where the user declared releases[key].
+func releasePos(d *load.Deployment, key string) string {
+	return cmp.Or(d.DeclPos("releases", key), "releases."+key)
 }
 
 func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, identityOnly bool) (*Release, error) {
@@ -230,7 +276,17 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 		where += fmt.Sprintf(" in environment %q", envName)
 	}
 	if err := rel.Validate(cue.Hidden(true)); err != nil {
+		if bp := detectBlueprintRegression(err, rel); bp != nil {
+			return nil, &blueprintRegressionError{bp: bp, err: fault.Wrap(fault.Validation,
+				fmt.Errorf("%s is invalid: %s\n%s", where, bp.hint(), describeRelease(err, rel, envName)))}
+		}
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s is invalid:\n%s", where, describeRelease(err, rel, envName)))
+	}
+	if !concrete(rel.LookupPath(pathModule).LookupPath(cue.ParsePath("metadata.name"))) {
+		return nil, fault.Validationf("%s (at %s) has no module: set #module to an imported module, e.g.\n"+
+			"      import %smod \"<your module path>/modules/%s\"\n"+
+			"      releases: %s: #module: %smod\n"+
+			"  (a module needs metadata.name, .version and .fqn: write it with core.#Module)", where, releasePos(d, key), key, key, key, key)
 	}
 	if !concrete(rel.LookupPath(cue.ParsePath("metadata.namespace"))) {
 		hint := "set metadata.namespace in the release, or render with --env and an environment that sets namespace"
@@ -263,6 +319,17 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	r.ValuesText = string(text)
 
 	module := rel.LookupPath(pathModule).FillPath(pathConfig, effective)
+	// A module that never declares #components is a mistake; one that
+	// declares `#components: {}` empties its releases on purpose (apply
+	// refuses that without --force).
+	if comps := module.LookupPath(pathComponents); !declaredByUser(comps) {
+		name, _ := module.LookupPath(cue.ParsePath("metadata.name")).String()
+		return nil, fault.Validationf("%s: module %q (%s) declares no #components, so it would render nothing; add one, e.g.\n"+
+			"      #components: web: {\n"+
+			"      \tcore.#Workload\n"+
+			"      \tspec: workload: {type: \"stateless\", container: image: \"nginx:1.27\"}\n"+
+			"      }", where, name, r.Module.Path)
+	}
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata")))}
 	if r.Resources, err = renderComponents(d.Context, module.LookupPath(pathComponents), rc, transformers, where); err != nil {
 		return nil, err
