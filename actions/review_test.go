@@ -330,3 +330,20 @@ func TestReviewMarkdownMatchesTheCLI(t *testing.T) {
 	assert.Assert(t, strings.HasPrefix(marker, "<!-- opm:pr-review:"))
 	assert.Equal(t, rest, string(md))
 }
+
+// A mistyped environment or release fails the step with the name the user
+// probably meant, as the CLI does: the suggestion comes from the pipeline.
+func TestReviewSuggestsTheNameMeant(t *testing.T) {
+	r := newRepo(t)
+	for input, want := range map[string]string{
+		"INPUT_ENVIRONMENTS": `environment "stagin" is declared neither in the head nor in the base; did you mean "staging"?`,
+		"INPUT_RELEASES":     `release "stagin" is declared neither in the head nor in the base; releases`,
+	} {
+		h := newHarness(t, r, "pull_request", "pull_request.json")
+		h.env[input] = "stagin"
+		assert.ErrorContains(t, h.run(), want)
+	}
+	h := newHarness(t, r, "pull_request", "pull_request.json")
+	h.env["INPUT_RELEASES"] = "blgo"
+	assert.ErrorContains(t, h.run(), `did you mean "blog"?`)
+}

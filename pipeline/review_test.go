@@ -240,7 +240,7 @@ func TestReviewMasksSecrets(t *testing.T) {
 func TestReviewReleaseOnlyOnOneSide(t *testing.T) {
 	base, head := reviewDirs(t, nil, func(dir string) {
 		// The head drops minecraft and adds blog2.
-		reviewEdit(t, dir, "releases.cue", "releases: minecraft: {", "releases: blog2: {\n\t#module: blogmodule\n\tvalues: {image: \"b:1\", apiImage: \"a:1\"}\n}\n\n_unused: {")
+		reviewEdit(t, dir, "releases.cue", "releases: minecraft: {", "releases: blog2: {\n\t#module: blogmod\n\tvalues: {image: \"b:1\", apiImage: \"a:1\"}\n}\n\n_unused: {")
 	})
 	cs := review(t, base, head, pipeline.ReviewOptions{Environments: []string{"staging"}})
 	var names []string
@@ -295,8 +295,8 @@ metadata: {
 #components: {}
 `), 0o644))
 		reviewEdit(t, dir, "releases.cue", "import (", "import (\n\temptymodule \"opmodel.dev/examples/modules/empty\"")
-		reviewEdit(t, dir, "releases.cue", "#module: blogmodule", "#module: emptymodule")
-		reviewAppend(t, dir, "releases.cue", "\n_keepImport: blogmodule.metadata.name\n")
+		reviewEdit(t, dir, "releases.cue", "#module: blogmod", "#module: emptymodule")
+		reviewAppend(t, dir, "releases.cue", "\n_keepImport: blogmod.metadata.name\n")
 	})
 	cs := review(t, base, head, pipeline.ReviewOptions{Environments: []string{"staging"}, Selection: pipeline.Selection{Releases: []string{"blog"}}})
 	blog := findRelease(t, cs, "blog", "staging")

@@ -36,6 +36,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/suggest"
 )
 
 // Selection is what the command line asked for.
@@ -208,18 +209,31 @@ func loadKubeconfig(sel Selection, env EnvCluster) (*clientcmdapi.Config, string
 	return cfg, source, rules, nil
 }
 
+// contextHint is "did you mean …? " for a mistyped context, or "".
+func contextHint(name string, cfg *clientcmdapi.Config) string {
+	names := make([]string, 0, len(cfg.Contexts))
+	for n := range cfg.Contexts {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if s := suggest.DidYouMean(name, names); s != "" {
+		return s + " "
+	}
+	return ""
+}
+
 // chooseContext applies the context half of the rule.
 func chooseContext(cfg *clientcmdapi.Config, source string, sel Selection, env EnvCluster) (string, error) {
 	switch {
 	case sel.Context != "":
 		if _, ok := cfg.Contexts[sel.Context]; !ok {
-			return "", fmt.Errorf("context %q (--context) is not in %s; contexts there: %s", sel.Context, source, contextList(cfg))
+			return "", fmt.Errorf("context %q (--context) is not in %s; %scontexts there: %s", sel.Context, source, contextHint(sel.Context, cfg), contextList(cfg))
 		}
 		return sel.Context, nil
 	case env.KubeContext != "":
 		if _, ok := cfg.Contexts[env.KubeContext]; !ok {
-			return "", fmt.Errorf("environment %q names kubeContext %q, which is not in %s; contexts there: %s",
-				env.Name, env.KubeContext, source, contextList(cfg))
+			return "", fmt.Errorf("environment %q names kubeContext %q, which is not in %s; %scontexts there: %s (point --kubeconfig or the environment's cluster.kubeConfig at the file that has it, or add it: kubectl config set-context %s --cluster … --user …)",
+				env.Name, env.KubeContext, source, contextHint(env.KubeContext, cfg), contextList(cfg), env.KubeContext)
 		}
 		return env.KubeContext, nil
 	case cfg.CurrentContext == "":

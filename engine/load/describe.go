@@ -67,3 +67,20 @@ func userPositions(all []token.Pos) []string {
 	}
 	return user
 }
+
+// describeLoad is Describe for the loader's errors, with what to do for
+// the ones a first session meets.
+func describeLoad(dir string, err error) string {
+	msg := Describe(err)
+	switch {
+	case strings.Contains(msg, "matched no packages") || strings.Contains(msg, "no CUE files"):
+		return msg + "\n  " + dir + " has cue.mod/ but no CUE file of a package in the directory itself: add one, e.g. deploy.cue with\n" +
+			"      package deploy\n" +
+			"      import core \"github.com/opmodel/pipeline/catalog@v0\"\n" +
+			"      environments: [Name=string]: core.#Environment & {metadata: name: Name}\n" +
+			"      releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}"
+	case strings.Contains(msg, "found packages"):
+		return msg + "\n  every CUE file directly in " + dir + " must declare the same package: rename the package clause of the stray file, or move the file into a directory of its own"
+	}
+	return msg
+}

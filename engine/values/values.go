@@ -53,7 +53,7 @@ func FromCUE(v cue.Value, source string) (*Set, error) {
 		return s, nil
 	}
 	if k := v.IncompleteKind(); k&cue.StructKind == 0 {
-		return nil, fmt.Errorf("%s: values must be a struct, got %v", source, k)
+		return nil, fmt.Errorf("%s: values must be a struct (a mapping of the module's #config fields, e.g. `replicas: 2`), got %v", source, k)
 	}
 	data, err := s.walk(v, nil, source)
 	if err != nil {
