@@ -331,7 +331,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 			"      }", where, name, r.Module.Path)
 	}
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata")))}
-	if r.Resources, err = renderComponents(d.Context, module.LookupPath(pathComponents), rc, transformers, where); err != nil {
+	if r.Resources, err = renderComponents(d.Context, module.LookupPath(pathComponents), rc, transformers, catalogOwners(d.Catalog), where); err != nil {
 		return nil, err
 	}
 	manifest.Sort(r.Resources)

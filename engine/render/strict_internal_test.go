@@ -1,0 +1,182 @@
+package render
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"cuelang.org/go/cue"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/load"
+)
+
+const strictModuleFile = `module: "test.example/strict@v0"
+language: version: "v0.12.0"
+deps: "github.com/opmodel/pipeline/catalog@v0": v: "v0.1.0"
+`
+
+// strictDeployment is a deployment with one component that embeds
+// core.#Workload and MIXIN and sets spec.FIELD to BODY; BODY starts on
+// line 12, so a mistake in its first line is reported there.
+const strictDeployment = `package deploy
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+environments: staging: core.#Environment & {metadata: name: "staging", namespace: "staging"}
+releases: app: core.#ModuleRelease & {metadata: name: "app", #module: {
+	core.#Module
+	metadata: {apiVersion: "test.example/strict/app@v0", name: "app", version: "0.1.0"}
+	#config: {}
+	#components: web: {
+		core.#Workload
+		MIXIN
+		spec: workload: {type: "stateless", container: image: "nginx:1.27"}
+		spec: FIELD: BODY
+	}
+}}
+`
+
+// strictLine is the line of `spec: FIELD: BODY` above.
+const strictLine = 14
+
+// TestEveryCatalogFieldMisspelledIsAnError is generated from the catalog's
+// own schemas: for every field a catalog mixin's spec declares, down to
+// two levels, the field misspelled by one edit is a validation error (exit
+// 2) naming the field path, the line that set it, and the field meant.
+func TestEveryCatalogFieldMisspelledIsAnError(t *testing.T) {
+	root := t.TempDir()
+	write := func(dir, name, content string) {
+		p := filepath.Join(dir, name)
+		assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		assert.NilError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	probe := filepath.Join(root, "probe")
+	write(probe, "cue.mod/module.cue", strictModuleFile)
+	write(probe, "deploy.cue", strings.NewReplacer("MIXIN", "", "FIELD", "workload", "BODY", "{}").Replace(strictDeployment))
+	d, err := load.Load(t.Context(), probe)
+	assert.NilError(t, err)
+
+	owners := catalogOwners(d.Catalog)
+	fields := make([]string, 0, len(owners))
+	for f := range owners {
+		fields = append(fields, f)
+	}
+	sort.Strings(fields)
+	assert.Assert(t, len(fields) >= 10, "the catalog's mixins: %v", owners)
+
+	cases := 0
+	for _, field := range fields {
+		mixin := owners[field]
+		schema := ownerSchema(t, d.Catalog, mixin, field)
+		for _, path := range schemaPaths(schema, nil, 3) {
+			wrong := misspell(path[len(path)-1], fieldNames(lookupSchema(schema, path[:len(path)-1])))
+			if wrong == "" {
+				continue
+			}
+			cases++
+			name := field + "." + strings.Join(path, ".")
+			t.Run(name, func(t *testing.T) {
+				body := "{" + strings.Join(quoteAll(append(slices.Clone(path[:len(path)-1]), wrong)), ": ") + ": 1}"
+				m := mixin
+				if m == "core.#Workload" {
+					m = ""
+				}
+				dir := filepath.Join(root, strings.ReplaceAll(name, "/", "_"))
+				write(dir, "cue.mod/module.cue", strictModuleFile)
+				write(dir, "deploy.cue", strings.NewReplacer("MIXIN", m, "FIELD", cue.Str(field).String(), "BODY", body).Replace(strictDeployment))
+				_, err := Render(t.Context(), Options{Dir: dir, Environment: "staging"})
+				assert.Assert(t, err != nil, "spec.%s.%s: %s accepted", field, strings.Join(path[:len(path)-1], "."), wrong)
+				assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
+				want := strings.Join(append([]string{"spec", field}, append(slices.Clone(path[:len(path)-1]), wrong)...), ".")
+				assert.Check(t, is.Contains(err.Error(), want+": field not allowed"))
+				assert.Check(t, is.Contains(err.Error(), fmt.Sprintf("deploy.cue:%d:", strictLine)))
+				assert.Check(t, is.Contains(err.Error(), fmt.Sprintf("%q", path[len(path)-1])), "suggests the field meant")
+			})
+		}
+	}
+	t.Logf("%d misspellings over %d spec fields", cases, len(fields))
+	assert.Assert(t, cases >= 50)
+}
+
+// ownerSchema is the schema the mixin gives spec.field.
+func ownerSchema(t *testing.T, catalog cue.Value, mixin, field string) cue.Value {
+	t.Helper()
+	v := catalog.LookupPath(cue.ParsePath(strings.TrimPrefix(mixin, "core.")))
+	ss := specSchemas(v)[field]
+	assert.Assert(t, len(ss) == 1, "%s declares spec.%s once", mixin, field)
+	return ss[0]
+}
+
+// schemaPaths lists the declared fields of a struct schema, and of its
+// struct-valued fields, down to depth levels. Pattern-constrained maps and
+// lists are not descended into.
+func schemaPaths(v cue.Value, prefix []string, depth int) [][]string {
+	if depth == 0 {
+		return nil
+	}
+	var out [][]string
+	seen := map[string]bool{}
+	for name, fv := range schemaFields(v) {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		p := append(slices.Clone(prefix), name)
+		out = append(out, p)
+		out = append(out, schemaPaths(fv, p, depth-1)...)
+	}
+	slices.SortFunc(out, func(a, b []string) int { return strings.Compare(strings.Join(a, "."), strings.Join(b, ".")) })
+	return out
+}
+
+// misspell drops one letter of name (the second to last, so it stays a
+// plausible identifier), or "" when that collides with a sibling.
+func misspell(name string, siblings []string) string {
+	if len(name) < 3 {
+		return ""
+	}
+	r := []rune(name)
+	wrong := string(append(slices.Clone(r[:len(r)-2]), r[len(r)-1]))
+	if slices.Contains(siblings, wrong) {
+		return ""
+	}
+	return wrong
+}
+
+// The mistakes new users made (issue 27), each an error at their line.
+func TestStrictComponentsCatchTheReportedMistakes(t *testing.T) {
+	for name, c := range map[string]struct{ mixin, field, body, want string }{
+		"tlsSecret for tlsSecretName": {"core.#Service\n\t\tcore.#Ingress", "ingress", `{host: "a.example", servicePort: 80, tlsSecret: "orders-tls"}`,
+			`spec.ingress.tlsSecret: field not allowed; did you mean "tlsSecretName"?`},
+		"envFrm for envFrom":       {"", "workload", `{container: envFrm: [{configMap: "x"}]}`, `spec.workload.container.envFrm: field not allowed; did you mean "envFrom"?`},
+		"replicaz for replicas":    {"", "workload", `{replicaz: 2}`, `spec.workload.replicaz: field not allowed; did you mean "replicas"?`},
+		"a field no one declares":  {"", "bogus", `1`, `spec.bogus: field not allowed: the component's definitions declare workload`},
+		"disruptionBudget alone":   {"", "disruptionBudget", `{minAvailable: 1}`, "add the line `core.#DisruptionBudget` to the component"},
+		"autoscaling alone":        {"", "autoscaling", `{maxReplicas: 3, cpu: 80}`, "add the line `core.#Autoscaling` to the component"},
+		"minAvaliable, misspelled": {"core.#DisruptionBudget", "disruptionBudget", `{minAvaliable: 1}`, `spec.disruptionBudget.minAvaliable: field not allowed`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			assert.NilError(t, os.MkdirAll(filepath.Join(dir, "cue.mod"), 0o755))
+			assert.NilError(t, os.WriteFile(filepath.Join(dir, "cue.mod/module.cue"), []byte(strictModuleFile), 0o644))
+			src := strings.NewReplacer("MIXIN", c.mixin, "FIELD", c.field, "BODY", c.body).Replace(strictDeployment)
+			assert.NilError(t, os.WriteFile(filepath.Join(dir, "deploy.cue"), []byte(src), 0o644))
+			_, err := Render(t.Context(), Options{Dir: dir, Environment: "staging"})
+			assert.Assert(t, err != nil, "accepted")
+			assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
+			assert.Check(t, is.Contains(err.Error(), c.want))
+			line := strictLine
+			if strings.Contains(c.mixin, "\n") {
+				line++
+			}
+			assert.Check(t, is.Contains(err.Error(), fmt.Sprintf("deploy.cue:%d:", line)))
+		})
+	}
+}
