@@ -168,3 +168,16 @@ func copyTree(t *testing.T, from, to string) {
 	t.Helper()
 	assert.NilError(t, os.CopyFS(to, os.DirFS(from)))
 }
+
+// A values file's typo points at the file's own line and suggests the
+// #config field meant; nothing points at the engine's merged values.
+func TestValuesTypoPointsAtTheValuesFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "deploy")
+	copyTree(t, "../../examples", dir)
+	write(t, dir, "prod.yaml", "image: ghcr.io/example/blog:2\nreplicaz: 2\n")
+	code, _, errOut := runOpm(t, "render", dir, "--env", "staging", "-r", "blog", "-f", filepath.Join(dir, "prod.yaml"))
+	assert.Equal(t, code, 2, errOut)
+	assert.Check(t, is.Contains(errOut, `values.replicaz (set by file "`+filepath.Join(dir, "prod.yaml")+`"; did you mean "replicas"?): field not allowed`))
+	assert.Check(t, is.Contains(errOut, filepath.Join(dir, "prod.yaml")+":2:1"))
+	assert.Check(t, !strings.Contains(errOut, "merged-values"), "%s", errOut)
+}

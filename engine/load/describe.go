@@ -44,11 +44,16 @@ func DescribeWith(err error, rewrite func(path []string) (string, []token.Pos)) 
 	return b.String()
 }
 
+// SyntheticFile names CUE the engine compiles itself (the merged values):
+// its positions mean nothing to a user, who is shown where each value was
+// set instead.
+const SyntheticFile = "opm:merged-values.json"
+
 func userPositions(all []token.Pos) []string {
 	var user, catalog []string
 	seen := map[string]bool{}
 	for _, p := range all {
-		if !p.IsValid() {
+		if !p.IsValid() || p.Filename() == SyntheticFile {
 			continue
 		}
 		s := p.String()

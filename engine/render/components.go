@@ -288,7 +288,7 @@ func contextData(rc releaseContext) (plain, folded, env map[string]any, err erro
 // transformer in one step: every FillPath re-evaluates the value it fills,
 // so filling piecewise into each transformer made rendering several times
 // slower.
-func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, owners map[string]string, where string) ([]manifest.Resource, error) {
+func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, owners map[string]string, catalog cue.Value, where string) ([]manifest.Resource, error) {
 	names, err := load.FieldNames(comps)
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: reading components:\n%s", where, load.Describe(err)))
@@ -314,7 +314,7 @@ func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, tra
 	for _, name := range names {
 		compWhere := fmt.Sprintf("%s, component %q", where, name)
 		cv := comps.LookupPath(cue.MakePath(cue.Str(name)))
-		if problems := checkSpec(cv, owners); len(problems) > 0 {
+		if problems := checkSpec(cv, owners, catalog); len(problems) > 0 {
 			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: the spec sets what its definitions do not declare:\n%s", compWhere, describeSpecProblems(name, problems)))
 		}
 		if err := cv.Validate(cue.Concrete(true)); err != nil {

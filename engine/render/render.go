@@ -331,7 +331,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 			"      }", where, name, r.Module.Path)
 	}
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata")))}
-	if r.Resources, err = renderComponents(d.Context, module.LookupPath(pathComponents), rc, transformers, catalogOwners(d.Catalog), where); err != nil {
+	if r.Resources, err = renderComponents(d.Context, module.LookupPath(pathComponents), rc, transformers, catalogOwners(d.Catalog), d.Catalog, where); err != nil {
 		return nil, err
 	}
 	manifest.Sort(r.Resources)
@@ -374,26 +374,33 @@ func effectiveValues(d *load.Deployment, rel cue.Value, where, key, envName stri
 	if err != nil {
 		return cue.Value{}, fmt.Errorf("%s: encoding merged values: %w", where, err)
 	}
-	merged := d.Context.CompileBytes(data, cue.Filename("merged-values.json"))
+	merged := d.Context.CompileBytes(data, cue.Filename(load.SyntheticFile))
 	effective := rel.LookupPath(pathModule).LookupPath(pathConfig).Unify(merged)
 	if err := effective.Validate(cue.Concrete(true), cue.Final()); err != nil {
-		return cue.Value{}, fault.Wrap(fault.Validation, fmt.Errorf("%s: the merged values (release < environment < -f files) do not satisfy the module's #config:\n%s", where, describeValues(err, set)))
+		return cue.Value{}, fault.Wrap(fault.Validation, fmt.Errorf("%s: the merged values (release < environment < -f files) do not satisfy the module's #config:\n%s", where, describeValues(err, set, rel.LookupPath(pathModule).LookupPath(pathConfig))))
 	}
 	return effective, nil
 }
 
 // describeValues names value paths as users write them (values.x.y) and
 // says which source set each offending value and where.
-func describeValues(err error, set *values.Set) string {
+func describeValues(err error, set *values.Set, config cue.Value) string {
 	return load.DescribeWith(err, func(path []string) (string, []token.Pos) {
 		p := valuePath(path)
 		if p == "" {
 			return "", nil
 		}
-		if o, ok := set.Origin(p); ok {
-			return fmt.Sprintf("values.%s (set by %s)", p, o.Source), []token.Pos{o.Pos}
+		// A field #config does not declare: the names it does, nearest first.
+		hint := ""
+		if labels := strings.Split(p, "."); len(labels) > 0 {
+			if s := suggest.DidYouMean(labels[len(labels)-1], fieldNames(lookupSchema(config, labels[:len(labels)-1], cue.Value{}), cue.Value{})); s != "" {
+				hint = "; " + s
+			}
 		}
-		return "values." + p, nil
+		if o, ok := set.Origin(p); ok {
+			return fmt.Sprintf("values.%s (set by %s%s)", p, o.Source, hint), []token.Pos{o.Pos}
+		}
+		return "values." + p + hint, nil
 	})
 }
 

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strconv"
 	"slices"
 	"strings"
 
@@ -61,7 +62,7 @@ type specProblem struct {
 // checkSpec returns the mistakes in comp's spec. owners maps a spec field
 // to the catalog definition a component embeds to get it (for "add
 // core.#DisruptionBudget").
-func checkSpec(comp cue.Value, owners map[string]string) []specProblem {
+func checkSpec(comp cue.Value, owners map[string]string, scope cue.Value) []specProblem {
 	spec := comp.LookupPath(cue.ParsePath("spec"))
 	fields, err := spec.Fields()
 	if err != nil {
@@ -89,7 +90,7 @@ func checkSpec(comp cue.Value, owners map[string]string) []specProblem {
 			continue
 		}
 		for _, schema := range ss {
-			out = append(out, checkAgainst(schema, v, "spec."+name)...)
+			out = append(out, checkAgainst(schema, v, scope, "spec."+name)...)
 		}
 	}
 	return out
@@ -98,7 +99,7 @@ func checkSpec(comp cue.Value, owners map[string]string) []specProblem {
 // checkAgainst unifies the component's value with the definition's closed
 // schema; CUE then refuses fields the schema does not declare, at any
 // depth.
-func checkAgainst(schema, v cue.Value, prefix string) []specProblem {
+func checkAgainst(schema, v, scope cue.Value, prefix string) []specProblem {
 	err := schema.Unify(v).Validate()
 	if err == nil {
 		return nil
@@ -117,7 +118,7 @@ func checkAgainst(schema, v cue.Value, prefix string) []specProblem {
 		seen[path] = true
 		msg := "field not allowed"
 		if len(rel) > 0 {
-			names := fieldNames(lookupSchema(schema, rel[:len(rel)-1]))
+			names := fieldNames(lookupSchema(schema, rel[:len(rel)-1], scope), scope)
 			if s := suggest.DidYouMean(rel[len(rel)-1], names); s != "" {
 				msg += "; " + s
 			} else if len(names) > 0 {
@@ -152,8 +153,11 @@ func relativePath(path []string, field string, values ...cue.Value) []string {
 
 // schemaFields iterates a struct schema's fields, optional and required
 // ones too, and those of every form of a disjunction.
-func schemaFields(v cue.Value) func(yield func(string, cue.Value) bool) {
+func schemaFields(v, scope cue.Value) func(yield func(string, cue.Value) bool) {
 	return func(yield func(string, cue.Value) bool) {
+		if !v.Exists() {
+			return
+		}
 		if it, err := v.Fields(cue.Optional(true)); err == nil {
 			for it.Next() {
 				if !yield(it.Selector().Unquoted(), it.Value()) {
@@ -165,16 +169,17 @@ func schemaFields(v cue.Value) func(yield func(string, cue.Value) bool) {
 		switch op, args := v.Expr(); {
 		case op == cue.OrOp || op == cue.AndOp:
 			for _, a := range args {
-				for n, fv := range schemaFields(a) {
+				for n, fv := range schemaFields(a, scope) {
 					if !yield(n, fv) {
 						return
 					}
 				}
 			}
 		case op == cue.SelectorOp && len(args) == 2:
-			// A reference such as catalog.#DisruptionBudgetSchema: follow it.
-			if label, err := args[1].String(); err == nil {
-				for n, fv := range schemaFields(args[0].LookupPath(cue.ParsePath(label))) {
+			// A reference to a definition (#EnvFromSchema): CUE does not
+			// say in which package, so it is looked up in scope (the catalog).
+			if label, err := args[1].String(); err == nil && strings.HasPrefix(label, "#") && scope.Exists() {
+				for n, fv := range schemaFields(scope.LookupPath(cue.ParsePath(label)), scope) {
 					if !yield(n, fv) {
 						return
 					}
@@ -186,13 +191,21 @@ func schemaFields(v cue.Value) func(yield func(string, cue.Value) bool) {
 
 // lookupSchema follows labels through a schema's fields, optional and
 // required ones included (LookupPath finds regular fields only).
-func lookupSchema(v cue.Value, labels []string) cue.Value {
+func lookupSchema(v cue.Value, labels []string, scope cue.Value) cue.Value {
 	for _, l := range labels {
 		next := cue.Value{}
-		for name, fv := range schemaFields(v) {
+		for name, fv := range schemaFields(v, scope) {
 			if name == l {
 				next = fv
 				break
+			}
+		}
+		if !next.Exists() {
+			// A list element or an entry of a map: the element's schema.
+			if _, err := strconv.Atoi(l); err == nil {
+				next = v.LookupPath(cue.MakePath(cue.AnyIndex))
+			} else {
+				next = v.LookupPath(cue.MakePath(cue.AnyString))
 			}
 		}
 		if !next.Exists() {
@@ -213,9 +226,9 @@ func quoteAll(labels []string) []string {
 
 // fieldNames lists a schema struct's declared fields, optional ones too;
 // for a disjunction of structs, the fields of every form.
-func fieldNames(v cue.Value) []string {
+func fieldNames(v, scope cue.Value) []string {
 	var names []string
-	for n := range schemaFields(v) {
+	for n := range schemaFields(v, scope) {
 		if !slices.Contains(names, n) {
 			names = append(names, n)
 		}

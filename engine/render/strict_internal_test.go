@@ -75,8 +75,8 @@ func TestEveryCatalogFieldMisspelledIsAnError(t *testing.T) {
 	for _, field := range fields {
 		mixin := owners[field]
 		schema := ownerSchema(t, d.Catalog, mixin, field)
-		for _, path := range schemaPaths(schema, nil, 3) {
-			wrong := misspell(path[len(path)-1], fieldNames(lookupSchema(schema, path[:len(path)-1])))
+		for _, path := range schemaPaths(schema, d.Catalog, nil, 3) {
+			wrong := misspell(path[len(path)-1], fieldNames(lookupSchema(schema, path[:len(path)-1], d.Catalog), d.Catalog))
 			if wrong == "" {
 				continue
 			}
@@ -117,20 +117,20 @@ func ownerSchema(t *testing.T, catalog cue.Value, mixin, field string) cue.Value
 // schemaPaths lists the declared fields of a struct schema, and of its
 // struct-valued fields, down to depth levels. Pattern-constrained maps and
 // lists are not descended into.
-func schemaPaths(v cue.Value, prefix []string, depth int) [][]string {
+func schemaPaths(v, scope cue.Value, prefix []string, depth int) [][]string {
 	if depth == 0 {
 		return nil
 	}
 	var out [][]string
 	seen := map[string]bool{}
-	for name, fv := range schemaFields(v) {
+	for name, fv := range schemaFields(v, scope) {
 		if seen[name] {
 			continue
 		}
 		seen[name] = true
 		p := append(slices.Clone(prefix), name)
 		out = append(out, p)
-		out = append(out, schemaPaths(fv, p, depth-1)...)
+		out = append(out, schemaPaths(fv, scope, p, depth-1)...)
 	}
 	slices.SortFunc(out, func(a, b []string) int { return strings.Compare(strings.Join(a, "."), strings.Join(b, ".")) })
 	return out
@@ -155,12 +155,14 @@ func TestStrictComponentsCatchTheReportedMistakes(t *testing.T) {
 	for name, c := range map[string]struct{ mixin, field, body, want string }{
 		"tlsSecret for tlsSecretName": {"core.#Service\n\t\tcore.#Ingress", "ingress", `{host: "a.example", servicePort: 80, tlsSecret: "orders-tls"}`,
 			`spec.ingress.tlsSecret: field not allowed; did you mean "tlsSecretName"?`},
-		"envFrm for envFrom":       {"", "workload", `{container: envFrm: [{configMap: "x"}]}`, `spec.workload.container.envFrm: field not allowed; did you mean "envFrom"?`},
+		"envFrm for envFrom": {"", "workload", `{container: envFrm: [{configMap: "x"}]}`, `spec.workload.container.envFrm: field not allowed; did you mean "envFrom"?`},
+		"Kubernetes-style envFrom": {"", "workload", `{container: envFrom: [{configMapRef: name: "x"}]}`,
+			"spec.workload.container.envFrom.0.configMapRef: field not allowed; allowed: configMap, optional, prefix, secret"},
 		"replicaz for replicas":    {"", "workload", `{replicaz: 2}`, `spec.workload.replicaz: field not allowed; did you mean "replicas"?`},
 		"a field no one declares":  {"", "bogus", `1`, `spec.bogus: field not allowed: the component's definitions declare workload`},
 		"disruptionBudget alone":   {"", "disruptionBudget", `{minAvailable: 1}`, "add the line `core.#DisruptionBudget` to the component"},
 		"autoscaling alone":        {"", "autoscaling", `{maxReplicas: 3, cpu: 80}`, "add the line `core.#Autoscaling` to the component"},
-		"minAvaliable, misspelled": {"core.#DisruptionBudget", "disruptionBudget", `{minAvaliable: 1}`, `spec.disruptionBudget.minAvaliable: field not allowed`},
+		"minAvaliable, misspelled": {"core.#DisruptionBudget", "disruptionBudget", `{minAvaliable: 1}`, `spec.disruptionBudget.minAvaliable: field not allowed; did you mean "minAvailable"?`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
