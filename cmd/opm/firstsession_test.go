@@ -181,3 +181,15 @@ func TestValuesTypoPointsAtTheValuesFile(t *testing.T) {
 	assert.Check(t, is.Contains(errOut, filepath.Join(dir, "prod.yaml")+":2:1"))
 	assert.Check(t, !strings.Contains(errOut, "merged-values"), "%s", errOut)
 }
+
+// A team provider's resource is as strict as the catalog's: a misspelled
+// field of its #spec is an error at the module's line, with the name meant.
+func TestTeamProviderSpecIsStrict(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shop")
+	copyTree(t, "../../examples/shop", dir)
+	edit(t, dir, "modules/shop/shop.cue", `secretName: "frontend-tls"`, `secretNam: "frontend-tls"`)
+	code, _, errOut := runOpm(t, "render", dir, "--env", "staging")
+	assert.Equal(t, code, 2, errOut)
+	assert.Check(t, is.Contains(errOut, `spec.tls.secretNam: field not allowed; did you mean "secretName"?`))
+	assert.Check(t, is.Contains(errOut, filepath.Join(dir, "modules/shop/shop.cue")+":114:"))
+}

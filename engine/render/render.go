@@ -331,9 +331,18 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 			"      }", where, name, r.Module.Path)
 	}
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata")))}
-	if r.Resources, err = renderComponents(d.Context, module.LookupPath(pathComponents), rc, transformers, catalogOwners(d.Catalog), d.Catalog, where); err != nil {
+	comps := module.LookupPath(pathComponents)
+	if r.Resources, err = renderComponents(d.Context, comps, rc, transformers, catalogOwners(d.Catalog), d.Catalog, where); err != nil {
 		return nil, err
 	}
+	names, _ := load.FieldNames(comps)
+	broken, warnings := checkReferences(comps, names)
+	for _, n := range names {
+		if p := broken[n]; len(p) > 0 {
+			return nil, fault.Validationf("%s, component %q: a reference points nowhere:\n%s", where, n, describeSpecProblems(n, p))
+		}
+	}
+	r.Warnings = append(r.Warnings, warnings...)
 	manifest.Sort(r.Resources)
 	if r.ManifestDigest, err = manifest.Digest(r.Resources); err != nil {
 		return nil, err

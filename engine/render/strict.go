@@ -2,8 +2,8 @@ package render
 
 import (
 	"fmt"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"

@@ -182,3 +182,144 @@ func TestStrictComponentsCatchTheReportedMistakes(t *testing.T) {
 		})
 	}
 }
+
+// refsDeployment has two components, web and api; EDIT is spliced into web.
+const refsDeployment = `package deploy
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+environments: staging: core.#Environment & {metadata: name: "staging", namespace: "staging"}
+releases: app: core.#ModuleRelease & {metadata: name: "app", #module: {
+	core.#Module
+	metadata: {apiVersion: "test.example/strict/app@v0", name: "app", version: "0.1.0"}
+	#config: {}
+	#components: web: {
+		core.#Workload
+		core.#Service
+		core.#Ingress
+		core.#NetworkPolicy
+		spec: workload: {type: "stateless", container: {image: "nginx:1.27", ports: http: containerPort: 8080}}
+		spec: service: ports: web: {port: 80, targetPort: "http"}
+		spec: ingress: {host: "web.example.com", servicePort: PORT}
+		EDIT
+	}
+	#components: api: {
+		core.#Workload
+		core.#ServiceAccount
+		spec: workload: {type: "stateless", container: image: "api:1"}
+		spec: serviceAccount: {}
+	}
+}}
+`
+
+// refsLine is the line of EDIT above.
+const refsLine = 18
+
+// refsFile writes refsDeployment with edit and the Ingress's servicePort.
+func refsFile(t *testing.T, edit, port string) string {
+	t.Helper()
+	dir := t.TempDir()
+	assert.NilError(t, os.MkdirAll(filepath.Join(dir, "cue.mod"), 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "cue.mod/module.cue"), []byte(strictModuleFile), 0o644))
+	src := strings.NewReplacer("EDIT", edit, "PORT", port).Replace(refsDeployment)
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "deploy.cue"), []byte(src), 0o644))
+	return dir
+}
+
+// A reference that points nowhere inside the release is an error at the
+// line that made it, with the name meant; one that may point outside it
+// is a warning.
+func TestReferencesAreChecked(t *testing.T) {
+	for name, c := range map[string]struct{ edit, port, want string }{
+		"networkPolicy to a component that does not exist": {`spec: networkPolicy: ingress: [{components: ["apy"]}]`, "80",
+			`spec.networkPolicy.ingress.0.components.0: no component "apy" in this release, so the rule admits nothing; did you mean "api"?`},
+		"probe on a port name no container has": {`spec: workload: container: probes: readiness: http: port: "htp"`, "80",
+			`spec.workload.container.probes.readiness.http.port: no container port named "htp"; did you mean "http"?`},
+		"Service targetPort name": {`spec: service: ports: admin: {port: 81, targetPort: "admn"}`, "80",
+			`spec.service.ports.admin.targetPort: no container port named "admn"`},
+		"Ingress servicePort the Service does not have": {"", "8080",
+			`spec.ingress.servicePort: the Service has no port 8080; its ports: 80`},
+		"volumeMount of an undeclared volume": {`spec: workload: {volumes: data: emptyDir: {}, container: volumeMounts: dat: mountPath: "/data"}`, "80",
+			`spec.workload.container.volumeMounts.dat: mounts volume "dat", which spec.workload.volumes does not declare; did you mean "data"?`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Render(t.Context(), Options{Dir: refsFile(t, c.edit, c.port), Environment: "staging"})
+			assert.Assert(t, err != nil, "accepted")
+			assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
+			assert.Check(t, is.Contains(err.Error(), c.want))
+			line := refsLine
+			if c.edit == "" {
+				line = refsLine - 1
+			}
+			assert.Check(t, is.Contains(err.Error(), fmt.Sprintf("deploy.cue:%d:", line)))
+		})
+	}
+
+	t.Run("serviceAccountName outside the release is a warning", func(t *testing.T) {
+		rels, err := Render(t.Context(), Options{Dir: refsFile(t, "spec: workload: serviceAccountName: \"apii\"\n\t\tspec: networkPolicy: ingress: [{namespaces: [\"x\"]}]", "80"), Environment: "staging"})
+		assert.NilError(t, err)
+		assert.Equal(t, len(rels[0].Warnings), 1)
+		assert.Check(t, is.Contains(rels[0].Warnings[0], `component web: spec.workload.serviceAccountName "apii" is no ServiceAccount of this release (api)`))
+		assert.Check(t, is.Contains(rels[0].Warnings[0], `did you mean "api"?`))
+	})
+
+	t.Run("the untouched release renders", func(t *testing.T) {
+		rels, err := Render(t.Context(), Options{Dir: refsFile(t, `spec: networkPolicy: ingress: [{components: ["api"]}, {namespaces: ["ingress-nginx"]}]`, "80"), Environment: "staging"})
+		assert.NilError(t, err)
+		assert.Equal(t, len(rels[0].Warnings), 0, "%v", rels[0].Warnings)
+	})
+}
+
+// Settings that render and apply but defeat each other: warnings in the
+// render (and so in review, the pull-request comment and apply), and the
+// ServiceAccount default that makes rbac rules usable.
+func TestCoherenceWarningsAndDefaults(t *testing.T) {
+	render := func(t *testing.T, edit string) *Release {
+		t.Helper()
+		rels, err := Render(t.Context(), Options{Dir: refsFile(t, edit, "80"), Environment: "staging"})
+		assert.NilError(t, err)
+		return rels[0]
+	}
+	account := func(r *Release, name string) any {
+		for _, res := range r.Resources {
+			if res.Object.GetKind() == "ServiceAccount" && res.Object.GetName() == name {
+				return res.Object.Object["automountServiceAccountToken"]
+			}
+		}
+		return "missing"
+	}
+	t.Run("an Ingress behind a policy that admits only components", func(t *testing.T) {
+		r := render(t, `spec: networkPolicy: ingress: [{components: ["api"]}]`)
+		assert.Equal(t, len(r.Warnings), 1, "%v", r.Warnings)
+		assert.Check(t, is.Contains(r.Warnings[0], "the ingress controller cannot reach it: add a rule {namespaces:"))
+		r = render(t, `spec: networkPolicy: ingress: [{components: ["api"]}, {namespaces: ["ingress-nginx"]}]`)
+		assert.Equal(t, len(r.Warnings), 0, "%v", r.Warnings)
+	})
+	t.Run("minAvailable not below replicas", func(t *testing.T) {
+		r := render(t, "core.#DisruptionBudget\n\t\tspec: networkPolicy: ingress: [{namespaces: [\"x\"]}]\n\t\tspec: workload: replicas: 2\n\t\tspec: disruptionBudget: minAvailable: 2")
+		assert.Equal(t, len(r.Warnings), 1, "%v", r.Warnings)
+		assert.Check(t, is.Contains(r.Warnings[0], "minAvailable 2 is not below its 2 replica(s)"))
+	})
+	t.Run("a ServiceAccount with rbac rules mounts its token", func(t *testing.T) {
+		r := render(t, "spec: networkPolicy: ingress: [{namespaces: [\"x\"]}]")
+		assert.Equal(t, account(r, "api"), false, "no rbac: no token")
+		// api with rules: the token is mounted, unless said otherwise (a warning).
+		dir := refsFile(t, "spec: networkPolicy: ingress: [{namespaces: [\"x\"]}]", "80")
+		src, err := os.ReadFile(filepath.Join(dir, "deploy.cue"))
+		assert.NilError(t, err)
+		withRBAC := strings.Replace(string(src), "\t\tspec: serviceAccount: {}", "\t\tcore.#RBAC\n\t\tspec: serviceAccount: {}\n\t\tspec: rbac: rules: [{resources: [\"configmaps\"], verbs: [\"get\"]}]", 1)
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, "deploy.cue"), []byte(withRBAC), 0o644))
+		rels, err := Render(t.Context(), Options{Dir: dir, Environment: "staging"})
+		assert.NilError(t, err)
+		assert.Equal(t, account(rels[0], "api"), true)
+		assert.Equal(t, len(rels[0].Warnings), 0, "%v", rels[0].Warnings)
+
+		off := strings.Replace(withRBAC, "spec: serviceAccount: {}", "spec: serviceAccount: automountToken: false", 1)
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, "deploy.cue"), []byte(off), 0o644))
+		rels, err = Render(t.Context(), Options{Dir: dir, Environment: "staging"})
+		assert.NilError(t, err)
+		assert.Equal(t, account(rels[0], "api"), false)
+		assert.Equal(t, len(rels[0].Warnings), 1, "%v", rels[0].Warnings)
+		assert.Check(t, is.Contains(rels[0].Warnings[0], "cannot use them"))
+	})
+}
