@@ -35,7 +35,7 @@ func entryBytes(t *testing.T, withApplied bool) float64 {
 }
 
 // The record adds a bounded number of bytes to the newest change only; the
-// figures are the README's (how many objects fit at a given --max-history).
+// figures are docs/cli-guide.md's (how many objects fit at a given --max-history).
 func TestAppliedRecordSize(t *testing.T) {
 	plain, applied := entryBytes(t, false), entryBytes(t, true)
 	t.Logf("bytes per entry: %.0f without the applied record, %.0f with it", plain, applied)

@@ -16,15 +16,26 @@ type call struct {
 	words []string
 }
 
-// checkCallsInRepo checks every `dagger call` of README.md and
-// .github/workflows/*.yml against the module's real API.
+// checkCallsInRepo checks every `dagger call` of the top-level Markdown,
+// docs/*.md and .github/workflows/*.yml against the module's real API.
 func checkCallsInRepo(repo string, a *api) ([]string, error) {
 	var calls []call
-	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	top, err := filepath.Glob(filepath.Join(repo, "*.md"))
 	if err != nil {
 		return nil, err
 	}
-	calls = append(calls, markdownCalls("README.md", string(readme))...)
+	docs, err := filepath.Glob(filepath.Join(repo, "docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range append(top, docs...) {
+		md, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		rel, _ := filepath.Rel(repo, p)
+		calls = append(calls, markdownCalls(rel, string(md))...)
+	}
 	workflows, err := filepath.Glob(filepath.Join(repo, ".github", "workflows", "*.y*ml"))
 	if err != nil {
 		return nil, err

@@ -7,7 +7,7 @@
 // schema, then builds and vets the result as the engine would. It also
 // checks that the module's go.mod/go.sum are what codegen leaves, that no
 // module in the build needs a newer Go than the engine has, and that every
-// `dagger call` in README.md and .github/workflows names functions and
+// `dagger call` in the Markdown (README, docs/) and .github/workflows names functions and
 // flags the module really has.
 //
 // `make test` runs it (target daggercheck); it needs the Go module proxy the
