@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 // apply runs apply mode: pipeline.Apply per environment, the log grouped
@@ -106,7 +107,7 @@ func (r *runner) logApplied(res *pipeline.ApplyResult) {
 		return
 	}
 	for _, ar := range res.Releases {
-		r.infof("%s", ar.Summary())
+		r.infof("%s", report.AppliedLine(ar))
 		for _, w := range ar.Warnings {
 			r.action.Warningf("%s: %s", releaseKey(ar.Name, ar.Environment), r.red.text(w))
 		}

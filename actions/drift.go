@@ -9,6 +9,7 @@ import (
 	"github.com/opmodel/pipeline/actions/comment"
 	"github.com/opmodel/pipeline/actions/driftissue"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 // drift runs drift mode, for scheduled workflows: diff every selected
@@ -42,10 +43,10 @@ func (r *runner) drift(ctx context.Context) error {
 		}
 		inSync = inSync && e.Status == pipeline.InSync
 	}
-	mdOpts := pipeline.MarkdownOptions{Title: "opm drift", BaseLabel: "live", HeadLabel: "repository", Intro: pipeline.DriftMarkdown(envs)}
-	sumOpts := pipeline.ReportMarkdownOptions(r.info.Footer())
+	mdOpts := report.MarkdownOptions{Title: "opm drift", BaseLabel: "live", HeadLabel: "repository", Intro: report.DriftMarkdown(envs)}
+	sumOpts := report.ReportMarkdownOptions(r.info.Footer())
 	sumOpts.Title, sumOpts.BaseLabel, sumOpts.HeadLabel, sumOpts.Intro = mdOpts.Title, mdOpts.BaseLabel, mdOpts.HeadLabel, mdOpts.Intro
-	r.addSummary(cs.Markdown(sumOpts))
+	r.addSummary(report.Markdown(cs, sumOpts))
 
 	issueURL, err := r.driftIssue(ctx, cs, mdOpts, envs, inSync)
 	if err != nil {
@@ -68,7 +69,7 @@ func (r *runner) drift(ctx context.Context) error {
 
 // driftIssue opens, updates or closes the repository's drift issue and
 // returns its URL ("" when there is none, or no token may write it).
-func (r *runner) driftIssue(ctx context.Context, cs *pipeline.ChangeSet, mdOpts pipeline.MarkdownOptions, envs []pipeline.EnvironmentDrift, inSync bool) (string, error) {
+func (r *runner) driftIssue(ctx context.Context, cs *pipeline.ChangeSet, mdOpts report.MarkdownOptions, envs []pipeline.EnvironmentDrift, inSync bool) (string, error) {
 	if !r.cfg.issue {
 		return "", nil
 	}
@@ -92,7 +93,7 @@ func (r *runner) driftIssue(ctx context.Context, cs *pipeline.ChangeSet, mdOpts 
 	rep := driftissue.Report{
 		Drifted: !inSync,
 		Title:   fmt.Sprintf("opm drift in %s: %s", r.cfg.path, strings.Join(names, ", ")),
-		Body:    r.red.text(cs.Markdown(mdOpts)),
+		Body:    r.red.text(report.Markdown(cs, mdOpts)),
 		ClosingComment: r.red.text(fmt.Sprintf("✅ Every environment matches the repository again (%d objects compared). %s\n\n%s",
 			cs.Counts.Unchanged, r.runURL(), r.info.Footer())),
 	}

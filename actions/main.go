@@ -29,7 +29,7 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/opmodel/pipeline/buildinfo"
-	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 func main() {
@@ -272,7 +272,7 @@ func (r *runner) setOutput(name, value string) {
 
 // summaryLimit keeps the step summary under GitHub's 1 MiB per step,
 // with room for the runner's own framing.
-const summaryLimit = pipeline.SummaryMarkdownLimit
+const summaryLimit = report.SummaryMarkdownLimit
 
 // addSummary appends to the job summary when the step has one.
 func (r *runner) addSummary(md string) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/opmodel/pipeline/actions/comment"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 // review runs review mode: the change set, the job summary, the sticky
@@ -18,13 +19,13 @@ func (r *runner) review(ctx context.Context) error {
 	var (
 		cs     *pipeline.ChangeSet
 		err    error
-		mdOpts pipeline.MarkdownOptions
+		mdOpts report.MarkdownOptions
 	)
 	if len(r.cfg.kubeconfig) > 0 {
-		mdOpts = pipeline.MarkdownOptions{Title: "opm diff", BaseLabel: "live", HeadLabel: "render"}
+		mdOpts = report.MarkdownOptions{Title: "opm diff", BaseLabel: "live", HeadLabel: "render"}
 		cs, err = r.clusterDiff(ctx)
 	} else {
-		mdOpts = pipeline.MarkdownOptions{Title: "opm review"}
+		mdOpts = report.MarkdownOptions{Title: "opm review"}
 		cs, err = r.gitReview(ctx)
 	}
 	if err != nil {
@@ -32,9 +33,9 @@ func (r *runner) review(ctx context.Context) error {
 	}
 	r.logChangeSet(cs)
 
-	sumOpts := pipeline.ReportMarkdownOptions(r.info.Footer())
+	sumOpts := report.ReportMarkdownOptions(r.info.Footer())
 	sumOpts.Title, sumOpts.BaseLabel, sumOpts.HeadLabel = mdOpts.Title, mdOpts.BaseLabel, mdOpts.HeadLabel
-	r.addSummary(cs.Markdown(sumOpts))
+	r.addSummary(report.Markdown(cs, sumOpts))
 
 	commentURL, err := r.comment(ctx, cs, mdOpts)
 	if err != nil {
@@ -57,7 +58,7 @@ func (r *runner) review(ctx context.Context) error {
 	return nil
 }
 
-func withLimit(o pipeline.MarkdownOptions, limit int, summaryURL, hint string) pipeline.MarkdownOptions {
+func withLimit(o report.MarkdownOptions, limit int, summaryURL, hint string) report.MarkdownOptions {
 	o.Limit, o.SummaryURL, o.CutHint = limit, summaryURL, hint
 	return o
 }
@@ -161,10 +162,10 @@ func (r *runner) environments(ctx context.Context) ([]string, error) {
 
 // comment writes the review's sticky pull-request comment, when there is a
 // pull request to comment on and a token that may; it returns the URL.
-func (r *runner) comment(ctx context.Context, cs *pipeline.ChangeSet, mdOpts pipeline.MarkdownOptions) (string, error) {
+func (r *runner) comment(ctx context.Context, cs *pipeline.ChangeSet, mdOpts report.MarkdownOptions) (string, error) {
 	marker := comment.Marker(fmt.Sprintf("%s/%s/%s", r.gh.Workflow, r.gh.Job, r.envKey()))
 	mdOpts.Marker, mdOpts.SummaryURL, mdOpts.Footer = marker, r.runURL(), r.info.Footer()
-	return r.stickyComment(ctx, "review", marker, func() string { return cs.Markdown(mdOpts) })
+	return r.stickyComment(ctx, "review", marker, func() string { return report.Markdown(cs, mdOpts) })
 }
 
 // setOutputs writes digests and change-ids (JSON maps keyed

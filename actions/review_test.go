@@ -14,6 +14,7 @@ import (
 
 	"github.com/opmodel/pipeline/actions/comment"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 const prNumber = 42 // testdata/events/pull_request.json
@@ -288,8 +289,8 @@ func TestReviewHugeDiffStaysUnderTheLimit(t *testing.T) {
 
 	body := h.ours(prNumber)[0].Body
 	t.Logf("comment: %d bytes, summary: %d bytes", len(body), len(h.summary()))
-	assert.Assert(t, len(body) <= pipeline.MaxCommentLength, "%d", len(body))
-	assert.Assert(t, len(body) > pipeline.MaxCommentLength/2, "the budget is used")
+	assert.Assert(t, len(body) <= report.MaxCommentLength, "%d", len(body))
+	assert.Assert(t, len(body) > report.MaxCommentLength/2, "the budget is used")
 	checkBalanced(t, body)
 	assert.Assert(t, strings.Contains(body, "[job summary](https://github.example/acme/deploy/actions/runs/4242)"), "points at the summary")
 	assert.Assert(t, strings.Contains(body, "lines of this diff cut"), "says what was cut")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/opmodel/pipeline/actions/comment"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 // smoke runs smoke mode: pipeline.Smoke per environment on the cluster an
@@ -40,15 +41,15 @@ func (r *runner) smoke(ctx context.Context) error {
 			named = append(named, e)
 		}
 	}
-	mdOpts := pipeline.MarkdownOptions{Title: "opm smoke test", Environments: named}
+	mdOpts := report.MarkdownOptions{Title: "opm smoke test", Environments: named}
 	if len(all.Releases) > 0 || runErr == nil {
-		r.addSummary(all.Markdown(withLimit(mdOpts, summaryLimit, "", "")) + "\n" + r.info.Footer() + "\n")
+		r.addSummary(report.SmokeMarkdown(all, withLimit(mdOpts, summaryLimit, "", "")) + "\n" + r.info.Footer() + "\n")
 	}
 	marker := comment.SmokeMarker(fmt.Sprintf("%s/%s/%s", r.gh.Workflow, r.gh.Job, r.envKey()))
 	url, err := r.stickyComment(ctx, "smoke test", marker, func() string {
 		o := withLimit(mdOpts, 0, r.runURL(), "")
 		o.Marker = marker
-		md := all.Markdown(o)
+		md := report.SmokeMarkdown(all, o)
 		if runErr != nil {
 			md += "\n❌ The smoke test could not run to the end: " + strings.ReplaceAll(runErr.Error(), "\n", " ") + "\n"
 		}
@@ -85,10 +86,10 @@ func (r *runner) smokeEnv(ctx context.Context, env string) (*pipeline.SmokeResul
 		Selection:      pipeline.Selection{Dir: r.dir(), Environment: env, Releases: r.cfg.releases},
 		ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
 		Timeout:        r.cfg.timeout,
-		OnStep:         func(p pipeline.SmokeProgress) { r.infof("%s", p.Line()) },
+		OnStep:         func(p pipeline.SmokeProgress) { r.infof("%s", report.SmokeProgressLine(p)) },
 	})
 	if res != nil {
-		r.infof("%s", res.Text())
+		r.infof("%s", report.SmokeText(res))
 	}
 	return res, err
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/opmodel/pipeline/buildinfo"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 // Opm holds what every function needs: the deployment directory and, for
@@ -142,7 +143,7 @@ type ChangesResult struct {
 
 func changes(cs *pipeline.ChangeSet) *ChangesResult {
 	return &ChangesResult{HasChanges: cs.Counts.Changed(), Stale: cs.StaleObjects(),
-		Markdown: cs.Markdown(pipeline.MarkdownOptions{}), Text: cs.Text(false), Json: jsonOf(cs)}
+		Markdown: report.Markdown(cs, report.MarkdownOptions{}), Text: report.Text(cs, false), Json: jsonOf(cs)}
 }
 
 // Review compares the deployment directory with its version in base,
@@ -192,7 +193,7 @@ func (m *Opm) Diff(
 	if cs == nil {
 		return nil, err
 	}
-	failed(cs.Text(false), err)
+	failed(report.Text(cs, false), err)
 	return changes(cs), err
 }
 
@@ -310,8 +311,8 @@ func applied(res *pipeline.ApplyResult, err error) (*ApplyResult, error) {
 	if res == nil {
 		return nil, err
 	}
-	failed(res.Summary(), err)
-	return &ApplyResult{Summary: res.Summary(), Pruned: res.PrunedObjects(), Json: jsonOf(res)}, err
+	failed(report.ApplySummary(res), err)
+	return &ApplyResult{Summary: report.ApplySummary(res), Pruned: res.PrunedObjects(), Json: jsonOf(res)}, err
 }
 
 // StatusResult is the result of Status.
@@ -349,8 +350,8 @@ func (m *Opm) Status(
 	if res == nil {
 		return nil, err
 	}
-	failed(res.Table(), err)
-	return &StatusResult{Healthy: res.Healthy, Table: res.Table(), Json: jsonOf(res)}, err
+	failed(report.StatusTable(res), err)
+	return &StatusResult{Healthy: res.Healthy, Table: report.StatusTable(res), Json: jsonOf(res)}, err
 }
 
 // DeleteResult is the result of Delete.
@@ -399,8 +400,8 @@ func (m *Opm) Delete(
 	if res == nil {
 		return nil, err
 	}
-	failed(res.Summary(), err)
-	return &DeleteResult{Summary: res.Summary(), Json: jsonOf(res)}, err
+	failed(report.DeleteSummary(res), err)
+	return &DeleteResult{Summary: report.DeleteSummary(res), Json: jsonOf(res)}, err
 }
 
 // HistoryResult is the result of History.
@@ -428,7 +429,7 @@ func (m *Opm) History(
 	if err != nil {
 		return nil, err
 	}
-	return &HistoryResult{Table: res.Table(), Json: jsonOf(res)}, nil
+	return &HistoryResult{Table: report.HistoryTable(res), Json: jsonOf(res)}, nil
 }
 
 // Rollback returns a release to an earlier change: the source is rendered
@@ -472,7 +473,7 @@ func (m *Opm) Rollback(
 	if res == nil {
 		return nil, err
 	}
-	return &ApplyResult{Summary: res.Summary(), Pruned: res.PrunedObjects(), Json: jsonOf(res)}, err
+	return &ApplyResult{Summary: report.ApplySummary(&res.ApplyResult), Pruned: res.PrunedObjects(), Json: jsonOf(res)}, err
 }
 
 // VersionResult says which opm the module runs.
@@ -748,7 +749,7 @@ func (m *Opm) Smoke(
 	if res == nil {
 		return nil, err
 	}
-	return &SmokeResult{Passed: res.Passed, Markdown: res.Markdown(pipeline.MarkdownOptions{}), Text: res.Text(), Json: jsonOf(res)}, err
+	return &SmokeResult{Passed: res.Passed, Markdown: report.SmokeMarkdown(res, report.MarkdownOptions{}), Text: report.SmokeText(res), Json: jsonOf(res)}, err
 }
 
 // startK3s runs k3s as a privileged service, waits until it can run pods

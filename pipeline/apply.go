@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/opmodel/pipeline/engine/gitref"
 	"github.com/opmodel/pipeline/engine/inventory"
@@ -190,55 +188,6 @@ func (ar *AppliedRelease) fill(r *reconcile.Result) {
 	ar.Counts = r.Counts
 	ar.DurationSeconds = r.Duration.Seconds()
 	ar.Warnings = r.Warnings
-}
-
-// Summary is the final line of one release: what happened, where, and
-// the identity of what is now recorded.
-func (r AppliedRelease) Summary() string {
-	if r.Error != "" && r.Cluster.Server == "" {
-		return fmt.Sprintf("release %s: %s not attempted, its cluster could not be selected", r.Name, r.Operation)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "release %s ", r.Name)
-	switch {
-	case r.Error != "":
-		fmt.Fprintf(&b, "%s failed", r.Operation)
-		if r.DryRun {
-			b.WriteString(" (server dry run)")
-		}
-	case r.DryRun:
-		fmt.Fprintf(&b, "%s (server dry run, nothing written)", r.Operation)
-	case r.Operation == "prune":
-		b.WriteString("pruned")
-	default:
-		b.WriteString("applied")
-	}
-	fmt.Fprintf(&b, " on %s", r.Cluster)
-	c := r.Counts
-	if r.Operation == "apply" {
-		fmt.Fprintf(&b, ": %d created, %d configured, %d unchanged", c.Created, c.Configured, c.Unchanged)
-		if c.Recreated > 0 {
-			fmt.Fprintf(&b, ", %d recreated", c.Recreated)
-		}
-		fmt.Fprintf(&b, ", %d pruned, %d skipped", c.Deleted, c.Skipped)
-	} else {
-		fmt.Fprintf(&b, ": %d stale, %d pruned, %d skipped", c.Stale, c.Deleted, c.Skipped)
-	}
-	if c.Failed > 0 {
-		fmt.Fprintf(&b, ", %d failed", c.Failed)
-	}
-	if c.Ghosts > 0 {
-		fmt.Fprintf(&b, ", %d ghost(s) found", c.Ghosts)
-	}
-	if c.NotOurs > 0 {
-		fmt.Fprintf(&b, ", %d recorded but not ours (kept)", c.NotOurs)
-	}
-	fmt.Fprintf(&b, "; digest=%s change=%s inventory=%s", r.ManifestDigest, r.ChangeID, r.Inventory.Name)
-	if r.Error != "" && !r.Inventory.Written && !r.DryRun {
-		b.WriteString(" (not written)")
-	}
-	fmt.Fprintf(&b, " in %s", (time.Duration(r.DurationSeconds * float64(time.Second))).Round(time.Millisecond))
-	return b.String()
 }
 
 // String names the cluster as the summary does: context and server URL.

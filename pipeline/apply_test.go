@@ -18,6 +18,7 @@ import (
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/internal/kubetest"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 var (
@@ -80,7 +81,7 @@ func TestApplyResultJSON(t *testing.T) {
 	assert.DeepEqual(t, inv.ChangeIDs, []string{r.ChangeID})
 
 	// The summary names the cluster by server URL and context.
-	sum := r.Summary()
+	sum := report.AppliedLine(r)
 	server := strings.TrimSuffix(env.Config.Host, "/")
 	assert.Assert(t, is.Contains(sum, "release app applied on context "+kubetest.ContextName+" ("+server+")"), sum)
 	assert.Assert(t, is.Contains(sum, "3 created, 0 configured, 0 unchanged, 0 pruned, 0 skipped"), sum)
@@ -119,8 +120,8 @@ func TestApplyThenPrune(t *testing.T) {
 	assert.Assert(t, !present(t, applyDeploys, ns, "web"))
 	assert.Assert(t, present(t, applyDeploys, ns, "site"))
 	assert.Assert(t, p.Inventory.Written)
-	assert.Assert(t, is.Contains(p.Summary(), "release app pruned on context opm-test"))
-	assert.Assert(t, is.Contains(p.Summary(), "3 stale, 3 pruned, 0 skipped"))
+	assert.Assert(t, is.Contains(report.AppliedLine(p), "release app pruned on context opm-test"))
+	assert.Assert(t, is.Contains(report.AppliedLine(p), "3 stale, 3 pruned, 0 skipped"))
 }
 
 func TestApplyDryRunSummary(t *testing.T) {
@@ -130,7 +131,7 @@ func TestApplyDryRunSummary(t *testing.T) {
 	res, err := pipeline.Apply(t.Context(), opts)
 	assert.NilError(t, err)
 	assert.Assert(t, res.Releases[0].DryRun)
-	assert.Assert(t, is.Contains(res.Releases[0].Summary(), "apply (server dry run, nothing written)"))
+	assert.Assert(t, is.Contains(report.AppliedLine(res.Releases[0]), "apply (server dry run, nothing written)"))
 	assert.Assert(t, !present(t, applySvcs, ns, "app"))
 }
 
@@ -146,7 +147,7 @@ func TestApplyUnknownContext(t *testing.T) {
 	assert.Equal(t, fault.KindOf(err), fault.Connectivity)
 	assert.Equal(t, len(res.Releases), 1)
 	assert.Assert(t, res.Releases[0].Error != "")
-	assert.Equal(t, res.Releases[0].Summary(), "release app: apply not attempted, its cluster could not be selected")
+	assert.Equal(t, report.AppliedLine(res.Releases[0]), "release app: apply not attempted, its cluster could not be selected")
 	assert.Assert(t, !present(t, applySvcs, ns, "app"))
 }
 
@@ -179,7 +180,7 @@ func TestApplyStopsAtTheFailingRelease(t *testing.T) {
 	r := res.Releases[0]
 	assert.Assert(t, r.Error != "")
 	assert.Assert(t, !r.Inventory.Written)
-	assert.Assert(t, is.Contains(r.Summary(), "release app apply failed on context opm-test"))
-	assert.Assert(t, is.Contains(r.Summary(), "1 failed"))
-	assert.Assert(t, is.Contains(r.Summary(), "(not written)"))
+	assert.Assert(t, is.Contains(report.AppliedLine(r), "release app apply failed on context opm-test"))
+	assert.Assert(t, is.Contains(report.AppliedLine(r), "1 failed"))
+	assert.Assert(t, is.Contains(report.AppliedLine(r), "(not written)"))
 }

@@ -102,30 +102,8 @@ func Delete(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
 	return res, errors.Join(errs...)
 }
 
-// Summary is the one-line account of a deleted release.
-func (d DeletedRelease) Summary() string {
-	if d.NothingToDelete {
-		return fmt.Sprintf("release %s: nothing to delete (already deleted?)", d.label())
-	}
-	verb := "deleted"
-	if d.DryRun {
-		verb = "would delete (dry run)"
-	}
-	inv := "no inventory Secret"
-	switch {
-	case d.Inventory.Deleted:
-		inv = "inventory " + d.Inventory.Name + " deleted"
-	case d.Inventory.Written:
-		inv = "inventory " + d.Inventory.Name + " kept with the skipped objects"
-	case d.Inventory.Name != "" && d.DryRun:
-		inv = "inventory " + d.Inventory.Name + " would be deleted"
-	}
-	n := len(d.Deleted)
-	return fmt.Sprintf("release %s (namespace %s) on %s: %s %d object(s), skipped %d; %s; found by %s",
-		d.label(), d.Namespace, d.Cluster, verb, n, len(d.Skipped), inv, d.Discovery)
-}
-
-func (d DeletedRelease) label() string {
+// Label names the release: its name, else its release id.
+func (d DeletedRelease) Label() string {
 	if d.Name != "" {
 		return d.Name
 	}

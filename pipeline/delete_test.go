@@ -15,6 +15,7 @@ import (
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 var pvcs = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
@@ -61,7 +62,7 @@ func TestDeleteByNameThenAgain(t *testing.T) {
 
 	again := deleteRelease(t, pipeline.DeleteOptions{Target: pipeline.Target{Name: "app", Namespace: ns}})
 	assert.Check(t, again.Releases[0].NothingToDelete)
-	assert.Check(t, is.Contains(again.Releases[0].Summary(), "nothing to delete"))
+	assert.Check(t, is.Contains(report.DeletedLine(again.Releases[0]), "nothing to delete"))
 }
 
 func TestDeleteByReleaseID(t *testing.T) {

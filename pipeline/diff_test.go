@@ -17,6 +17,7 @@ import (
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 func cluster(t *testing.T) pipeline.ClusterOptions {
@@ -158,7 +159,7 @@ func TestDiffNeverShowsSecretValues(t *testing.T) {
 	js, err := json.Marshal(cs)
 	assert.NilError(t, err)
 	for format, out := range map[string]string{
-		"text": cs.Text(false), "json": string(js), "markdown": cs.Markdown(pipeline.MarkdownOptions{}),
+		"text": report.Text(cs, false), "json": string(js), "markdown": report.Markdown(cs, report.MarkdownOptions{}),
 	} {
 		for _, secret := range []string{"first-password-value", "second-password-value"} {
 			assert.Check(t, !strings.Contains(out, secret), "%s output shows a Secret value", format)
@@ -174,7 +175,7 @@ func TestDiffMarkdownSaysLiveAndRender(t *testing.T) {
 	applyDir(t, dir)
 	cs, err := pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: pipeline.Selection{Dir: dir, ValuesFiles: []string{deploytest.Values(t, "replicas: 2")}}, ClusterOptions: cluster(t)})
 	assert.NilError(t, err)
-	md := cs.Markdown(pipeline.MarkdownOptions{})
+	md := report.Markdown(cs, report.MarkdownOptions{})
 	assert.Check(t, is.Contains(md, "opm diff"))
 	assert.Check(t, !strings.Contains(md, "opm review"))
 	assert.Check(t, is.Contains(md, "live"))

@@ -95,18 +95,3 @@ func (cs *ChangeSet) Drift() []EnvironmentDrift {
 func driftRank(s string) int {
 	return slices.Index([]string{InSync, Drifted, DriftError, Unreachable}, s)
 }
-
-// DriftMarkdown is the table of environments a drift report starts with.
-func DriftMarkdown(envs []EnvironmentDrift) string {
-	var b strings.Builder
-	b.WriteString("| Environment | Status | Releases | + | ~ | − | 👻 |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, e := range envs {
-		icon := map[string]string{InSync: "✅", Drifted: "⚠️", DriftError: "❌", Unreachable: "🔌"}[e.Status]
-		if e.Status == Unreachable || e.Status == DriftError {
-			fmt.Fprintf(&b, "| %s | %s %s | %d | | | | |\n", mdCell(mdEnvLabel(e.Environment)), icon, e.Status, e.Releases)
-			continue
-		}
-		fmt.Fprintf(&b, "| %s | %s %s | %d | %d | %d | %d | %d |\n", mdCell(mdEnvLabel(e.Environment)), icon, e.Status, e.Releases, e.Added, e.Modified, e.Stale, e.Ghost)
-	}
-	return b.String()
-}

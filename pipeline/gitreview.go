@@ -12,18 +12,6 @@ import (
 	"github.com/opmodel/pipeline/engine/gitref"
 )
 
-// SummaryMarkdownLimit keeps a job summary under GitHub's 1 MiB per step,
-// with room for the runner's own framing.
-const SummaryMarkdownLimit = 1<<20 - 4096
-
-// ReportMarkdownOptions are the options of the full Markdown report: the
-// Action's job summary and `opm review -o markdown` / `opm diff -o
-// markdown` use them, so the same inputs give the same bytes everywhere.
-func ReportMarkdownOptions(footer string) MarkdownOptions {
-	return MarkdownOptions{Limit: SummaryMarkdownLimit, Footer: footer,
-		CutHint: "Render both refs locally with `opm render` for the full diffs."}
-}
-
 // reviewGit is Review with BaseRefs: the first ref that resolves is merged
 // with HEAD, the merge base is checked out into a temporary worktree, and
 // the deployment directory there is the base side.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 // checkBalanced fails unless every code fence is closed and every
@@ -69,13 +70,13 @@ func TestMarkdownGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			base, head := reviewDirs(t, tc.baseEdit, tc.edit)
 			cs := review(t, base, head, tc.opts)
-			md := cs.Markdown(pipeline.MarkdownOptions{Marker: "<!-- opm:pr-review:test -->"})
+			md := report.Markdown(cs, report.MarkdownOptions{Marker: "<!-- opm:pr-review:test -->"})
 			checkBalanced(t, md)
 			for _, s := range reviewSecretMaterial() {
 				assert.Assert(t, !strings.Contains(md, s), "secret material %q in the Markdown", s)
 			}
 			golden.Assert(t, stableMasks(md), "review/"+tc.name+".md")
-			assert.Equal(t, md, cs.Markdown(pipeline.MarkdownOptions{Marker: "<!-- opm:pr-review:test -->"}), "deterministic")
+			assert.Equal(t, md, report.Markdown(cs, report.MarkdownOptions{Marker: "<!-- opm:pr-review:test -->"}), "deterministic")
 		})
 	}
 }
@@ -88,13 +89,13 @@ func TestMarkdownStatesNoChanges(t *testing.T) {
 		Objects: []pipeline.ObjectChange{{Object: pipeline.ObjectRef{Kind: "Service", Name: "web"}, Change: pipeline.Unchanged}},
 		Counts:  pipeline.Counts{Unchanged: 1},
 	}}, Counts: pipeline.Counts{Unchanged: 1}}
-	md := cs.Markdown(pipeline.MarkdownOptions{})
+	md := report.Markdown(cs, report.MarkdownOptions{})
 	assert.Assert(t, is.Contains(md, "**No changes.**"))
 	assert.Assert(t, is.Contains(md, "`change-sha1-aaaaaaaa` (same)"))
 	assert.Assert(t, is.Contains(md, "`0123456789ab` (same)"), "digests are shortened to 12 hex characters")
 	assert.Assert(t, !strings.Contains(md, "<details>"), "nothing to expand")
 
-	empty := (&pipeline.ChangeSet{}).Markdown(pipeline.MarkdownOptions{})
+	empty := report.Markdown((&pipeline.ChangeSet{}), report.MarkdownOptions{})
 	assert.Assert(t, is.Contains(empty, "**No changes.**"))
 }
 
@@ -111,7 +112,7 @@ func TestMarkdownErrorsGhostsAndLabels(t *testing.T) {
 			Counts: pipeline.Counts{Ghost: 1, Modified: 1},
 		},
 	}, Counts: pipeline.Counts{Ghost: 1, Modified: 1}}
-	md := cs.Markdown(pipeline.MarkdownOptions{Title: "opm diff", BaseLabel: "live", HeadLabel: "render"})
+	md := report.Markdown(cs, report.MarkdownOptions{Title: "opm diff", BaseLabel: "live", HeadLabel: "render"})
 	checkBalanced(t, md)
 	assert.Assert(t, strings.HasPrefix(md, "## opm diff: production, staging\n"))
 	assert.Assert(t, is.Contains(md, "| blog | production | production | ❌ error |"))
@@ -125,7 +126,7 @@ func TestMarkdownErrorsGhostsAndLabels(t *testing.T) {
 
 	// A ghost the release's warnings already name is not repeated.
 	cs.Releases[1].Warnings = []string{"ghost Deployment/staging/leftover: carries this release's labels"}
-	md = cs.Markdown(pipeline.MarkdownOptions{})
+	md = report.Markdown(cs, report.MarkdownOptions{})
 	assert.Assert(t, !strings.Contains(md, "👻 **minecraft**"), md)
 	assert.Equal(t, strings.Count(md, "Deployment/staging/leftover"), 1)
 }
@@ -172,10 +173,10 @@ func TestMarkdownCutsTheLargestDiffFirst(t *testing.T) {
 	diffLen := len(cs.Releases[0].Objects[0].Diff)
 	assert.Assert(t, diffLen > 2<<20, "the test needs a diff over 2 MB, got %d", diffLen)
 
-	md := cs.Markdown(pipeline.MarkdownOptions{Marker: "<!-- m -->", SummaryURL: "https://example.com/run/1"})
+	md := report.Markdown(cs, report.MarkdownOptions{Marker: "<!-- m -->", SummaryURL: "https://example.com/run/1"})
 	t.Logf("diff %d bytes → comment %d bytes", diffLen, len(md))
-	assert.Assert(t, len(md) <= pipeline.DefaultMarkdownLimit, "%d bytes", len(md))
-	assert.Assert(t, len(md) > pipeline.DefaultMarkdownLimit-4096, "the budget is used, not thrown away: %d", len(md))
+	assert.Assert(t, len(md) <= report.DefaultMarkdownLimit, "%d bytes", len(md))
+	assert.Assert(t, len(md) > report.DefaultMarkdownLimit-4096, "the budget is used, not thrown away: %d", len(md))
 	checkBalanced(t, md)
 	assert.Assert(t, strings.HasPrefix(md, "<!-- m -->\n"))
 	assert.Assert(t, strings.Contains(md, "1 diff shortened or left out"), "missing %q", "1 diff shortened or left out")
@@ -187,13 +188,13 @@ func TestMarkdownCutsTheLargestDiffFirst(t *testing.T) {
 	assert.Assert(t, strings.Contains(md, "-    line 0000000 of the old version"), "missing %q", "-    line 0000000 of the old version")
 
 	// Without a limit nothing is cut.
-	full := cs.Markdown(pipeline.MarkdownOptions{Limit: -1})
+	full := report.Markdown(cs, report.MarkdownOptions{Limit: -1})
 	assert.Assert(t, len(full) > diffLen)
 	assert.Assert(t, !strings.Contains(full, "✂️"))
 	checkBalanced(t, full)
 
 	// A summary-sized limit keeps more.
-	mib := cs.Markdown(pipeline.MarkdownOptions{Limit: 1 << 20, CutHint: "Run opm locally."})
+	mib := report.Markdown(cs, report.MarkdownOptions{Limit: 1 << 20, CutHint: "Run opm locally."})
 	assert.Assert(t, len(mib) <= 1<<20 && len(mib) > 1<<19)
 	assert.Assert(t, strings.Contains(mib, "Run opm locally."), "missing %q", "Run opm locally.")
 	checkBalanced(t, mib)
@@ -213,8 +214,8 @@ func TestMarkdownCollapsesReleasesWhenDiffsAreNotEnough(t *testing.T) {
 		cs.Releases = append(cs.Releases, r)
 		cs.Counts.Stale += r.Counts.Stale
 	}
-	md := cs.Markdown(pipeline.MarkdownOptions{})
-	assert.Assert(t, len(md) <= pipeline.DefaultMarkdownLimit, "%d", len(md))
+	md := report.Markdown(cs, report.MarkdownOptions{})
+	assert.Assert(t, len(md) <= report.DefaultMarkdownLimit, "%d", len(md))
 	checkBalanced(t, md)
 	assert.Assert(t, strings.Contains(md, "releases' details left out"), "missing %q", "releases' details left out")
 	assert.Assert(t, strings.Contains(md, "| release-399 |"), "the summary table is whole")
@@ -228,8 +229,8 @@ func TestMarkdownHardCutStillCloses(t *testing.T) {
 			Warnings: []string{strings.Repeat("a long warning ", 5)},
 		})
 	}
-	for _, limit := range []int{pipeline.DefaultMarkdownLimit, 10000} {
-		md := cs.Markdown(pipeline.MarkdownOptions{Limit: limit})
+	for _, limit := range []int{report.DefaultMarkdownLimit, 10000} {
+		md := report.Markdown(cs, report.MarkdownOptions{Limit: limit})
 		assert.Assert(t, len(md) <= limit, "%d > %d", len(md), limit)
 		checkBalanced(t, md)
 		assert.Assert(t, strings.Contains(md, "The rest of this review was cut"), "missing %q", "The rest of this review was cut")
@@ -241,8 +242,8 @@ func TestMarkdownHardCutStillCloses(t *testing.T) {
 func TestMarkdownFooterIsLastAndCounted(t *testing.T) {
 	const footer = "<sub>opm v1.2.3 · CUE v0.17.1</sub>"
 	small := &pipeline.ChangeSet{Releases: []pipeline.ReleaseChanges{{Name: "a", Namespace: "ns"}}}
-	md := small.Markdown(pipeline.MarkdownOptions{Footer: footer})
-	assert.Equal(t, md, small.Markdown(pipeline.MarkdownOptions{})+"\n"+footer+"\n")
+	md := report.Markdown(small, report.MarkdownOptions{Footer: footer})
+	assert.Equal(t, md, report.Markdown(small, report.MarkdownOptions{})+"\n"+footer+"\n")
 
 	big := &pipeline.ChangeSet{}
 	for i := range 3000 {
@@ -251,10 +252,10 @@ func TestMarkdownFooterIsLastAndCounted(t *testing.T) {
 		})
 	}
 	for _, limit := range []int{0, 10000} {
-		md := big.Markdown(pipeline.MarkdownOptions{Limit: limit, Footer: footer})
+		md := report.Markdown(big, report.MarkdownOptions{Limit: limit, Footer: footer})
 		want := limit
 		if limit == 0 {
-			want = pipeline.DefaultMarkdownLimit
+			want = report.DefaultMarkdownLimit
 		}
 		assert.Assert(t, len(md) <= want, "%d bytes over %d", len(md), want)
 		assert.Assert(t, strings.HasSuffix(md, "\n"+footer+"\n"))
@@ -281,11 +282,11 @@ func TestDriftPerEnvironment(t *testing.T) {
 		{Environment: "qa", Status: pipeline.DriftError, Releases: 2, Counts: pipeline.Counts{Unchanged: 1}},
 		{Environment: "dev", Status: pipeline.InSync, Releases: 1, Counts: pipeline.Counts{Unchanged: 5}},
 	})
-	table := pipeline.DriftMarkdown(got)
+	table := report.DriftMarkdown(got)
 	assert.Assert(t, is.Contains(table, "| prod | 🔌 unreachable | 2 | | | | |\n"))
 	assert.Assert(t, is.Contains(table, "| staging | ⚠️ drifted | 2 | 0 | 1 | 0 | 1 |\n"))
 	assert.Assert(t, is.Contains(table, "| dev | ✅ in sync | 1 | 0 | 0 | 0 | 0 |\n"))
-	md := cs.Markdown(pipeline.MarkdownOptions{Title: "opm drift", Intro: table})
+	md := report.Markdown(cs, report.MarkdownOptions{Title: "opm drift", Intro: table})
 	assert.Assert(t, strings.HasPrefix(md, "## opm drift: prod, staging, qa, dev\n\n"+table+"\n"), md)
 	assert.Assert(t, is.Contains(md, "| a | prod |  | 🔌 unreachable |"))
 	assert.Assert(t, is.Contains(md, "🔌 **a** (prod) is unreachable, so it could not be compared: no context"))

@@ -114,16 +114,6 @@ func newRenderedRelease(r *render.Release) RenderedRelease {
 	return out
 }
 
-// Summary is the one-line description of a rendered release.
-func (r RenderedRelease) Summary() string {
-	env := r.Environment
-	if env == "" {
-		env = "-"
-	}
-	return fmt.Sprintf("release %s env=%s namespace=%s id=%s digest=%s change=%s resources=%d",
-		r.Name, env, r.Namespace, r.ReleaseID, r.ManifestDigest, r.ChangeID, len(r.Resources))
-}
-
 // YAML returns the manifests of every release as one multi-document
 // stream in apply order.
 func (r *RenderResult) YAML() ([]byte, error) {

@@ -9,6 +9,7 @@ import (
 	"gotest.tools/v3/golden"
 
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 func TestRenderExamplesGolden(t *testing.T) {
@@ -51,6 +52,6 @@ func TestRenderJSONIsTheMachineInterface(t *testing.T) {
 	}
 	assert.DeepEqual(t, kinds, []string{"PersistentVolumeClaim", "Service", "StatefulSet"})
 	r := res.Releases[0]
-	assert.Check(t, is.Contains(r.Summary(), "release minecraft env=staging namespace=staging id="+r.ReleaseID))
-	assert.Check(t, is.Contains(r.Summary(), "resources=3"))
+	assert.Check(t, is.Contains(report.RenderedLine(r), "release minecraft env=staging namespace=staging id="+r.ReleaseID))
+	assert.Check(t, is.Contains(report.RenderedLine(r), "resources=3"))
 }

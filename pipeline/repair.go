@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/opmodel/pipeline/engine/reconcile"
 	"github.com/opmodel/pipeline/engine/render"
@@ -77,21 +76,4 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairResult, error) {
 		res.Releases = append(res.Releases, rr)
 	}
 	return res, nil
-}
-
-// Summary is the one-line account of a repaired release.
-func (r RepairedRelease) Summary() string {
-	verb := "rebuilt"
-	if r.DryRun {
-		verb = "would rebuild (dry run)"
-	}
-	s := fmt.Sprintf("release %s (namespace %s): %s inventory %s from %d rendered and %d labelled object(s); %d no longer rendered (the next apply prunes them)",
-		r.Name, r.Namespace, verb, r.Inventory.Name, r.Rendered, r.Discovered, len(r.Stale))
-	if r.Backup != "" {
-		s += "; the old Secret's data is in " + r.Backup
-	}
-	if r.WasCorrupt == "" {
-		s += "; the old inventory was readable"
-	}
-	return s
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 func gitRun(t *testing.T, dir string, args ...string) string {
@@ -93,7 +94,7 @@ func TestHistoryAndRollback(t *testing.T) {
 	assert.DeepEqual(t, *h.Changes[1].Source, inventorySource(c1, "main", false, opts.RunURL))
 	assert.Equal(t, h.Changes[1].Objects, 3)
 	assert.Equal(t, h.Changes[1].ManifestDigest, first.Releases[0].ManifestDigest)
-	table := (&pipeline.HistoryResult{Releases: []pipeline.ReleaseHistory{h}}).Table()
+	table := report.HistoryTable(&pipeline.HistoryResult{Releases: []pipeline.ReleaseHistory{h}})
 	assert.Check(t, is.Contains(table, b+" *"))
 	assert.Check(t, is.Contains(table, "main@"+c1[:12]+" "+opts.RunURL))
 

@@ -37,6 +37,9 @@ const (
 
 var smokeSteps = []string{SmokeApply, SmokeHealthy, SmokeIdempotent, SmokeDelete, SmokeClean}
 
+// SmokeSteps are a smoke test's steps, in the order they run.
+func SmokeSteps() []string { return slices.Clone(smokeSteps) }
+
 // Step states.
 const (
 	StepRunning = "running"
@@ -85,14 +88,6 @@ type SmokeProgress struct {
 	Release   string
 	Namespace string
 	Step      SmokeStep
-}
-
-// Line is the progress line a front door prints.
-func (p SmokeProgress) Line() string {
-	if p.Step.State == StepRunning {
-		return fmt.Sprintf("smoke %s: %s…", p.Release, p.Step.Name)
-	}
-	return fmt.Sprintf("smoke %s: %s %s in %s %s", p.Release, p.Step.Name, p.Step.State, secs(p.Step.DurationSeconds), p.Step.Detail)
 }
 
 // SmokeResult is what Smoke returns.
@@ -423,7 +418,7 @@ func (r *smokeRun) clean(ctx context.Context) (string, error) {
 	for _, e := range discover.Entries(objs) {
 		ref := refOf(e)
 		r.sr.Leftovers = append(r.sr.Leftovers, ref)
-		left = append(left, ref.display())
+		left = append(left, ref.String())
 	}
 	if len(left) > 0 {
 		return "", fmt.Errorf("delete left %d things behind: %s", len(left), strings.Join(left, ", "))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 // smokeDir is a deployment of deploytest.HealthyModule with environment
@@ -75,7 +76,7 @@ func noSecret(t *testing.T, res *pipeline.SmokeResult, values ...string) {
 	t.Helper()
 	js, err := json.Marshal(res)
 	assert.NilError(t, err)
-	for name, out := range map[string]string{"json": string(js), "text": res.Text(), "markdown": res.Markdown(pipeline.MarkdownOptions{})} {
+	for name, out := range map[string]string{"json": string(js), "text": report.SmokeText(res), "markdown": report.SmokeMarkdown(res, report.MarkdownOptions{})} {
 		for _, v := range values {
 			assert.Check(t, !strings.Contains(out, v), "%s output shows a Secret value", name)
 			assert.Check(t, !strings.Contains(out, base64.StdEncoding.EncodeToString([]byte(v))), "%s output shows a Secret value in base64", name)
@@ -103,7 +104,7 @@ func TestSmokePasses(t *testing.T) {
 		assert.Equal(t, len(res.Releases), 1)
 		rel := res.Releases[0]
 		forgetNamespace(t, rel.Namespace)
-		assert.Check(t, res.Passed, res.Text())
+		assert.Check(t, res.Passed, report.SmokeText(res))
 		assert.Check(t, rel.Passed)
 		assert.DeepEqual(t, stepStates(rel), map[string]string{"apply": "passed", "healthy": "passed", "idempotent": "passed", "delete": "passed", "clean": "passed"})
 		assert.Equal(t, rel.OriginalNamespace, "app-home")
@@ -114,8 +115,8 @@ func TestSmokePasses(t *testing.T) {
 		}
 		assert.Check(t, namespaceGoing(t, rel.Namespace), "the throwaway namespace is deleted")
 		assert.Check(t, is.Contains(rel.Cleanup, "namespace "+rel.Namespace+" deleted"))
-		assert.Check(t, is.Contains(res.Text(), "PASSED"))
-		assert.Check(t, is.Contains(res.Markdown(pipeline.MarkdownOptions{}), "✅ **Passed.**"))
+		assert.Check(t, is.Contains(report.SmokeText(res), "PASSED"))
+		assert.Check(t, is.Contains(report.SmokeMarkdown(res, report.MarkdownOptions{}), "✅ **Passed.**"))
 		noSecret(t, res, "smoke-secret-value")
 		namespaces = append(namespaces, rel.Namespace)
 	}
@@ -129,7 +130,7 @@ func TestSmokeKeepLeavesNamespace(t *testing.T) {
 	assert.NilError(t, err)
 	rel := res.Releases[0]
 	forgetNamespace(t, rel.Namespace)
-	assert.Check(t, res.Passed, res.Text())
+	assert.Check(t, res.Passed, report.SmokeText(res))
 	ns, err := clientset(t).CoreV1().Namespaces().Get(t.Context(), rel.Namespace, metav1.GetOptions{})
 	assert.NilError(t, err)
 	assert.Check(t, ns.DeletionTimestamp == nil, "--keep leaves the namespace")
@@ -176,7 +177,7 @@ func TestSmokeUnhealthyTimesOutAndCleansUp(t *testing.T) {
 	rel := res.Releases[0]
 	forgetNamespace(t, rel.Namespace)
 	assert.Check(t, !res.Passed)
-	assert.Equal(t, rel.FailedStep, "healthy", res.Text())
+	assert.Equal(t, rel.FailedStep, "healthy", report.SmokeText(res))
 	assert.DeepEqual(t, stepStates(rel), map[string]string{"apply": "passed", "healthy": "failed", "idempotent": "skipped", "delete": "skipped", "clean": "skipped"})
 	assert.Check(t, is.Contains(rel.Steps[1].Detail, "timed out after 3s"))
 
@@ -199,7 +200,7 @@ func TestSmokeUnhealthyTimesOutAndCleansUp(t *testing.T) {
 	}
 	assert.Check(t, found, "recent events are reported: %+v", rel.Events)
 	noSecret(t, res, "smoke-secret-value")
-	md := res.Markdown(pipeline.MarkdownOptions{})
+	md := report.SmokeMarkdown(res, report.MarkdownOptions{})
 	assert.Check(t, is.Contains(md, "❌ **Failed.**"))
 	assert.Check(t, is.Contains(md, "**Not healthy:**"))
 	assert.Check(t, is.Contains(md, "SmokeTestProbe"))
@@ -231,13 +232,13 @@ func TestSmokeCatchesNonIdempotentRelease(t *testing.T) {
 	rel := res.Releases[0]
 	forgetNamespace(t, rel.Namespace)
 	assert.Check(t, !res.Passed)
-	assert.Equal(t, rel.FailedStep, "idempotent", res.Text())
+	assert.Equal(t, rel.FailedStep, "idempotent", report.SmokeText(res))
 	assert.DeepEqual(t, stepStates(rel), map[string]string{"apply": "passed", "healthy": "passed", "idempotent": "failed", "delete": "skipped", "clean": "skipped"})
 	assert.Equal(t, len(rel.Changes), 1, "%+v", rel.Changes)
 	assert.Equal(t, rel.Changes[0].Object.Kind, "ConfigMap")
 	assert.Equal(t, string(rel.Changes[0].Change), "modified")
 	assert.Check(t, is.Contains(rel.Changes[0].Diff, "2026-01-01T00:00:00Z"))
-	assert.Check(t, is.Contains(res.Markdown(pipeline.MarkdownOptions{}), "**A second apply would change:**"))
+	assert.Check(t, is.Contains(report.SmokeMarkdown(res, report.MarkdownOptions{}), "**A second apply would change:**"))
 	_, err = clientset(t).CoreV1().ConfigMaps(rel.Namespace).Get(t.Context(), "web-config", metav1.GetOptions{})
 	assert.Check(t, apierrors.IsNotFound(err), "cleaned up: %v", err)
 	assert.Check(t, namespaceGoing(t, rel.Namespace))

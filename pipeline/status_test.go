@@ -22,6 +22,7 @@ import (
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/internal/kubetest"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 var (
@@ -234,5 +235,5 @@ func TestStatusListsGhostsButNotPendingObjects(t *testing.T) {
 		ghosts = append(ghosts, g.Kind+"/"+g.Name)
 	}
 	assert.DeepEqual(t, ghosts, []string{"Service/ghost"})
-	assert.Check(t, is.Contains(res.Table(), "Ghosts"))
+	assert.Check(t, is.Contains(report.StatusTable(res), "Ghosts"))
 }

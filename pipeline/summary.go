@@ -51,7 +51,7 @@ func (cs *ChangeSet) StaleObjects() []string {
 	for _, rc := range cs.Releases {
 		for _, o := range rc.Objects {
 			if o.Change == Stale {
-				out = append(out, rc.Name+": "+o.Object.display())
+				out = append(out, rc.Name+": "+o.Object.String())
 			}
 		}
 	}
@@ -64,26 +64,20 @@ func (r *ApplyResult) PrunedObjects() []string {
 	var out []string
 	for _, rel := range r.Releases {
 		for _, o := range rel.Pruned {
-			out = append(out, rel.Name+": "+ObjectRef{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}.display())
+			out = append(out, rel.Name+": "+ObjectRef{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}.String())
 		}
 	}
 	return out
 }
 
-// Summary is one line per release.
-func (r *ApplyResult) Summary() string {
-	lines := make([]string, 0, len(r.Releases))
-	for _, rel := range r.Releases {
-		lines = append(lines, rel.Summary())
+// String names the object as kubectl does: kind.group/namespace/name.
+func (o ObjectRef) String() string {
+	kind := strings.ToLower(o.Kind)
+	if o.Group != "" {
+		kind += "." + o.Group
 	}
-	return strings.Join(lines, "\n")
-}
-
-// Summary is one line per release.
-func (r *DeleteResult) Summary() string {
-	lines := make([]string, 0, len(r.Releases))
-	for _, rel := range r.Releases {
-		lines = append(lines, rel.Summary())
+	if o.Namespace == "" {
+		return kind + "/" + o.Name
 	}
-	return strings.Join(lines, "\n")
+	return kind + "/" + o.Namespace + "/" + o.Name
 }

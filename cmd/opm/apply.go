@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 // clusterFlags are the flags of every command that talks to a cluster:
@@ -125,7 +126,7 @@ func summaryPrinter(cmd *cobra.Command, output string) func(pipeline.AppliedRele
 		return nil
 	}
 	return func(r pipeline.AppliedRelease) {
-		fmt.Fprintln(cmd.OutOrStdout(), r.Summary())
+		fmt.Fprintln(cmd.OutOrStdout(), report.AppliedLine(r))
 		printWarnings(cmd.ErrOrStderr(), r)
 	}
 }

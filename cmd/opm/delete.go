@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 func newDeleteCmd() *cobra.Command {
@@ -57,7 +58,7 @@ Select releases with a deployment directory ([DIR] --env --release) or with
 						for _, w := range r.Warnings {
 							fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 						}
-						fmt.Fprintln(cmd.OutOrStdout(), r.Summary())
+						fmt.Fprintln(cmd.OutOrStdout(), report.DeletedLine(r))
 					}
 				}
 			}

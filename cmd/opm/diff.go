@@ -11,6 +11,7 @@ import (
 	"github.com/opmodel/pipeline/buildinfo"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 func newDiffCmd() *cobra.Command {
@@ -90,9 +91,9 @@ func printChangeSet(out io.Writer, output string, cs *pipeline.ChangeSet) error 
 	case "json":
 		return writeJSON(out, cs)
 	case "markdown":
-		fmt.Fprint(out, cs.Markdown(pipeline.ReportMarkdownOptions(buildinfo.Read().Footer())))
+		fmt.Fprint(out, report.Markdown(cs, report.ReportMarkdownOptions(buildinfo.Read().Footer())))
 	default:
-		fmt.Fprint(out, cs.Text(isTerminal(out)))
+		fmt.Fprint(out, report.Text(cs, isTerminal(out)))
 	}
 	return nil
 }

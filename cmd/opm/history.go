@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 func newHistoryCmd() *cobra.Command {
@@ -47,7 +48,7 @@ directory needed). A release that was never applied is not found (exit 5).`,
 			if output == "json" {
 				return writeJSON(cmd.OutOrStdout(), res)
 			}
-			fmt.Fprint(cmd.OutOrStdout(), res.Table())
+			fmt.Fprint(cmd.OutOrStdout(), report.HistoryTable(res))
 			return nil
 		},
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 func newInventoryCmd() *cobra.Command {
@@ -54,7 +55,7 @@ Objects found but no longer rendered are stale: the next apply prunes them.`,
 				} else {
 					for _, r := range res.Releases {
 						if r.Error == "" {
-							fmt.Fprintln(cmd.OutOrStdout(), r.Summary())
+							fmt.Fprintln(cmd.OutOrStdout(), report.RepairedLine(r))
 						}
 					}
 				}

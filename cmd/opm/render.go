@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 func newRenderCmd() *cobra.Command {
@@ -38,7 +39,7 @@ with every release, its identity, digest, change ID, values and resources.`,
 				return err
 			}
 			for _, r := range res.Releases {
-				fmt.Fprintln(cmd.ErrOrStderr(), r.Summary())
+				fmt.Fprintln(cmd.ErrOrStderr(), report.RenderedLine(r))
 				for _, w := range r.Warnings {
 					fmt.Fprintln(cmd.ErrOrStderr(), "  warning: "+w)
 				}

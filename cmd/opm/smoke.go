@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 func newSmokeCmd() *cobra.Command {
@@ -43,7 +44,7 @@ cluster cannot be reached, 4 without permission.`,
 			}
 			opts.Selection = sel.selection(args)
 			opts.ClusterOptions = cluster.options()
-			opts.OnStep = func(p pipeline.SmokeProgress) { fmt.Fprintln(cmd.ErrOrStderr(), p.Line()) }
+			opts.OnStep = func(p pipeline.SmokeProgress) { fmt.Fprintln(cmd.ErrOrStderr(), report.SmokeProgressLine(p)) }
 			res, err := pipeline.Smoke(cmd.Context(), opts)
 			if res == nil {
 				return err
@@ -55,9 +56,9 @@ cluster cannot be reached, 4 without permission.`,
 					return err
 				}
 			case "markdown":
-				fmt.Fprint(out, res.Markdown(pipeline.MarkdownOptions{}))
+				fmt.Fprint(out, report.SmokeMarkdown(res, report.MarkdownOptions{}))
 			default:
-				fmt.Fprint(out, res.Text())
+				fmt.Fprint(out, report.SmokeText(res))
 			}
 			if err != nil {
 				return err

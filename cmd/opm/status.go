@@ -10,6 +10,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/health"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 // targetFlags select deployed releases: [DIR] --env --release, or
@@ -85,7 +86,7 @@ printing objects as they become ready. Exit 0 when healthy, 1 when not.`,
 				}
 				out.Write(y)
 			default:
-				fmt.Fprint(out, res.Table())
+				fmt.Fprint(out, report.StatusTable(res))
 			}
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\n", err)

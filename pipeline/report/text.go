@@ -1,8 +1,10 @@
-package pipeline
+package report
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/opmodel/pipeline/pipeline"
 )
 
 // ANSI colours for diff lines on a terminal.
@@ -17,7 +19,7 @@ const (
 // with its class, a unified diff per changed object, warnings, and a
 // summary line per release with counts, digest and change ID. color adds
 // ANSI colours (only for a terminal).
-func (cs *ChangeSet) Text(color bool) string {
+func Text(cs *pipeline.ChangeSet, color bool) string {
 	var b strings.Builder
 	for _, rc := range cs.Releases {
 		env := rc.Environment
@@ -30,29 +32,29 @@ func (cs *ChangeSet) Text(color bool) string {
 			continue
 		}
 		for _, o := range rc.Objects {
-			line := fmt.Sprintf("  %-9s %s", o.Change, o.Object.display())
+			line := fmt.Sprintf("  %-9s %s", o.Change, o.Object.String())
 			if o.Warning != "" {
 				line += "  (" + o.Warning + ")"
 			}
 			b.WriteString(line + "\n")
 		}
 		for _, o := range rc.Objects {
-			if o.Diff == "" || o.Change == Unchanged {
+			if o.Diff == "" || o.Change == pipeline.Unchanged {
 				continue
 			}
-			fmt.Fprintf(&b, "\n# %s %s\n", o.Change, o.Object.display())
+			fmt.Fprintf(&b, "\n# %s %s\n", o.Change, o.Object.String())
 			b.WriteString(colorize(o.Diff, color))
 		}
 		for _, w := range rc.Warnings {
 			fmt.Fprintf(&b, "warning: %s\n", w)
 		}
-		fmt.Fprintf(&b, "%s\n\n", rc.summary())
+		fmt.Fprintf(&b, "%s\n\n", summary(rc))
 	}
 	return b.String()
 }
 
 // summary is the one-line account of a release's changes.
-func (rc ReleaseChanges) summary() string {
+func summary(rc pipeline.ReleaseChanges) string {
 	c := rc.Counts
 	base := "none"
 	if rc.Base != nil {
@@ -60,18 +62,6 @@ func (rc ReleaseChanges) summary() string {
 	}
 	return fmt.Sprintf("%s: %d added, %d modified, %d unchanged, %d stale, %d ghost; digest %s; change %s -> %s",
 		rc.Name, c.Added, c.Modified, c.Unchanged, c.Stale, c.Ghost, rc.Head.ManifestDigest, base, rc.Head.ChangeID)
-}
-
-// display names the object as kubectl does: kind.group/namespace/name.
-func (o ObjectRef) display() string {
-	kind := strings.ToLower(o.Kind)
-	if o.Group != "" {
-		kind += "." + o.Group
-	}
-	if o.Namespace == "" {
-		return kind + "/" + o.Name
-	}
-	return kind + "/" + o.Namespace + "/" + o.Name
 }
 
 func colorize(diff string, color bool) string {

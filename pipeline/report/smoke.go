@@ -1,4 +1,4 @@
-package pipeline
+package report
 
 import (
 	"cmp"
@@ -6,13 +6,15 @@ import (
 	"html"
 	"strings"
 	"time"
+
+	"github.com/opmodel/pipeline/pipeline"
 )
 
 // Text renders a smoke test for a terminal or a log: per release its
 // throwaway namespace, each step with its time and outcome, and after a
 // failure the unhealthy objects, the changes a second apply would make,
 // the leftovers, recent Events and what cleanup did.
-func (r *SmokeResult) Text() string {
+func SmokeText(r *pipeline.SmokeResult) string {
 	var b strings.Builder
 	for _, rel := range r.Releases {
 		verdict := "PASSED"
@@ -25,7 +27,7 @@ func (r *SmokeResult) Text() string {
 			fmt.Fprintf(&b, "  %-7s %-10s %7s  %s\n", s.State, s.Name, stepDuration(s), s.Detail)
 		}
 		for _, o := range rel.Unhealthy {
-			fmt.Fprintf(&b, "  unhealthy %s: %s", o.display(), o.Health)
+			fmt.Fprintf(&b, "  unhealthy %s: %s", o.String(), o.Health)
 			if o.Reason != "" {
 				fmt.Fprintf(&b, " (%s)", o.Reason)
 			}
@@ -35,7 +37,7 @@ func (r *SmokeResult) Text() string {
 			}
 		}
 		for _, c := range rel.Changes {
-			fmt.Fprintf(&b, "  would change: %s %s\n", c.Change, c.Object.display())
+			fmt.Fprintf(&b, "  would change: %s %s\n", c.Change, c.Object.String())
 			if c.Diff != "" {
 				for _, line := range strings.Split(strings.TrimRight(c.Diff, "\n"), "\n") {
 					b.WriteString("    " + line + "\n")
@@ -43,7 +45,7 @@ func (r *SmokeResult) Text() string {
 			}
 		}
 		for _, l := range rel.Leftovers {
-			fmt.Fprintf(&b, "  left behind: %s\n", l.display())
+			fmt.Fprintf(&b, "  left behind: %s\n", l.String())
 		}
 		for _, e := range rel.Events {
 			fmt.Fprintf(&b, "  event %s %s %s: %s\n", e.Type, e.Reason, e.Object, e.Message)
@@ -59,9 +61,9 @@ func (r *SmokeResult) Text() string {
 }
 
 // Markdown renders a smoke test for a pull-request comment or a job
-// summary, with the same options as (*ChangeSet).Markdown (Title, Marker,
+// summary, with the same options as Markdown (Title, Marker,
 // Environments, Limit).
-func (r *SmokeResult) Markdown(opts MarkdownOptions) string {
+func SmokeMarkdown(r *pipeline.SmokeResult, opts MarkdownOptions) string {
 	var b strings.Builder
 	if opts.Marker != "" {
 		b.WriteString(opts.Marker + "\n")
@@ -86,10 +88,10 @@ func (r *SmokeResult) Markdown(opts MarkdownOptions) string {
 	}
 	if len(r.Releases) > 0 {
 		b.WriteString("| Release | Environment | Namespace | Result |")
-		for _, s := range smokeSteps {
+		for _, s := range pipeline.SmokeSteps() {
 			b.WriteString(" " + s + " |")
 		}
-		b.WriteString("\n| --- | --- | --- | --- |" + strings.Repeat(" ---: |", len(smokeSteps)) + "\n")
+		b.WriteString("\n| --- | --- | --- | --- |" + strings.Repeat(" ---: |", len(pipeline.SmokeSteps())) + "\n")
 		for _, rel := range r.Releases {
 			result := "✅ passed"
 			if !rel.Passed {
@@ -104,7 +106,7 @@ func (r *SmokeResult) Markdown(opts MarkdownOptions) string {
 		b.WriteString("\n")
 	}
 	for _, rel := range r.Releases {
-		b.WriteString(rel.markdownDetails())
+		b.WriteString(markdownDetails(rel))
 	}
 	b.WriteString("_A smoke test proves the release installs, becomes healthy, converges and deletes cleanly on a throwaway cluster; it sends no real traffic and that cluster is not production._\n")
 	out := b.String()
@@ -118,7 +120,7 @@ func (r *SmokeResult) Markdown(opts MarkdownOptions) string {
 	return out
 }
 
-func (rel SmokeRelease) markdownDetails() string {
+func markdownDetails(rel pipeline.SmokeRelease) string {
 	var b strings.Builder
 	summary := fmt.Sprintf("<b>%s</b> · %s · ", html.EscapeString(rel.Name), html.EscapeString(mdEnvLabel(rel.Environment)))
 	if rel.Passed {
@@ -175,22 +177,20 @@ func (rel SmokeRelease) markdownDetails() string {
 	return b.String()
 }
 
-func (o SmokeObject) display() string { return o.ObjectRef.display() }
-
 func stepMark(state string) string {
 	switch state {
-	case StepPassed:
+	case pipeline.StepPassed:
 		return "✅"
-	case StepFailed:
+	case pipeline.StepFailed:
 		return "❌"
-	case StepRunning:
+	case pipeline.StepRunning:
 		return "…"
 	}
 	return "—"
 }
 
-func stepDuration(s SmokeStep) string {
-	if s.State == StepSkipped {
+func stepDuration(s pipeline.SmokeStep) string {
+	if s.State == pipeline.StepSkipped {
 		return ""
 	}
 	return secs(s.DurationSeconds)
@@ -198,4 +198,12 @@ func stepDuration(s SmokeStep) string {
 
 func secs(s float64) string {
 	return (time.Duration(s * float64(time.Second))).Round(10 * time.Millisecond).String()
+}
+
+// Line is the progress line a front door prints.
+func SmokeProgressLine(p pipeline.SmokeProgress) string {
+	if p.Step.State == pipeline.StepRunning {
+		return fmt.Sprintf("smoke %s: %s…", p.Release, p.Step.Name)
+	}
+	return fmt.Sprintf("smoke %s: %s %s in %s %s", p.Release, p.Step.Name, p.Step.State, secs(p.Step.DurationSeconds), p.Step.Detail)
 }

@@ -1,14 +1,16 @@
-package pipeline
+package report
 
 import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/opmodel/pipeline/pipeline"
 )
 
 // Table renders a status result for a terminal: each release's identity,
 // then its objects by component with health and reason, ghosts apart.
-func (r *StatusResult) Table() string {
+func StatusTable(r *pipeline.StatusResult) string {
 	var b strings.Builder
 	for i, rs := range r.Releases {
 		if i > 0 {
@@ -48,7 +50,7 @@ func (r *StatusResult) Table() string {
 		if len(rs.Ghosts) > 0 {
 			b.WriteString("\nGhosts (labelled for this release, in neither the inventory nor the render):\n")
 			for _, g := range rs.Ghosts {
-				fmt.Fprintf(&b, "  %s\n", g.display())
+				fmt.Fprintf(&b, "  %s\n", g.String())
 			}
 		}
 	}

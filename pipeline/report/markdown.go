@@ -1,4 +1,10 @@
-package pipeline
+// Package report is how pipeline results read: the Markdown of pull-request
+// comments and job summaries, terminal text, status and history tables,
+// smoke reports and one-line summaries. The operations in pipeline return
+// typed results and never import it; the CLI, the Action and the Dagger
+// module print with it, so the same result reads the same everywhere (the
+// golden files in pipeline/testdata prove the bytes).
+package report
 
 import (
 	"cmp"
@@ -7,8 +13,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/opmodel/pipeline/pipeline"
+
 	"github.com/opmodel/pipeline/engine/manifest"
 )
+
+// SummaryMarkdownLimit keeps a job summary under GitHub's 1 MiB per step,
+// with room for the runner's own framing.
+const SummaryMarkdownLimit = 1<<20 - 4096
 
 // MaxCommentLength is the longest body GitHub accepts for a comment
 // (longer ones get 422 "Body is too long").
@@ -18,7 +30,7 @@ const MaxCommentLength = 65536
 // own additions (a marker, a footer).
 const DefaultMarkdownLimit = MaxCommentLength - 512
 
-// MarkdownOptions tune (*ChangeSet).Markdown.
+// MarkdownOptions tune Markdown and SmokeMarkdown.
 type MarkdownOptions struct {
 	// Title starts the heading; default "opm diff" for a Diff's change
 	// set, "opm review" otherwise.
@@ -56,9 +68,9 @@ type MarkdownOptions struct {
 // summary line with counts, a table of releases, warnings, then a
 // <details> per release with its stale set and a diff per changed object.
 // The output depends only on the change set and the options.
-func (cs *ChangeSet) Markdown(opts MarkdownOptions) string {
+func Markdown(cs *pipeline.ChangeSet, opts MarkdownOptions) string {
 	if opts.Footer == "" {
-		return cs.markdownBody(opts)
+		return markdownBody(cs, opts)
 	}
 	footer := "\n" + strings.TrimRight(opts.Footer, "\n") + "\n"
 	switch {
@@ -67,11 +79,11 @@ func (cs *ChangeSet) Markdown(opts MarkdownOptions) string {
 	case opts.Limit > 0:
 		opts.Limit = max(opts.Limit-len(footer), 1)
 	}
-	return cs.markdownBody(opts) + footer
+	return markdownBody(cs, opts) + footer
 }
 
 // markdownBody is Markdown without the footer.
-func (cs *ChangeSet) markdownBody(opts MarkdownOptions) string {
+func markdownBody(cs *pipeline.ChangeSet, opts MarkdownOptions) string {
 	if cs.Operation == "diff" {
 		opts.Title = cmp.Or(opts.Title, "opm diff")
 		opts.BaseLabel = cmp.Or(opts.BaseLabel, "live")
@@ -146,13 +158,13 @@ func (cs *ChangeSet) markdownBody(opts MarkdownOptions) string {
 // mdDoc holds what Markdown renders, so it can be rendered again with
 // different cuts.
 type mdDoc struct {
-	cs       *ChangeSet
+	cs       *pipeline.ChangeSet
 	opts     MarkdownOptions
-	releases []ReleaseChanges
+	releases []pipeline.ReleaseChanges
 	maxDiff  int
 }
 
-func newMDDoc(cs *ChangeSet, opts MarkdownOptions) *mdDoc {
+func newMDDoc(cs *pipeline.ChangeSet, opts MarkdownOptions) *mdDoc {
 	d := &mdDoc{cs: cs, opts: opts, releases: cs.Releases}
 	for _, r := range cs.Releases {
 		for _, o := range r.Objects {
@@ -273,7 +285,7 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 				fmt.Fprintf(b, "| %s | %s | %s | %s | | | | |\n", mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace), what)
 				continue
 			}
-			var baseRev Revision
+			var baseRev pipeline.Revision
 			if r.Base != nil {
 				baseRev = *r.Base
 			}
@@ -301,7 +313,7 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 		for _, obj := range r.Objects {
 			// Diff already warns about each ghost by its ID; say it once.
 			id := manifest.ID{Group: obj.Object.Group, Kind: obj.Object.Kind, Namespace: obj.Object.Namespace, Name: obj.Object.Name}.String()
-			if obj.Change == Ghost && !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, id) }) {
+			if obj.Change == pipeline.Ghost && !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, id) }) {
 				warns = append(warns, fmt.Sprintf("👻 %s: ghost %s carries the release's labels but is in neither the inventory nor the render", who, mdCode(mdObjectName(obj.Object))))
 			}
 		}
@@ -330,12 +342,12 @@ func (d *mdDoc) releaseBlockCut(i, diffCap int) (string, int) {
 	hasStale, hasGhost, changed := false, false, false
 	for _, o := range r.Objects {
 		switch o.Change {
-		case Stale:
+		case pipeline.Stale:
 			hasStale = true
-		case Ghost:
+		case pipeline.Ghost:
 			hasGhost = true
 		}
-		if o.Change != Unchanged {
+		if o.Change != pipeline.Unchanged {
 			changed = true
 		}
 	}
@@ -356,18 +368,18 @@ func (d *mdDoc) releaseBlockCut(i, diffCap int) (string, int) {
 	}
 	if hasStale {
 		b.WriteString("**Stale:** apply would prune these, in this order.\n\n")
-		mdObjectTable(&b, r.Objects, Stale)
+		mdObjectTable(&b, r.Objects, pipeline.Stale)
 	}
 	if hasGhost {
 		b.WriteString("**Ghosts:** on the cluster with this release's labels, in neither the inventory nor the render.\n\n")
-		mdObjectTable(&b, r.Objects, Ghost)
+		mdObjectTable(&b, r.Objects, pipeline.Ghost)
 	}
 	cut := 0
 	for _, o := range r.Objects {
-		if o.Change == Unchanged {
+		if o.Change == pipeline.Unchanged {
 			continue
 		}
-		sym := map[Change]string{Added: "+", Modified: "~", Stale: "−", Ghost: "👻"}[o.Change]
+		sym := map[pipeline.Change]string{pipeline.Added: "+", pipeline.Modified: "~", pipeline.Stale: "−", pipeline.Ghost: "👻"}[o.Change]
 		fmt.Fprintf(&b, "<details>\n<summary>%s %s <code>%s</code></summary>\n\n", sym, o.Change, html.EscapeString(mdObjectName(o.Object)))
 		text := o.Diff
 		if diffCap >= 0 && len(text) > diffCap {
@@ -395,7 +407,7 @@ func (d *mdDoc) releaseBlockCut(i, diffCap int) (string, int) {
 	return b.String(), cut
 }
 
-func mdObjectTable(b *strings.Builder, objs []ObjectChange, class Change) {
+func mdObjectTable(b *strings.Builder, objs []pipeline.ObjectChange, class pipeline.Change) {
 	b.WriteString("| Kind | Namespace | Name | Component | Note |\n| --- | --- | --- | --- | --- |\n")
 	for _, o := range objs {
 		if o.Change != class {
@@ -495,7 +507,7 @@ func mdShortDigest(d string) string {
 	return d
 }
 
-func mdObjectName(o ObjectRef) string {
+func mdObjectName(o pipeline.ObjectRef) string {
 	if o.Namespace == "" {
 		return o.Kind + " " + o.Name
 	}
@@ -541,4 +553,12 @@ func mdByteSize(n int) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// ReportMarkdownOptions are the options of the full Markdown report: the
+// Action's job summary and `opm review -o markdown` / `opm diff -o
+// markdown` use them, so the same inputs give the same bytes everywhere.
+func ReportMarkdownOptions(footer string) MarkdownOptions {
+	return MarkdownOptions{Limit: SummaryMarkdownLimit, Footer: footer,
+		CutHint: "Render both refs locally with `opm render` for the full diffs."}
 }
