@@ -193,3 +193,14 @@ func TestTeamProviderSpecIsStrict(t *testing.T) {
 	assert.Check(t, is.Contains(errOut, `spec.tls.secretNam: field not allowed; did you mean "secretName"?`))
 	assert.Check(t, is.Contains(errOut, filepath.Join(dir, "modules/shop/shop.cue")+":114:"))
 }
+
+// The examples are what users copy: they render without a warning.
+func TestExamplesRenderWithoutWarnings(t *testing.T) {
+	for _, dir := range []string{"../../examples", "../../examples/shop"} {
+		for _, env := range []string{"staging", "production"} {
+			code, _, errOut := runOpm(t, "render", dir, "--env", env)
+			assert.Equal(t, code, 0, errOut)
+			assert.Check(t, !strings.Contains(errOut, "warning:"), "%s %s: %s", dir, env, errOut)
+		}
+	}
+}
