@@ -1,5 +1,12 @@
 package pipeline
 
+import (
+	"slices"
+	"strings"
+
+	"github.com/opmodel/pipeline/engine/manifest"
+)
+
 // Change classifies one object in a diff or review.
 type Change string
 
@@ -99,6 +106,11 @@ type ReleaseChanges struct {
 	Objects  []ObjectChange `json:"objects"`
 	Counts   Counts         `json:"counts"`
 	Warnings []string       `json:"warnings,omitempty"`
+	// Reach is where the head writes; BaseReach where the base wrote
+	// (review; nil for a release the base does not render). A change
+	// between them is also a warning.
+	Reach     *Reach `json:"reach,omitempty"`
+	BaseReach *Reach `json:"baseReach,omitempty"`
 	// Error is set when this release could not be compared (for example an
 	// environment's kubeContext missing from the kubeconfig); the others
 	// are still reported.
@@ -119,4 +131,45 @@ type ChangeSet struct {
 	// the ref that resolved and the merge base of it and HEAD.
 	BaseRef    string `json:"baseRef,omitempty"`
 	BaseCommit string `json:"baseCommit,omitempty"`
+}
+
+// Reach is where a release writes: the namespaces of its objects, sorted,
+// and whether it renders cluster-scoped objects.
+type Reach struct {
+	Namespaces    []string `json:"namespaces"`
+	ClusterScoped bool     `json:"clusterScoped"`
+}
+
+// reachOf is the reach of rendered objects (as they will be applied).
+func reachOf(res []manifest.Resource) *Reach {
+	r := &Reach{Namespaces: []string{}}
+	for _, o := range res {
+		ns := o.Object.GetNamespace()
+		switch {
+		case ns == "":
+			r.ClusterScoped = true
+		case !slices.Contains(r.Namespaces, ns):
+			r.Namespaces = append(r.Namespaces, ns)
+		}
+	}
+	slices.Sort(r.Namespaces)
+	return r
+}
+
+// Equal reports whether two reaches are the same.
+func (r *Reach) Equal(o *Reach) bool {
+	return r != nil && o != nil && r.ClusterScoped == o.ClusterScoped && slices.Equal(r.Namespaces, o.Namespaces)
+}
+
+// String is "namespaces a, b; cluster-scoped objects" (or "; no
+// cluster-scoped objects").
+func (r *Reach) String() string {
+	s := "namespaces " + strings.Join(r.Namespaces, ", ")
+	if len(r.Namespaces) == 0 {
+		s = "no namespace"
+	}
+	if r.ClusterScoped {
+		return s + " and cluster-scoped objects"
+	}
+	return s
 }

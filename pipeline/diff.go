@@ -71,6 +71,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 	// As applied: the cluster may have re-scoped objects (engine/scope).
 	rc.Head = Revision{ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID}
 	rc.Warnings = append(append(rc.Warnings, rel.Warnings...), scoped...)
+	rc.Reach = reachOf(rel.Resources)
 	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts, Masker: m})
 	if err != nil {
 		rc.Unreachable = fault.KindOf(err) == fault.Connectivity

@@ -282,6 +282,15 @@ func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) 
 	if baseRel != nil {
 		baseRes = baseRel.Resources
 	}
+	if headRel != nil {
+		rc.Reach = reachOf(headRes)
+	}
+	if baseRel != nil {
+		rc.BaseReach = reachOf(baseRes)
+	}
+	if rc.Reach != nil && rc.BaseReach != nil && !rc.Reach.Equal(rc.BaseReach) {
+		rc.Warnings = append(rc.Warnings, fmt.Sprintf("this change moves where release %s writes: %s → %s", key, rc.BaseReach, rc.Reach))
+	}
 	if err := reviewCompare(&rc, baseRes, headRes, opts); err != nil {
 		rc.Error = err.Error()
 		rc.Objects = []ObjectChange{}

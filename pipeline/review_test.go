@@ -12,6 +12,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 // reviewDirs copies examples/ twice, as the base and the head of a
@@ -349,4 +350,24 @@ func TestReviewBrokenBaseStillReviews(t *testing.T) {
 	for _, r := range cs.Releases {
 		assert.Assert(t, is.Contains(r.Error, "loading the base"))
 	}
+}
+
+// A review lists where each release writes and flags a change of it: here
+// the head moves blog into a namespace of its own.
+func TestReviewShowsAndFlagsReach(t *testing.T) {
+	base, head := reviewDirs(t, nil, func(dir string) {
+		reviewAppend(t, dir, "releases.cue", "\nreleases: blog: metadata: namespace: \"blog\"\n")
+	})
+	cs := review(t, base, head, pipeline.ReviewOptions{Environments: []string{"staging"}})
+	blog := findRelease(t, cs, "blog", "staging")
+	assert.DeepEqual(t, blog.BaseReach, &pipeline.Reach{Namespaces: []string{"staging"}})
+	assert.DeepEqual(t, blog.Reach, &pipeline.Reach{Namespaces: []string{"blog"}})
+	assert.Check(t, is.Contains(strings.Join(blog.Warnings, "\n"), "this change moves where release blog writes: namespaces staging → namespaces blog"))
+	mc := findRelease(t, cs, "minecraft", "staging")
+	assert.DeepEqual(t, mc.Reach, mc.BaseReach)
+
+	md := report.Markdown(cs, report.MarkdownOptions{})
+	assert.Check(t, is.Contains(md, "| blog | staging | blog | ⚠️ `staging` → `blog` |"))
+	assert.Check(t, is.Contains(md, "| minecraft | staging | staging | `staging` |"))
+	assert.Check(t, is.Contains(report.Text(cs, false), "  writes to namespaces blog\n"))
 }

@@ -332,7 +332,11 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	}
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata")))}
 	comps := module.LookupPath(pathComponents)
-	if r.Resources, err = renderComponents(d.Context, comps, rc, transformers, catalogOwners(d.Catalog), d.Catalog, where); err != nil {
+	limit, err := reachOf(rel, envName, meta.namespace)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", where, err))
+	}
+	if r.Resources, err = renderComponents(d.Context, comps, rc, transformers, catalogOwners(d.Catalog), d.Catalog, limit, where); err != nil {
 		return nil, err
 	}
 	names, _ := load.FieldNames(comps)

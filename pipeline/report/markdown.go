@@ -273,24 +273,24 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 	}
 
 	if len(cs.Releases) > 0 {
-		fmt.Fprintf(b, "| Release | Environment | Namespace | Change ID (%s → %s) | Digest (%s → %s) | + | ~ | − |\n",
+		fmt.Fprintf(b, "| Release | Environment | Namespace | Writes to | Change ID (%s → %s) | Digest (%s → %s) | + | ~ | − |\n",
 			o.BaseLabel, o.HeadLabel, o.BaseLabel, o.HeadLabel)
-		b.WriteString("| --- | --- | --- | --- | --- | ---: | ---: | ---: |\n")
+		b.WriteString("| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: |\n")
 		for _, r := range cs.Releases {
 			if r.Error != "" {
 				what := "❌ error"
 				if r.Unreachable {
 					what = "🔌 unreachable"
 				}
-				fmt.Fprintf(b, "| %s | %s | %s | %s | | | | |\n", mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace), what)
+				fmt.Fprintf(b, "| %s | %s | %s | | %s | | | | |\n", mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace), what)
 				continue
 			}
 			var baseRev pipeline.Revision
 			if r.Base != nil {
 				baseRev = *r.Base
 			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %d | %d | %d |\n",
-				mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace),
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d | %d | %d |\n",
+				mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace), mdReach(r),
 				mdTransition(baseRev.ChangeID, r.Head.ChangeID, r.Base != nil, func(s string) string { return s }),
 				mdTransition(baseRev.ManifestDigest, r.Head.ManifestDigest, r.Base != nil, mdShortDigest),
 				r.Counts.Added, r.Counts.Modified, r.Counts.Stale)
@@ -325,6 +325,31 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+// mdReach is the "Writes to" cell: the namespaces and "cluster", with the
+// base's first and ⚠️ when a review moves them.
+func mdReach(r pipeline.ReleaseChanges) string {
+	cell := func(x *pipeline.Reach) string {
+		parts := make([]string, 0, len(x.Namespaces)+1)
+		for _, ns := range x.Namespaces {
+			parts = append(parts, mdCode(ns))
+		}
+		if x.ClusterScoped {
+			parts = append(parts, "cluster")
+		}
+		if len(parts) == 0 {
+			return "-"
+		}
+		return strings.Join(parts, ", ")
+	}
+	switch {
+	case r.Reach == nil:
+		return "-"
+	case r.BaseReach != nil && !r.Reach.Equal(r.BaseReach):
+		return "⚠️ " + mdCell(cell(r.BaseReach)) + " → " + mdCell(cell(r.Reach))
+	}
+	return mdCell(cell(r.Reach))
 }
 
 // collapsedStub stands for the details of release i when they were cut.

@@ -31,6 +31,9 @@ func Text(cs *pipeline.ChangeSet, color bool) string {
 			fmt.Fprintf(&b, "  error: %s\n", rc.Error)
 			continue
 		}
+		if rc.Reach != nil {
+			fmt.Fprintf(&b, "  writes to %s\n", rc.Reach)
+		}
 		for _, o := range rc.Objects {
 			line := fmt.Sprintf("  %-9s %s", o.Change, o.Object.String())
 			if o.Warning != "" {

@@ -1,0 +1,131 @@
+package render
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/internal/deploytest"
+)
+
+// reachDeployment renders raw objects (core.#Objects) in an environment
+// whose namespaces block is NAMESPACES; the release namespace is team-a.
+const reachDeployment = `package deploy
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+environments: staging: core.#Environment & {metadata: name: "staging", namespace: "team-a", NAMESPACES}
+releases: app: core.#ModuleRelease & {metadata: name: "app", #module: {
+	core.#Module
+	metadata: {apiVersion: "test.example/reach/app@v0", name: "app", version: "0.1.0"}
+	#config: {}
+	#components: raw: {
+		core.#Objects
+		spec: objects: [OBJECT]
+	}
+}}
+`
+
+func renderReach(t *testing.T, namespaces, object string) ([]*Release, error) {
+	t.Helper()
+	dir := t.TempDir()
+	assert.NilError(t, os.MkdirAll(filepath.Join(dir, "cue.mod"), 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "cue.mod/module.cue"), []byte(strictModuleFile), 0o644))
+	src := strings.NewReplacer("NAMESPACES", namespaces, "OBJECT", object).Replace(reachDeployment)
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "deploy.cue"), []byte(src), 0o644))
+	return Render(t.Context(), Options{Dir: dir, Environment: "staging"})
+}
+
+const (
+	cmIn       = `{apiVersion: "v1", kind: "ConfigMap", metadata: {name: "cm", namespace: "%s"}, data: a: "b"}`
+	clusterObj = `{apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: name: "reader", rules: []}`
+)
+
+// A release writes only where its environment allows: its own namespace by
+// default, cluster-scoped objects only with clusterScoped. (The embedded
+// catalog always writes the release namespace; other namespaces come from
+// other providers, below.)
+func TestEnvironmentNamespacesLimitClusterScopedObjects(t *testing.T) {
+	for name, c := range map[string]struct {
+		namespaces, object string
+		want               string // "" renders
+	}{
+		"its own namespace by default":    {"", strings.Replace(cmIn, "%s", "team-a", 1), ""},
+		"cluster-scoped by default":       {"", clusterObj, `renders ClusterRole reader, a cluster-scoped object, which environment "staging" does not allow: set ` + "`namespaces: clusterScoped: true`"},
+		"cluster-scoped allowed":          {`namespaces: clusterScoped: true`, clusterObj, ""},
+		"its own Namespace object":        {"", `{apiVersion: "v1", kind: "Namespace", metadata: name: "team-a"}`, ""},
+		"someone else's Namespace object": {"", `{apiVersion: "v1", kind: "Namespace", metadata: name: "kube-system"}`, "renders Namespace kube-system, a cluster-scoped object"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := renderReach(t, c.namespaces, c.object)
+			if c.want == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.Assert(t, err != nil, "rendered")
+			assert.Equal(t, fault.KindOf(err), fault.Validation)
+			assert.Check(t, is.Contains(err.Error(), c.want))
+			assert.Check(t, is.Contains(err.Error(), `component "raw": transformer github.com/opmodel/pipeline/catalog@v0#ObjectsTransformer (provider kubernetes) (declared at github.com/opmodel/pipeline/catalog@v0/transformers_objects.cue:`))
+		})
+	}
+}
+
+// opmServiceNamespace publishes the OPM-shaped provider with its Service
+// transformer writing namespace as expr, and renders OPMDeployment whose
+// staging environment adds namespaces.
+func opmServiceNamespace(t *testing.T, expr, namespaces string) error {
+	t.Helper()
+	prov := deploytest.OPMProvider
+	prov.Files = maps.Clone(prov.Files)
+	replaced := false
+	for f, src := range prov.Files {
+		svc := strings.Index(src, "#ServiceTransformer:")
+		if svc < 0 {
+			continue
+		}
+		old := "namespace: #context.namespace, labels: #context.labels}"
+		i := strings.Index(src[svc:], old)
+		assert.Assert(t, i > 0)
+		prov.Files[f] = src[:svc+i] + "namespace: " + expr + ", labels: #context.labels}" + src[svc+i+len(old):]
+		replaced = true
+	}
+	assert.Assert(t, replaced)
+	deploytest.Registry(t, deploytest.OPMCore, deploytest.OPMResources, prov, deploytest.OPMApp)
+	deploy := strings.Replace(deploytest.OPMDeployment, "\tnamespace: \"staging\"\n", "\tnamespace: \"staging\"\n\t"+namespaces+"\n", 1)
+	dir := deploytest.Write(t, map[string]string{"cue.mod/module.cue": deploytest.OPMModuleFile, "deploy.cue": deploy})
+	_, err := Render(t.Context(), Options{Dir: dir, Environment: "staging"})
+	return err
+}
+
+// Namespaces another provider writes into: only the allowed names and
+// globs, and OPM's own provider's `#context.namespace | *"default"` is
+// caught with an explanation instead of applying into default.
+func TestEnvironmentNamespacesLimitOtherProviders(t *testing.T) {
+	where := "transformer opmodel.dev/providers/kubernetes@v0#ServiceTransformer (provider kubernetes) (declared at "
+	for name, c := range map[string]struct{ expr, namespaces, want string }{
+		"own namespace":          {"#context.namespace", "", ""},
+		"another by default":     {`"kube-system"`, "", `renders Service web into namespace "kube-system", which environment "staging" does not allow (namespaces.allowed: staging)`},
+		"a glob":                 {`"staging-jobs"`, `namespaces: allowed: ["staging", "staging-*"]`, ""},
+		"outside the glob":       {`"team-b"`, `namespaces: allowed: ["staging", "staging-*"]`, `into namespace "team-b", which environment "staging" does not allow (namespaces.allowed: staging, staging-*)`},
+		"OPM's default":          {`#context.namespace | *"default"`, "", "the release's namespace is \"staging\": a transformer that writes `namespace: #context.namespace | *\"default\"` gets \"default\""},
+		"OPM's default, allowed": {`#context.namespace | *"default"`, `namespaces: allowed: ["staging", "default"]`, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := opmServiceNamespace(t, c.expr, c.namespaces)
+			if c.want == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.Assert(t, err != nil, "rendered")
+			assert.Equal(t, fault.KindOf(err), fault.Validation)
+			assert.Check(t, is.Contains(err.Error(), c.want))
+			assert.Check(t, is.Contains(err.Error(), where))
+		})
+	}
+}
