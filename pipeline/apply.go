@@ -167,7 +167,7 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 			}
 			ar.Warnings = append(append(slices.Clone(rel.Warnings), scoped...), ar.Warnings...)
 		}
-		if err != nil {
+		if err = asIdentity(cl, err); err != nil {
 			ar.Error = err.Error()
 		}
 		res.Releases = append(res.Releases, ar)

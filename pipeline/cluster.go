@@ -2,7 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
+	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/scope"
@@ -49,6 +52,8 @@ func (c *clusters) For(ctx context.Context, r *render.Release) (*kube.Cluster, e
 	if c.opts.ignoreEnvironment {
 		env = kube.EnvCluster{Name: r.Environment}
 	}
+	// The identity holds even where the cluster comes from elsewhere.
+	env.ImpersonateUser, env.ImpersonateGroups = r.Cluster.ImpersonateUser, strings.Join(r.Cluster.ImpersonateGroups, ",")
 	if cl, ok := c.cache[env]; ok {
 		return cl, nil
 	}
@@ -77,4 +82,14 @@ func (c *clusters) forRelease(ctx context.Context, rel *render.Release) (*kube.C
 		warnings = append(warnings, m.String())
 	}
 	return cl, warnings, nil
+}
+
+// asIdentity says who was refused: a permission error of a cluster that
+// impersonates names the identity, so "forbidden" reads as the tenant's
+// RBAC speaking, not the pipeline's credentials.
+func asIdentity(cl *kube.Cluster, err error) error {
+	if err == nil || cl == nil || cl.Identity == "" || fault.KindOf(err) != fault.Permission {
+		return err
+	}
+	return fault.Wrap(fault.Permission, fmt.Errorf("as %s (the environment's cluster.impersonate): %w", cl.Identity, err))
 }

@@ -103,7 +103,7 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 	case rel.ReleaseID != cur.ReleaseID || rel.Namespace != cur.Namespace:
 		return nil, fault.Validationf("at commit %s release %s is %s in namespace %s, but now it is %s in namespace %s: a rollback cannot move a release; apply that commit yourself if that is intended",
 			short(commit), cur.Name, rel.ReleaseID, rel.Namespace, cur.ReleaseID, cur.Namespace)
-	case rel.Cluster != cur.Cluster:
+	case !rel.Cluster.Equal(cur.Cluster):
 		return nil, fault.Validationf("at commit %s environment %s selects another cluster (%+v) than it does now (%+v): a rollback applies only to the cluster the release is on now",
 			short(commit), cmp.Or(rel.Environment, "-"), rel.Cluster, cur.Cluster)
 	case rel.ManifestDigest != change.ManifestDigest && !opts.AllowDifferentDigest:

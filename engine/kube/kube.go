@@ -59,6 +59,10 @@ type EnvCluster struct {
 	KubeContext string
 	// KubeConfig is cluster.kubeConfig; a leading ~/ means the home directory.
 	KubeConfig string
+	// ImpersonateUser and ImpersonateGroups (comma-separated, so the
+	// struct stays comparable) are who every request is made as.
+	ImpersonateUser   string
+	ImpersonateGroups string
 }
 
 // Options tune the clients.
@@ -91,6 +95,9 @@ type Cluster struct {
 	// cached in memory; Reset it after installing CRDs.
 	Mapper    meta.ResettableRESTMapper
 	Discovery discovery.CachedDiscoveryInterface
+	// Identity is the user every request is impersonated as, or "" for
+	// the kubeconfig's own credentials.
+	Identity string
 }
 
 // Connect selects the kubeconfig and context by the package's rule and
@@ -111,6 +118,12 @@ func Connect(ctx context.Context, sel Selection, env EnvCluster, opts Options) (
 	if err != nil {
 		return nil, fault.Wrap(fault.Connectivity, fmt.Errorf("context %q in %s is not usable: %w", name, source, err))
 	}
+	if env.ImpersonateUser != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: env.ImpersonateUser}
+		if env.ImpersonateGroups != "" {
+			cfg.Impersonate.Groups = strings.Split(env.ImpersonateGroups, ",")
+		}
+	}
 	return FromConfig(cfg, name, opts)
 }
 
@@ -128,7 +141,7 @@ func FromConfig(cfg *rest.Config, contextName string, opts Options) (*Cluster, e
 
 	// envtest and some kubeconfigs end the host with "/"; the summary line
 	// should read the same either way.
-	c := &Cluster{Config: cfg, Context: contextName, Server: strings.TrimSuffix(cfg.Host, "/")}
+	c := &Cluster{Config: cfg, Context: contextName, Server: strings.TrimSuffix(cfg.Host, "/"), Identity: cfg.Impersonate.UserName}
 	var err error
 	if c.Clientset, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fault.Wrap(fault.Connectivity, fmt.Errorf("build clientset for %s: %w", c, err))

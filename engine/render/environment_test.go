@@ -197,7 +197,7 @@ releases: myapp: {#module: _app, values: image: "myapp:v2"}
 	r := renderOne(t, dir, "staging")
 	assert.Equal(t, r.Namespace, "staging-ns")
 	assert.Equal(t, r.ReleaseID, uuid5("test.example/deploy/app@v0#app:myapp:staging-ns:staging"))
-	assert.Equal(t, r.Cluster, render.Cluster{}, "an environment without cluster uses the current context")
+	assert.DeepEqual(t, r.Cluster, render.Cluster{}) // an environment without cluster uses the current context
 }
 
 func TestNoNamespaceAnywhereIsAClearError(t *testing.T) {

@@ -129,3 +129,21 @@ func TestEnvironmentNamespacesLimitOtherProviders(t *testing.T) {
 		})
 	}
 }
+
+// cluster.impersonate names the identity every request is made as.
+func TestImpersonationIsReadFromTheEnvironment(t *testing.T) {
+	own := strings.Replace(cmIn, "%s", "team-a", 1)
+	rels, err := renderReach(t, `cluster: impersonate: serviceAccount: "team-a/deployer"`, own)
+	assert.NilError(t, err)
+	assert.Equal(t, rels[0].Cluster.ImpersonateUser, "system:serviceaccount:team-a:deployer")
+	assert.DeepEqual(t, rels[0].Cluster.ImpersonateGroups, []string{"system:serviceaccounts", "system:serviceaccounts:team-a", "system:authenticated"})
+
+	rels, err = renderReach(t, `cluster: impersonate: {user: "alice", groups: ["team-a"]}`, own)
+	assert.NilError(t, err)
+	assert.Equal(t, rels[0].Cluster.ImpersonateUser, "alice")
+	assert.DeepEqual(t, rels[0].Cluster.ImpersonateGroups, []string{"team-a"})
+
+	_, err = renderReach(t, `cluster: impersonate: serviceAccount: "deployer"`, own)
+	assert.Assert(t, err != nil, "a ServiceAccount without its namespace")
+	assert.Equal(t, fault.KindOf(err), fault.Validation)
+}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/opmodel/pipeline/engine/manifest"
 )
@@ -21,6 +22,18 @@ type Module struct {
 type Cluster struct {
 	KubeContext string `json:"kubeContext,omitempty"`
 	KubeConfig  string `json:"kubeConfig,omitempty"`
+	// ImpersonateUser and ImpersonateGroups are cluster.impersonate: the
+	// identity every request is made as (a ServiceAccount becomes its user
+	// name and the groups the API server gives its tokens).
+	ImpersonateUser   string   `json:"impersonateUser,omitempty"`
+	ImpersonateGroups []string `json:"impersonateGroups,omitempty"`
+}
+
+// Equal reports whether two releases deploy to the same cluster as the
+// same identity.
+func (c Cluster) Equal(o Cluster) bool {
+	return c.KubeContext == o.KubeContext && c.KubeConfig == o.KubeConfig &&
+		c.ImpersonateUser == o.ImpersonateUser && slices.Equal(c.ImpersonateGroups, o.ImpersonateGroups)
 }
 
 // Release is one rendered release.

@@ -300,6 +300,15 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	if envName != "" {
 		r.Cluster.KubeContext, _ = rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("cluster"), cue.Str("kubeContext"))).String()
 		r.Cluster.KubeConfig, _ = rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("cluster"), cue.Str("kubeConfig"))).String()
+		imp := rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("cluster"), cue.Str("impersonate")))
+		if sa, err := imp.LookupPath(cue.ParsePath("serviceAccount")).String(); err == nil {
+			ns, name, _ := strings.Cut(sa, "/")
+			r.Cluster.ImpersonateUser = "system:serviceaccount:" + ns + ":" + name
+			r.Cluster.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+		} else if user, err := imp.LookupPath(cue.ParsePath("user")).String(); err == nil {
+			r.Cluster.ImpersonateUser = user
+			_ = imp.LookupPath(cue.ParsePath("groups")).Decode(&r.Cluster.ImpersonateGroups)
+		}
 	}
 	if identityOnly {
 		return r, nil
