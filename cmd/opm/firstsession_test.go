@@ -204,3 +204,10 @@ func TestExamplesRenderWithoutWarnings(t *testing.T) {
 		}
 	}
 }
+
+// opm rbac needs an environment: the identity comes from it.
+func TestRBACNeedsAnEnvironment(t *testing.T) {
+	code, _, errOut := runOpm(t, "rbac", "../../examples")
+	assert.Equal(t, code, 2, errOut)
+	assert.Check(t, is.Contains(errOut, "rbac needs --env"))
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
+)
+
+func newRBACCmd() *cobra.Command {
+	var (
+		sel     selectionFlags
+		cluster clusterFlags
+		output  string
+	)
+	cmd := &cobra.Command{
+		Use:   "rbac [DIR] --env ENV",
+		Short: "Print the Roles and bindings an environment's impersonated identity needs for its releases",
+		Long: `Render the releases for --env and print, as YAML for kubectl apply -f -, the Role and
+RoleBinding (per namespace the release writes) and, for cluster-scoped objects, the
+ClusterRole and ClusterRoleBinding that the identity of the environment's
+cluster.impersonate needs to apply, diff, prune and lock exactly what the release
+renders: its resources (resolved through the cluster's RESTMapper), its inventory
+Secret and its Lease. Apply it as an administrator; then the release applies as the
+tenant, and anything beyond it is refused by the API server.`,
+		Args: dirArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "yaml" && output != "json" {
+				return usageError{fmt.Errorf("-o must be yaml or json, not %q", output)}
+			}
+			res, err := pipeline.RBAC(cmd.Context(), pipeline.RBACOptions{Selection: sel.selection(args), ClusterOptions: cluster.options()})
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			y, err := report.RBACYAML(res)
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(y)
+			return err
+		},
+	}
+	sel.register(cmd.Flags())
+	cluster.register(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	return cmd
+}
