@@ -404,6 +404,38 @@ func (m *Opm) Delete(
 	return &DeleteResult{Summary: report.DeleteSummary(res), Json: jsonOf(res)}, err
 }
 
+// RBACResult is the result of RBAC.
+type RBACResult struct {
+	// Yaml is `opm rbac` (for kubectl apply -f -); Json `opm rbac -o json`.
+	Yaml string
+	Json string
+}
+
+// RBAC prints the Roles and bindings the identity the environment
+// impersonates (cluster.impersonate) needs for exactly what its releases
+// render, their inventory Secrets and their Leases.
+// +cache="never"
+func (m *Opm) RBAC(
+	ctx context.Context,
+	env string,
+	// +optional
+	release []string,
+) (*RBACResult, error) {
+	sel, co, err := m.clusterInputs(ctx, env, release, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := pipeline.RBAC(ctx, pipeline.RBACOptions{Selection: sel, ClusterOptions: co})
+	if err != nil {
+		return nil, err
+	}
+	y, err := report.RBACYAML(res)
+	if err != nil {
+		return nil, err
+	}
+	return &RBACResult{Yaml: string(y), Json: jsonOf(res)}, nil
+}
+
 // HistoryResult is the result of History.
 type HistoryResult struct {
 	// Table is `opm history`; Json `opm history -o json`.
