@@ -25,7 +25,7 @@ import (
 // manage is what opm does with the objects it owns: server-side apply
 // (get, create, patch), diff and status (get, list, watch), prune and
 // delete.
-var manage = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+func manage() []string { return []string{"get", "list", "watch", "create", "update", "patch", "delete"} }
 
 // For returns the Roles, RoleBindings and, when the release renders
 // cluster-scoped objects, the ClusterRole and ClusterRoleBinding that
@@ -112,7 +112,7 @@ func rulesFor(grs map[schema.GroupResource]bool) []rbacv1.PolicyRule {
 	for _, g := range groups {
 		res := byGroup[g]
 		slices.Sort(res)
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: res, Verbs: manage})
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: res, Verbs: manage()})
 	}
 	return rules
 }
