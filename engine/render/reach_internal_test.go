@@ -14,30 +14,19 @@ import (
 	"github.com/opmodel/pipeline/internal/deploytest"
 )
 
-// reachDeployment renders raw objects (core.#Objects) in an environment
+// reachComponents render raw objects (core.#Objects) in an environment
 // whose namespaces block is NAMESPACES; the release namespace is team-a.
-const reachDeployment = `package deploy
-
-import core "github.com/opmodel/pipeline/catalog@v0"
-
-environments: staging: core.#Environment & {metadata: name: "staging", namespace: "team-a", NAMESPACES}
-releases: app: core.#ModuleRelease & {metadata: name: "app", #module: {
-	core.#Module
-	metadata: {apiVersion: "test.example/reach/app@v0", name: "app", version: "0.1.0"}
-	#config: {}
-	#components: raw: {
+const reachComponents = `	#components: raw: {
 		core.#Objects
 		spec: objects: [OBJECT]
-	}
-}}
-`
+	}`
 
 func renderReach(t *testing.T, namespaces, object string) ([]*Release, error) {
 	t.Helper()
 	dir := t.TempDir()
 	assert.NilError(t, os.MkdirAll(filepath.Join(dir, "cue.mod"), 0o755))
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "cue.mod/module.cue"), []byte(strictModuleFile), 0o644))
-	src := strings.NewReplacer("NAMESPACES", namespaces, "OBJECT", object).Replace(reachDeployment)
+	src := testDeployment(`namespace: "team-a", `+namespaces, strings.Replace(reachComponents, "OBJECT", object, 1))
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "deploy.cue"), []byte(src), 0o644))
 	return Render(t.Context(), Options{Dir: dir, Environment: "staging"})
 }

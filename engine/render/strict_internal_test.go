@@ -22,26 +22,17 @@ language: version: "v0.12.0"
 deps: "github.com/opmodel/pipeline/catalog@v0": v: "v0.1.0"
 `
 
-// strictDeployment is a deployment with one component that embeds
+// strictComponents are, in testDeployment, a deployment with one component that embeds
 // core.#Workload and MIXIN and sets spec.FIELD to BODY; BODY starts on
 // line 12, so a mistake in its first line is reported there.
-const strictDeployment = `package deploy
-
-import core "github.com/opmodel/pipeline/catalog@v0"
-
-environments: staging: core.#Environment & {metadata: name: "staging", namespace: "staging"}
-releases: app: core.#ModuleRelease & {metadata: name: "app", #module: {
-	core.#Module
-	metadata: {apiVersion: "test.example/strict/app@v0", name: "app", version: "0.1.0"}
-	#config: {}
-	#components: web: {
+const strictComponents = `	#components: web: {
 		core.#Workload
 		MIXIN
 		spec: workload: {type: "stateless", container: image: "nginx:1.27"}
 		spec: FIELD: BODY
-	}
-}}
-`
+	}`
+
+func strictDeployment() string { return testDeployment(`namespace: "staging"`, strictComponents) }
 
 // strictLine is the line of `spec: FIELD: BODY` above.
 const strictLine = 14
@@ -59,7 +50,7 @@ func TestEveryCatalogFieldMisspelledIsAnError(t *testing.T) {
 	}
 	probe := filepath.Join(root, "probe")
 	write(probe, "cue.mod/module.cue", strictModuleFile)
-	write(probe, "deploy.cue", strings.NewReplacer("MIXIN", "", "FIELD", "workload", "BODY", "{}").Replace(strictDeployment))
+	write(probe, "deploy.cue", strings.NewReplacer("MIXIN", "", "FIELD", "workload", "BODY", "{}").Replace(strictDeployment()))
 	d, err := load.Load(t.Context(), probe)
 	assert.NilError(t, err)
 
@@ -90,7 +81,7 @@ func TestEveryCatalogFieldMisspelledIsAnError(t *testing.T) {
 				}
 				dir := filepath.Join(root, strings.ReplaceAll(name, "/", "_"))
 				write(dir, "cue.mod/module.cue", strictModuleFile)
-				write(dir, "deploy.cue", strings.NewReplacer("MIXIN", m, "FIELD", cue.Str(field).String(), "BODY", body).Replace(strictDeployment))
+				write(dir, "deploy.cue", strings.NewReplacer("MIXIN", m, "FIELD", cue.Str(field).String(), "BODY", body).Replace(strictDeployment()))
 				_, err := Render(t.Context(), Options{Dir: dir, Environment: "staging"})
 				assert.Assert(t, err != nil, "spec.%s.%s: %s accepted", field, strings.Join(path[:len(path)-1], "."), wrong)
 				assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
@@ -168,7 +159,7 @@ func TestStrictComponentsCatchTheReportedMistakes(t *testing.T) {
 			dir := t.TempDir()
 			assert.NilError(t, os.MkdirAll(filepath.Join(dir, "cue.mod"), 0o755))
 			assert.NilError(t, os.WriteFile(filepath.Join(dir, "cue.mod/module.cue"), []byte(strictModuleFile), 0o644))
-			src := strings.NewReplacer("MIXIN", c.mixin, "FIELD", c.field, "BODY", c.body).Replace(strictDeployment)
+			src := strings.NewReplacer("MIXIN", c.mixin, "FIELD", c.field, "BODY", c.body).Replace(strictDeployment())
 			assert.NilError(t, os.WriteFile(filepath.Join(dir, "deploy.cue"), []byte(src), 0o644))
 			_, err := Render(t.Context(), Options{Dir: dir, Environment: "staging"})
 			assert.Assert(t, err != nil, "accepted")
@@ -183,17 +174,8 @@ func TestStrictComponentsCatchTheReportedMistakes(t *testing.T) {
 	}
 }
 
-// refsDeployment has two components, web and api; EDIT is spliced into web.
-const refsDeployment = `package deploy
-
-import core "github.com/opmodel/pipeline/catalog@v0"
-
-environments: staging: core.#Environment & {metadata: name: "staging", namespace: "staging"}
-releases: app: core.#ModuleRelease & {metadata: name: "app", #module: {
-	core.#Module
-	metadata: {apiVersion: "test.example/strict/app@v0", name: "app", version: "0.1.0"}
-	#config: {}
-	#components: web: {
+// refsComponents are two components, web and api; EDIT is spliced into web.
+const refsComponents = `	#components: web: {
 		core.#Workload
 		core.#Service
 		core.#Ingress
@@ -208,9 +190,9 @@ releases: app: core.#ModuleRelease & {metadata: name: "app", #module: {
 		core.#ServiceAccount
 		spec: workload: {type: "stateless", container: image: "api:1"}
 		spec: serviceAccount: {}
-	}
-}}
-`
+	}`
+
+func refsDeployment() string { return testDeployment(`namespace: "staging"`, refsComponents) }
 
 // refsLine is the line of EDIT above.
 const refsLine = 18
@@ -221,7 +203,7 @@ func refsFile(t *testing.T, edit, port string) string {
 	dir := t.TempDir()
 	assert.NilError(t, os.MkdirAll(filepath.Join(dir, "cue.mod"), 0o755))
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "cue.mod/module.cue"), []byte(strictModuleFile), 0o644))
-	src := strings.NewReplacer("EDIT", edit, "PORT", port).Replace(refsDeployment)
+	src := strings.NewReplacer("EDIT", edit, "PORT", port).Replace(refsDeployment())
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "deploy.cue"), []byte(src), 0o644))
 	return dir
 }
@@ -322,4 +304,22 @@ func TestCoherenceWarningsAndDefaults(t *testing.T) {
 		assert.Equal(t, len(rels[0].Warnings), 1, "%v", rels[0].Warnings)
 		assert.Check(t, is.Contains(rels[0].Warnings[0], "cannot use them"))
 	})
+}
+
+// testDeployment is a deploy.cue with one environment, staging (envFields
+// added to it), and one release, app, whose module declares components;
+// components start on line 10, so tests can name the line of a mistake.
+func testDeployment(envFields, components string) string {
+	return `package deploy
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+environments: staging: core.#Environment & {metadata: name: "staging", ` + envFields + `}
+releases: app: core.#ModuleRelease & {metadata: name: "app", #module: {
+	core.#Module
+	metadata: {apiVersion: "test.example/strict/app@v0", name: "app", version: "0.1.0"}
+	#config: {}
+` + components + `
+}}
+`
 }
