@@ -25,7 +25,9 @@ import (
 // manage is what opm does with the objects it owns: server-side apply
 // (get, create, patch), diff and status (get, list, watch), prune and
 // delete.
-func manage() []string { return []string{"get", "list", "watch", "create", "update", "patch", "delete"} }
+func manage() []string {
+	return []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+}
 
 // For returns the Roles, RoleBindings and, when the release renders
 // cluster-scoped objects, the ClusterRole and ClusterRoleBinding that
