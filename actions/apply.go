@@ -156,7 +156,7 @@ func applyMarkdown(title string, results []pipeline.AppliedRelease, envs []strin
 				status = " ❌"
 			}
 			fmt.Fprintf(&b, "| %s%s | %s | %s | `%s` | `%s` | %d | %d | %d | %d | %d |\n",
-				cell(ar.Name), status, cell(envLabel(ar.Environment)), cell(ar.Namespace), ar.ChangeID, shortDigest(ar.ManifestDigest),
+				cell(ar.Name), status, cell(envLabel(ar.Environment)), cell(ar.Namespace), ar.ChangeID, report.ShortDigest(ar.ManifestDigest),
 				c.Created+c.Recreated, c.Configured, c.Unchanged, c.Deleted, c.Skipped)
 		}
 		b.WriteString("\n")
@@ -211,14 +211,6 @@ func cell(s string) string {
 	s = strings.ReplaceAll(s, "|", "\\|")
 	s = strings.ReplaceAll(s, "<", "&lt;")
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r", ""), "\n", " ")
-}
-
-func shortDigest(d string) string {
-	d = strings.TrimPrefix(d, "sha256:")
-	if len(d) > 12 {
-		return d[:12]
-	}
-	return d
 }
 
 func envLabel(env string) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 // rollback runs rollback mode: pipeline.Rollback of the one selected
@@ -34,7 +35,7 @@ func (r *runner) rollback(ctx context.Context) error {
 		results = res.Releases
 		md = fmt.Sprintf("Rolled back from `%s` to `%s` (commit `%s`).\n\n", res.From, res.To, short(res.Commit))
 		if res.RenderedDigest != res.RecordedDigest {
-			md += fmt.Sprintf("⚠️ The commit rendered digest `%s`, not the recorded `%s` (allow-different-digest).\n\n", shortDigest(res.RenderedDigest), shortDigest(res.RecordedDigest))
+			md += fmt.Sprintf("⚠️ The commit rendered digest `%s`, not the recorded `%s` (allow-different-digest).\n\n", report.ShortDigest(res.RenderedDigest), report.ShortDigest(res.RecordedDigest))
 		}
 	}
 	if err != nil {

@@ -118,6 +118,9 @@ type ReleaseChanges struct {
 	// Unreachable is set with Error when the release's cluster could not
 	// be selected or reached: nothing is known about it, it is not in sync.
 	Unreachable bool `json:"unreachable,omitempty"`
+	// Sensitive: either side's digest and change ID depend on secret data
+	// (Secret objects, values from a secret source); public outputs seal them.
+	Sensitive bool `json:"sensitive,omitempty"`
 }
 
 // ChangeSet is the result of Diff and Review: every selected release.

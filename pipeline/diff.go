@@ -61,7 +61,8 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts DiffOptions, m *diff.Masker) (ReleaseChanges, error) {
 	rc := ReleaseChanges{
 		Name: rel.Name, Namespace: rel.Namespace, Environment: rel.Environment, ReleaseID: rel.ReleaseID,
-		Head: Revision{ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID},
+		Head:      Revision{ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID},
+		Sensitive: rel.Sensitive(),
 	}
 	cluster, scoped, err := cl.forRelease(ctx, rel)
 	if err != nil {
@@ -80,6 +81,9 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 	if pv.Inventory != nil {
 		if id, ch, ok := pv.Inventory.Latest(); ok {
 			rc.Base = &Revision{ManifestDigest: ch.ManifestDigest, ChangeID: id}
+			for _, e := range ch.Inventory.Entries {
+				rc.Sensitive = rc.Sensitive || (e.Group == "" && e.Kind == "Secret")
+			}
 		}
 	}
 	for _, o := range pv.Objects {
@@ -108,6 +112,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 	if len(rel.Resources) == 0 && rc.Counts.Stale > 0 {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("the render is empty: apply would prune all %d recorded objects, so it refuses without --force", rc.Counts.Stale))
 	}
+	rc.redact(rel.Secrets)
 	return rc, nil
 }
 

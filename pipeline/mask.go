@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
+
+	"github.com/opmodel/pipeline/engine/values"
 )
 
 // Masked stands for a Secret value in apply and prune results.
@@ -20,9 +22,13 @@ func (r RenderedRelease) masked() RenderedRelease {
 	var secrets []string
 	out := r
 	out.Resources = make([]map[string]any, 0, len(r.Resources))
+	var fromSecretSources []string
+	if r.release != nil {
+		fromSecretSources = r.release.Secrets
+	}
 	for _, obj := range r.Resources {
 		if obj["kind"] != "Secret" || obj["apiVersion"] != "v1" {
-			out.Resources = append(out.Resources, obj)
+			out.Resources = append(out.Resources, redactObject(obj, fromSecretSources))
 			continue
 		}
 		c := make(map[string]any, len(obj))
@@ -132,4 +138,34 @@ func maskText(text string, secrets []string) string {
 		}
 	}
 	return out
+}
+
+// redactObject returns obj, or a copy of it with secret values (from SOPS
+// files or secret inputs, which may flow into any object) redacted from
+// every string.
+func redactObject(obj map[string]any, secrets []string) map[string]any {
+	if len(secrets) == 0 {
+		return obj
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			c := make(map[string]any, len(x))
+			for k, e := range x {
+				c[k] = walk(e)
+			}
+			return c
+		case []any:
+			c := make([]any, len(x))
+			for i, e := range x {
+				c[i] = walk(e)
+			}
+			return c
+		case string:
+			return values.Redact(x, secrets)
+		}
+		return v
+	}
+	return walk(obj).(map[string]any)
 }

@@ -15,7 +15,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/opmodel/pipeline/engine/encrypted"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/values"
 )
 
 // Selection says which releases of which deployment directory, in which
@@ -32,6 +34,21 @@ type Selection struct {
 	// NamespaceOverride replaces every selected release's namespace (and
 	// so its identity); Smoke sets it to a throwaway namespace.
 	NamespaceOverride string `json:"namespaceOverride,omitempty"`
+	// SecretValues are values files handed over in memory (a CI or Dagger
+	// secret), plaintext or SOPS-encrypted, merged after ValuesFiles, one
+	// release only. Their values are secret: masked wherever values are
+	// shown, never written to disk.
+	SecretValues []SecretValues `json:"-"`
+	// AgeKeys are age secret keys that open SOPS-encrypted values files,
+	// tried before the sops CLI's places (SOPS_AGE_KEY, …).
+	AgeKeys []string `json:"-"`
+}
+
+// SecretValues is one in-memory values file.
+type SecretValues struct {
+	// Name is what messages call it (e.g. `values-secret`), never a path.
+	Name string
+	Data []byte
 }
 
 func (s Selection) renderOptions() render.Options {
@@ -39,7 +56,12 @@ func (s Selection) renderOptions() render.Options {
 	if dir == "" {
 		dir = "."
 	}
-	return render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles, Namespace: s.NamespaceOverride}
+	o := render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles, Namespace: s.NamespaceOverride,
+		Keys: encrypted.Keys{AgeIdentities: s.AgeKeys}}
+	for _, v := range s.SecretValues {
+		o.Values = append(o.Values, values.Input{Name: v.Name, Data: v.Data, Secret: true})
+	}
+	return o
 }
 
 // RenderOptions are the options of Render.
@@ -71,6 +93,9 @@ type RenderedRelease struct {
 	Resources      []map[string]any `json:"resources"`
 	// Warnings are the render's own (for example a CUE workaround used).
 	Warnings []string `json:"warnings,omitempty"`
+	// Sensitive: the digest and change ID depend on secret data (Secret
+	// objects, values from a secret source); public outputs seal them.
+	Sensitive bool `json:"sensitive,omitempty"`
 
 	release *render.Release
 }
@@ -106,6 +131,7 @@ func newRenderedRelease(r *render.Release) RenderedRelease {
 		ManifestDigest: r.ManifestDigest, ChangeID: r.ChangeID,
 		Resources: make([]map[string]any, 0, len(r.Resources)),
 		Warnings:  r.Warnings,
+		Sensitive: r.Sensitive(),
 		release:   r,
 	}
 	for _, res := range r.Resources {

@@ -73,7 +73,7 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(opts.ValuesFiles) > 0 && len(keys) != 1 {
+	if len(opts.ValuesFiles)+len(opts.SecretValues) > 0 && len(keys) != 1 {
 		return nil, fault.Validationf("values files apply to exactly one release, but %d are selected: select one release", len(keys))
 	}
 	// One key for the whole output: equal Secret values mask equally.
@@ -199,8 +199,10 @@ func reviewReleases(opts ReviewOptions, head, base *reviewSide) ([]string, error
 }
 
 // renderOne renders one release of a side in one environment.
-func (s *reviewSide) renderOne(ctx context.Context, key, env string, valuesFiles []string) (*render.Release, error) {
-	rels, err := render.FromDeployment(ctx, s.d, render.Options{Dir: s.d.Dir, Environment: env, Releases: []string{key}, ValuesFiles: valuesFiles})
+func (s *reviewSide) renderOne(ctx context.Context, key, env string, sel Selection) (*render.Release, error) {
+	ro := sel.renderOptions()
+	ro.Dir, ro.Environment, ro.Releases, ro.Namespace = s.d.Dir, env, []string{key}, ""
+	rels, err := render.FromDeployment(ctx, s.d, ro)
 	if err != nil {
 		return nil, err
 	}
@@ -218,14 +220,14 @@ type sideRender struct {
 }
 
 // renderFor renders release key in env on this side, if it declares it.
-func (s *reviewSide) renderFor(ctx context.Context, key, env string, valuesFiles []string) sideRender {
+func (s *reviewSide) renderFor(ctx context.Context, key, env string, sel Selection) sideRender {
 	switch {
 	case s.err != nil:
 		return sideRender{err: s.err}
 	case !s.declares(key, env):
 		return sideRender{}
 	}
-	r, err := s.renderOne(ctx, key, env, valuesFiles)
+	r, err := s.renderOne(ctx, key, env, sel)
 	if err != nil {
 		return sideRender{err: fmt.Errorf("rendering the %s: %w", s.name, err)}
 	}
@@ -245,7 +247,7 @@ func reviewRelease(ctx context.Context, opts ReviewOptions, head, base *reviewSi
 	if !worthReviewing(head, base, key, env) {
 		return rc, false
 	}
-	return compareRelease(opts, key, env, head.renderFor(ctx, key, env, opts.ValuesFiles), base.renderFor(ctx, key, env, opts.ValuesFiles)), true
+	return compareRelease(opts, key, env, head.renderFor(ctx, key, env, opts.Selection), base.renderFor(ctx, key, env, opts.Selection)), true
 }
 
 // compareRelease builds the review of one release × environment from both
@@ -271,9 +273,11 @@ func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) 
 	if headRel != nil {
 		rc.Head = Revision{ManifestDigest: headRel.ManifestDigest, ChangeID: headRel.ChangeID}
 		rc.Warnings = append(rc.Warnings, headRel.Warnings...)
+		rc.Sensitive = headRel.Sensitive()
 	}
 	if baseRel != nil {
 		rc.Base = &Revision{ManifestDigest: baseRel.ManifestDigest, ChangeID: baseRel.ChangeID}
+		rc.Sensitive = rc.Sensitive || baseRel.Sensitive()
 	}
 	var headRes, baseRes []manifest.Resource
 	if headRel != nil {
@@ -305,6 +309,11 @@ func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) 
 	case headRel != nil && len(headRes) == 0 && len(baseRes) > 0:
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf(
 			"the head renders no objects for release %s: applying it would prune all %d objects the base rendered, so apply refuses without --force", key, len(baseRes)))
+	}
+	for _, r := range []*render.Release{headRel, baseRel} {
+		if r != nil {
+			rc.redact(r.Secrets)
+		}
 	}
 	return rc
 }

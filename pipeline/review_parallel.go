@@ -85,7 +85,7 @@ func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, 
 					if own[s] == nil {
 						own[s] = loadReviewSide(ctx, sides[s].name, dirs[s], s == 0)
 					}
-					renders[i][s] = own[s].renderFor(ctx, key, env, opts.ValuesFiles)
+					renders[i][s] = own[s].renderFor(ctx, key, env, opts.Selection)
 				}
 			}
 		})

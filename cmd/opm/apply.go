@@ -64,7 +64,8 @@ render of a release that has objects is refused unless --force.
 
 Prints one line per object as it is applied or pruned, then a summary per release.
 Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found,
-6 conflict (another run held the release's lock for all of --lock-timeout).`,
+6 conflict (another run held the release's lock for all of --lock-timeout), 7 configuration (a
+decryption key or secret input is missing or wrong).`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {

@@ -78,6 +78,10 @@ more for errors, as kubectl diff.`,
 	return cmd
 }
 
+// sealKeyEnv names the key that seals the digests and change IDs of
+// releases holding secret data in published outputs.
+const sealKeyEnv = "OPM_SEAL_KEY"
+
 // isTerminal reports whether w is a terminal, where colour is welcome.
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
@@ -85,13 +89,16 @@ func isTerminal(w any) bool {
 }
 
 // printChangeSet writes a diff's or review's change set as json, markdown
-// (the Action's comment, with this build's footer) or text.
+// (the Action's comment, with this build's footer) or text. Markdown is
+// for publishing, so releases holding secret data show sealed digests and
+// change IDs, keyed by OPM_SEAL_KEY when set.
 func printChangeSet(out io.Writer, output string, cs *pipeline.ChangeSet) error {
 	switch output {
 	case "json":
 		return writeJSON(out, cs)
 	case "markdown":
-		fmt.Fprint(out, report.Markdown(cs, report.ReportMarkdownOptions(buildinfo.Read().Footer())))
+		sealed := cs.Sealed(pipeline.NewSealer(os.Getenv(sealKeyEnv)))
+		fmt.Fprint(out, report.Markdown(sealed, report.ReportMarkdownOptions(buildinfo.Read().Footer())))
 	default:
 		fmt.Fprint(out, report.Text(cs, isTerminal(out)))
 	}

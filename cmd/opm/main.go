@@ -28,7 +28,7 @@ func main() {
 
 // run executes the CLI with args and returns the process exit code:
 // 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found,
-// 6 conflict.
+// 6 conflict, 7 configuration.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)

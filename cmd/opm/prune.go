@@ -25,7 +25,8 @@ the inventory is rewritten without the deleted objects (kept ones stay recorded)
 An empty render of a release that has objects is refused unless --force.
 
 Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found,
-6 conflict (another run held the release's lock for all of --lock-timeout).`,
+6 conflict (another run held the release's lock for all of --lock-timeout), 7 configuration (a
+decryption key or secret input is missing or wrong).`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {

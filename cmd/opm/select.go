@@ -21,7 +21,7 @@ type selectionFlags struct {
 func (s *selectionFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&s.env, "env", "e", "", "environment to render the releases in (environments[NAME])")
 	fs.StringArrayVarP(&s.releases, "release", "r", nil, "release to select (repeatable; default all)")
-	fs.StringArrayVarP(&s.files, "values", "f", nil, "values file (CUE, JSON or YAML) merged last; needs exactly one release (repeatable)")
+	fs.StringArrayVarP(&s.files, "values", "f", nil, "values file (CUE, JSON or YAML; SOPS-encrypted JSON or YAML is decrypted in memory) merged last; needs exactly one release (repeatable)")
 }
 
 func (s *selectionFlags) selection(args []string) pipeline.Selection {

@@ -1,7 +1,7 @@
 // Package fault classifies failures so every front door can map them to the
 // same exit codes and messages: validation (bad input), connectivity (cannot
 // reach or select a cluster), permission (RBAC), not found, conflict (another
-// run holds the release).
+// run holds the release), configuration (a key or secret input is missing).
 //
 // Errors keep their text; a class is attached with Wrap and read back with
 // KindOf, which also recognises Kubernetes API status errors.
@@ -29,6 +29,9 @@ const (
 	// Conflict: another run holds the release (its lock did not come free
 	// in time, or the inventory changed under this run).
 	Conflict Kind = 6
+	// Configuration: something the run needs from its operator is missing
+	// or wrong (a decryption key, a secret input).
+	Configuration Kind = 7
 )
 
 // String names the class for logs and JSON.
@@ -44,6 +47,8 @@ func (k Kind) String() string {
 		return "not-found"
 	case Conflict:
 		return "conflict"
+	case Configuration:
+		return "configuration"
 	default:
 		return "general"
 	}

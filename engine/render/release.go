@@ -51,12 +51,22 @@ type Release struct {
 	Module    Module `json:"module"`
 	// Values are the resolved values as JSON (for machines) and as CUE
 	// text (the change ID input, stored in the inventory).
+	// Values from a secret source (SOPS, a secret input) are masked in
+	// both; Secrets holds them for redacting other outputs.
 	Values     json.RawMessage `json:"values"`
 	ValuesText string          `json:"-"`
+	Secrets    []string        `json:"-"`
 	// Resources are in apply order.
 	Resources      []manifest.Resource `json:"-"`
 	ManifestDigest string              `json:"manifestDigest"`
 	ChangeID       string              `json:"changeId"`
 	// Warnings are what the render wants a reviewer to know.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Sensitive reports whether the release's digest and change ID depend on
+// secret data (a Secret object's data, or values from a secret source):
+// public outputs seal them (manifest.Sealer).
+func (r *Release) Sensitive() bool {
+	return len(r.Secrets) > 0 || manifest.HoldsSecretData(r.Resources)
 }

@@ -13,6 +13,7 @@ package render
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"cuelang.org/go/cue/format"
 	"cuelang.org/go/cue/token"
 
+	"github.com/opmodel/pipeline/engine/encrypted"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
@@ -40,6 +42,12 @@ type Options struct {
 	Releases []string
 	// ValuesFiles are merged last, in order; they need exactly one release.
 	ValuesFiles []string
+	// Values are in-memory values files (secret inputs), merged after
+	// ValuesFiles; they need exactly one release too.
+	Values []values.Input
+	// Keys decrypt SOPS-encrypted values files; empty, keys are looked for
+	// where the sops CLI looks (SOPS_AGE_KEY, SOPS_AGE_KEY_FILE, …).
+	Keys encrypted.Keys
 	// IdentityOnly stops after a release's identity and metadata: no values
 	// merge, no transformers, no Resources, digest or change ID. Status and
 	// delete need no more, and skipping the transformers is most of the cost.
@@ -120,6 +128,7 @@ type plan struct {
 	keys         []string
 	env          cue.Value
 	files        []*values.Set
+	envFiles     map[string][]*values.Set // by release key, "" for all
 	transformers []transformer
 }
 
@@ -128,7 +137,7 @@ func prepare(ctx context.Context, d *load.Deployment, opts Options) (*plan, erro
 	if err != nil {
 		return nil, err
 	}
-	if len(opts.ValuesFiles) > 0 && len(keys) != 1 {
+	if len(opts.ValuesFiles)+len(opts.Values) > 0 && len(keys) != 1 {
 		return nil, fault.Validationf("-f values files apply to exactly one release, but %d are selected (%s): add --release NAME", len(keys), strings.Join(keys, ", "))
 	}
 	p := &plan{ctx: ctx, d: d, opts: opts, keys: keys}
@@ -136,11 +145,20 @@ func prepare(ctx context.Context, d *load.Deployment, opts Options) (*plan, erro
 		if p.env, err = selectEnvironment(d, opts.Environment); err != nil {
 			return nil, err
 		}
+		if !opts.IdentityOnly {
+			if p.envFiles, err = p.envValuesFiles(); err != nil {
+				return nil, err
+			}
+		}
 	}
+	inputs := make([]values.Input, 0, len(opts.ValuesFiles)+len(opts.Values))
 	for _, f := range opts.ValuesFiles {
-		s, err := values.ReadFile(d.Context, f)
+		inputs = append(inputs, values.Input{Name: f})
+	}
+	for _, in := range append(inputs, opts.Values...) {
+		s, err := values.Read(d.Context, in, opts.Keys)
 		if err != nil {
-			return nil, fault.Wrap(fault.Validation, err)
+			return nil, fault.Wrap(readKind(err), err)
 		}
 		p.files = append(p.files, s)
 	}
@@ -193,7 +211,7 @@ func (p *plan) renderOnce(key string) (*Release, error) {
 	if p.env.Exists() {
 		rel = rel.FillPath(pathEnvironment, p.env)
 	}
-	return renderRelease(p.d, key, rel, p.files, p.transformers, p.opts.IdentityOnly)
+	return renderRelease(p.d, key, rel, p.filesFor(key), p.transformers, p.opts.IdentityOnly)
 }
 
 func selectReleases(d *load.Deployment, want []string) ([]string, error) {
@@ -268,7 +286,7 @@ func releasePos(d *load.Deployment, key string) string {
 	return cmp.Or(d.DeclPos("releases", key), "releases."+key)
 }
 
-func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, identityOnly bool) (*Release, error) {
+func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, identityOnly bool) (out *Release, err error) {
 	where := fmt.Sprintf("release %q", key)
 	envName := ""
 	if e := rel.LookupPath(pathEnvironment); e.Exists() {
@@ -314,18 +332,23 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 		return r, nil
 	}
 
-	effective, err := effectiveValues(d, rel, where, key, envName, files)
+	effective, set, err := effectiveValues(d, rel, where, key, envName, files)
 	if err != nil {
 		return nil, err
 	}
-	if r.Values, err = effective.MarshalJSON(); err != nil {
-		return nil, fmt.Errorf("%s: encoding values: %w", where, err)
+	if set.HasSecrets() {
+		r.Secrets = set.Secrets()
+		// Whatever fails from here on may quote a value.
+		defer func() {
+			if err != nil {
+				err = fault.Wrap(fault.KindOf(err), errors.New(values.Redact(err.Error(), r.Secrets)))
+				out = nil
+			}
+		}()
 	}
-	text, err := format.Node(effective.Syntax(cue.Final(), cue.Concrete(true)))
-	if err != nil {
-		return nil, fmt.Errorf("%s: formatting values: %w", where, err)
+	if r.Values, r.ValuesText, err = shownValues(d, effective, set); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	r.ValuesText = string(text)
 
 	module := rel.LookupPath(pathModule).FillPath(pathConfig, effective)
 	// A module that never declares #components is a mistake; one that
@@ -367,25 +390,25 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 // effectiveValues merges module values < release < environment < files and
 // validates the result against the module's closed #config. Module values
 // are the author's defaults of a module written for OPM's catalog.
-func effectiveValues(d *load.Deployment, rel cue.Value, where, key, envName string, files []*values.Set) (cue.Value, error) {
+func effectiveValues(d *load.Deployment, rel cue.Value, where, key, envName string, files []*values.Set) (cue.Value, *values.Set, error) {
 	set := values.Empty()
 	if mv := rel.LookupPath(pathModule).LookupPath(cue.ParsePath("values")); mv.Exists() {
 		name, _ := rel.LookupPath(pathModule).LookupPath(cue.ParsePath("metadata.name")).String()
 		ms, err := values.FromCUE(mv, fmt.Sprintf("module %q values", name))
 		if err != nil {
-			return cue.Value{}, fault.Wrap(fault.Validation, err)
+			return cue.Value{}, nil, fault.Wrap(fault.Validation, err)
 		}
 		set.Merge(ms)
 	}
 	rs, err := values.FromCUE(rel.LookupPath(cue.ParsePath("values")), fmt.Sprintf("release %q", key))
 	if err != nil {
-		return cue.Value{}, fault.Wrap(fault.Validation, err)
+		return cue.Value{}, nil, fault.Wrap(fault.Validation, err)
 	}
 	set.Merge(rs)
 	if envName != "" {
 		ev, err := values.FromCUE(rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("values"))), fmt.Sprintf("environment %q", envName))
 		if err != nil {
-			return cue.Value{}, fault.Wrap(fault.Validation, err)
+			return cue.Value{}, nil, fault.Wrap(fault.Validation, err)
 		}
 		set.Merge(ev)
 	}
@@ -394,14 +417,38 @@ func effectiveValues(d *load.Deployment, rel cue.Value, where, key, envName stri
 	}
 	data, err := set.JSON()
 	if err != nil {
-		return cue.Value{}, fmt.Errorf("%s: encoding merged values: %w", where, err)
+		return cue.Value{}, nil, fmt.Errorf("%s: encoding merged values: %w", where, err)
 	}
 	merged := d.Context.CompileBytes(data, cue.Filename(load.SyntheticFile))
 	effective := rel.LookupPath(pathModule).LookupPath(pathConfig).Unify(merged)
 	if err := effective.Validate(cue.Concrete(true), cue.Final()); err != nil {
-		return cue.Value{}, fault.Wrap(fault.Validation, fmt.Errorf("%s: the merged values (release < environment < -f files) do not satisfy the module's #config:\n%s", where, describeValues(err, set, rel.LookupPath(pathModule).LookupPath(pathConfig))))
+		msg := set.Redact(describeValues(err, set, rel.LookupPath(pathModule).LookupPath(pathConfig)))
+		return cue.Value{}, nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: the merged values (release < environment < values files < -f files) do not satisfy the module's #config:\n%s", where, msg))
 	}
-	return effective, nil
+	return effective, set, nil
+}
+
+// shownValues are the effective values as JSON and as CUE text, the forms
+// render prints and the change ID hashes; values from a secret source, and
+// any value that carries one, are shown as values.SecretMark, so neither
+// form nor the change ID's printed inputs hold a secret.
+func shownValues(d *load.Deployment, effective cue.Value, set *values.Set) (json.RawMessage, string, error) {
+	doc, err := effective.MarshalJSON()
+	if err != nil {
+		return nil, "", fmt.Errorf("encoding values: %w", err)
+	}
+	syntax := effective.Syntax(cue.Final(), cue.Concrete(true))
+	if set.HasSecrets() {
+		if doc, err = set.Mask(doc); err != nil {
+			return nil, "", err
+		}
+		syntax = d.Context.CompileBytes(doc).Syntax(cue.Final(), cue.Concrete(true))
+	}
+	text, err := format.Node(syntax)
+	if err != nil {
+		return nil, "", fmt.Errorf("formatting values: %w", err)
+	}
+	return doc, string(text), nil
 }
 
 // describeValues names value paths as users write them (values.x.y) and

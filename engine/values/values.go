@@ -24,6 +24,9 @@ type Origin struct {
 	Source string
 	// Pos is the CUE position of the value, when known.
 	Pos token.Pos
+	// Secret marks a value from a SOPS-encrypted file or a secret input:
+	// it is masked wherever values are shown and redacted from errors.
+	Secret bool
 }
 
 // String renders the origin for error messages.

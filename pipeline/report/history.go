@@ -26,7 +26,7 @@ func HistoryTable(r *pipeline.HistoryResult) string {
 			if c.Current {
 				id += " *"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", id, c.Timestamp, mdShortDigest(c.ManifestDigest), c.Objects, sourceText(c.Source))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", id, c.Timestamp, ShortDigest(c.ManifestDigest), c.Objects, sourceText(c.Source))
 		}
 		_ = tw.Flush()
 	}

@@ -292,7 +292,7 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d | %d | %d |\n",
 				mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace), mdReach(r),
 				mdTransition(baseRev.ChangeID, r.Head.ChangeID, r.Base != nil, func(s string) string { return s }),
-				mdTransition(baseRev.ManifestDigest, r.Head.ManifestDigest, r.Base != nil, mdShortDigest),
+				mdTransition(baseRev.ManifestDigest, r.Head.ManifestDigest, r.Base != nil, ShortDigest),
 				r.Counts.Added, r.Counts.Modified, r.Counts.Stale)
 		}
 		b.WriteString("\n")
@@ -523,13 +523,19 @@ func mdTransition(from, to string, hasBase bool, short func(string) string) stri
 	return f + " → " + t
 }
 
-// shortDigest keeps the first 12 hex characters of "sha256:<hex>".
-func mdShortDigest(d string) string {
+// ShortDigest keeps the first 12 hex characters of a digest: "sha256:<hex>"
+// shows as the hex, a sealed one (manifest.Sealer) as "hmac:<hex>", so
+// nobody takes it for a digest they could recompute.
+func ShortDigest(d string) string {
+	prefix := ""
+	if rest, ok := strings.CutPrefix(d, manifest.SealedDigestPrefix); ok {
+		prefix, d = "hmac:", rest
+	}
 	d = strings.TrimPrefix(d, "sha256:")
 	if len(d) > 12 {
-		return d[:12]
+		d = d[:12]
 	}
-	return d
+	return prefix + d
 }
 
 func mdObjectName(o pipeline.ObjectRef) string {

@@ -1,0 +1,193 @@
+// Package encrypted recognises SOPS-encrypted values files and decrypts them
+// in memory with github.com/getsops/sops/v3, the library Flux, helm-secrets
+// and the sops CLI share, so a file encrypted by any of them reads here.
+//
+// A file is recognised by its sops metadata (a top-level "sops" map with a
+// "mac"), never by its name. The plaintext is returned to the caller and
+// never written anywhere; errors name the file, the key types it accepts and
+// where keys were looked for, never a value. The MAC check is not optional:
+// a file edited without sops fails with a message saying so.
+package encrypted
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/getsops/sops/v3"
+	"github.com/getsops/sops/v3/aes"
+	"github.com/getsops/sops/v3/age"
+	"github.com/getsops/sops/v3/config"
+	sopsjson "github.com/getsops/sops/v3/stores/json"
+	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
+	"github.com/opmodel/pipeline/engine/fault"
+	"sigs.k8s.io/yaml"
+)
+
+// Keys are decryption keys handed over in memory (a CI secret, a Dagger
+// secret). With none, keys are looked for where the sops CLI looks:
+// SOPS_AGE_KEY, SOPS_AGE_KEY_FILE, SOPS_AGE_KEY_CMD, the user's
+// sops/age/keys.txt, and each other key type's own environment.
+type Keys struct {
+	// AgeIdentities are age secret keys ("AGE-SECRET-KEY-1…"), one or
+	// more per string, as in an age key file.
+	AgeIdentities []string
+}
+
+// Format is the syntax of a decrypted file.
+type Format string
+
+// Formats the values loader reads.
+const (
+	YAML Format = "yaml"
+	JSON Format = "json"
+)
+
+// Is reports whether data is a SOPS-encrypted YAML or JSON document: it
+// holds a top-level "sops" map with a "mac". A file that fails to parse is
+// not one (the values loader reports its syntax error).
+func Is(data []byte) bool {
+	var doc struct {
+		Sops *struct {
+			MAC string `json:"mac"`
+		} `json:"sops"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return false
+	}
+	return doc.Sops != nil && doc.Sops.MAC != ""
+}
+
+// formatOf tells JSON from YAML by the first non-blank byte, as sops
+// itself would by the extension; the name is not trusted.
+func formatOf(data []byte) Format {
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
+		return JSON
+	}
+	return YAML
+}
+
+type store interface {
+	LoadEncryptedFile(in []byte) (sops.Tree, error)
+	EmitPlainFile(sops.TreeBranches) ([]byte, error)
+}
+
+// Decrypt returns the plaintext of the SOPS file data, named name in errors,
+// in the same format. Failures are fault.Configuration (a key is missing
+// or wrong) or fault.Validation (the file is malformed or was tampered
+// with); none of them carries a value.
+func Decrypt(name string, data []byte, keys Keys) ([]byte, Format, error) {
+	format := formatOf(data)
+	var st store = sopsyaml.NewStore(&config.YAMLStoreConfig{})
+	if format == JSON {
+		st = sopsjson.NewStore(&config.JSONStoreConfig{})
+	}
+	tree, err := st.LoadEncryptedFile(data)
+	if err != nil {
+		return nil, "", fault.Validationf("values file %s: reading its sops metadata: %v", name, err)
+	}
+	key, err := dataKey(tree.Metadata, keys)
+	if err != nil {
+		return nil, "", fault.Wrap(fault.Configuration, fmt.Errorf("values file %s is encrypted with sops and no key here opens it:\n  the file accepts: %s\n  looked for: %s\n  cause: %v\n  hint: export the age key as SOPS_AGE_KEY (CI: a secret; the Action's sops-age-key input; Dagger's --sops-age-key env://NAME), or SOPS_AGE_KEY_FILE",
+			name, accepted(tree.Metadata), lookedFor(keys), err))
+	}
+	cipher := aes.NewCipher()
+	mac, err := tree.Decrypt(key, cipher)
+	if err != nil {
+		// The data key opened but a value does not decrypt with it: the
+		// ciphertext (or the path it is bound to) was edited.
+		return nil, "", fault.Validationf("values file %s: a value does not decrypt with the file's data key: the file was edited without sops (tampered or merged by hand); restore it from git or re-encrypt it with `sops`", name)
+	}
+	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, key, tree.Metadata.LastModified.Format(time.RFC3339))
+	if err != nil || stored != mac {
+		// Neither MAC is printed: the computed one is a hash of the
+		// plaintext, which someone could test guesses against.
+		return nil, "", fault.Validationf("values file %s failed sops' integrity check (MAC mismatch): the file was changed without sops (tampered, or merged by hand); restore it from git or edit it with `sops %s`", name, name)
+	}
+	plain, err := st.EmitPlainFile(tree.Branches)
+	if err != nil {
+		return nil, "", fault.Validationf("values file %s: writing its decrypted values: %v", name, errors.Unwrap(err))
+	}
+	return plain, format, nil
+}
+
+// dataKey opens the file's data key: with the given age identities first
+// (applied to the file's age keys directly, so nothing goes through the
+// process environment), else the way the sops CLI does.
+func dataKey(md sops.Metadata, keys Keys) ([]byte, error) {
+	if len(keys.AgeIdentities) > 0 && len(md.KeyGroups) == 1 {
+		var ids age.ParsedIdentities
+		if err := ids.Import(keys.AgeIdentities...); err != nil {
+			// age's parse error quotes no key material.
+			return nil, fmt.Errorf("the age key given is not an age secret key: %w", err)
+		}
+		var errs []string
+		for _, k := range md.KeyGroups[0] {
+			ak, ok := k.(*age.MasterKey)
+			if !ok {
+				continue
+			}
+			ids.ApplyToMasterKey(ak)
+			key, err := ak.Decrypt()
+			if err == nil {
+				return key, nil
+			}
+			errs = append(errs, err.Error())
+		}
+		if len(errs) == 0 {
+			return nil, errors.New("an age key was given but the file has no age recipient")
+		}
+		return nil, fmt.Errorf("the age key given is not one of the file's recipients (%s)", strings.Join(errs, "; "))
+	}
+	// The library runs SOPS_AGE_KEY_CMD whenever it is set, and crashes on
+	// an empty one (a CI input left blank).
+	if v, ok := os.LookupEnv(age.SopsAgeKeyCmdEnv); ok && strings.TrimSpace(v) == "" {
+		return nil, fmt.Errorf("%s is set but empty: unset it or give the command that prints the age key", age.SopsAgeKeyCmdEnv)
+	}
+	return md.GetDataKey()
+}
+
+// accepted lists the key types and public identifiers (age recipients,
+// PGP fingerprints, KMS ARNs) the file was encrypted to.
+func accepted(md sops.Metadata) string {
+	var out []string
+	for _, g := range md.KeyGroups {
+		for _, k := range g {
+			s := k.TypeToIdentifier() + " " + k.ToString()
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "(no keys listed)"
+	}
+	return strings.Join(out, ", ")
+}
+
+// lookedFor says where keys were looked for, for the error.
+func lookedFor(keys Keys) string {
+	if len(keys.AgeIdentities) > 0 {
+		return "the age key handed to this run (secret input)"
+	}
+	var places []string
+	for _, env := range []string{age.SopsAgeKeyEnv, age.SopsAgeKeyFileEnv, age.SopsAgeKeyCmdEnv} {
+		state := "unset"
+		if v, ok := os.LookupEnv(env); ok {
+			state = "set"
+			if v == "" {
+				state = "set but empty"
+			}
+		}
+		places = append(places, env+" ("+state+")")
+	}
+	if dir, err := os.UserConfigDir(); err == nil {
+		places = append(places, dir+"/sops/age/keys.txt")
+	}
+	places = append(places, "the environment of other key types (PGP agent, cloud KMS credentials)")
+	return strings.Join(places, ", ")
+}

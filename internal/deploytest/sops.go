@@ -1,0 +1,67 @@
+package deploytest
+
+import (
+	_ "embed"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// The SOPS fixture, written by `go run ./hack/gensops
+// internal/deploytest/testdata/sops`: production values encrypted to a
+// test age key committed beside them.
+var (
+	//go:embed testdata/sops/secrets/production.sops.yaml
+	sopsProduction string
+	//go:embed testdata/sops/age-key.txt
+	sopsKeyFile string
+)
+
+// SopsPIN and SopsToken are the plaintext of the fixture's encrypted
+// values: the app's Secret value and a ConfigMap entry.
+const (
+	SopsPIN   = "4711"
+	SopsToken = "tok-7d1e0c9a51"
+)
+
+// SopsAgeKey returns the fixture's age secret key (AGE-SECRET-KEY-1…).
+func SopsAgeKey() string {
+	for _, l := range strings.Split(sopsKeyFile, "\n") {
+		if strings.HasPrefix(l, "AGE-SECRET-KEY-") {
+			return l
+		}
+	}
+	panic("deploytest: testdata/sops/age-key.txt holds no age key")
+}
+
+// SopsEncrypted returns the fixture's encrypted production values file.
+func SopsEncrypted() []byte { return []byte(sopsProduction) }
+
+// SopsDir writes a deployment directory whose environment "production"
+// (namespace ns) declares the encrypted values file in valuesFiles, so
+// `--env production` decrypts it with no -f; extraEnv is added to the
+// environment's body (CUE).
+func SopsDir(t testing.TB, namespace, extraEnv string) string {
+	t.Helper()
+	return Write(t, map[string]string{
+		"secrets/production.sops.yaml": sopsProduction,
+		"deploy.cue": fmt.Sprintf(`package deploy
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	appmodule "test.example/deploy/app"
+)
+
+environments: [Name=string]: core.#Environment & {metadata: name: Name}
+releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+
+environments: production: {
+	namespace: %q
+	valuesFiles: ["secrets/production.sops.yaml"]
+	%s
+}
+
+releases: app: #module: appmodule
+`, namespace, extraEnv),
+	})
+}

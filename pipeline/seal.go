@@ -1,0 +1,75 @@
+package pipeline
+
+import (
+	"slices"
+
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/values"
+)
+
+// Public outputs (pull-request comments, job summaries, the Action's
+// outputs, review Markdown) are read by people who also have the
+// repository. For a release whose manifest holds secret data, a digest or
+// change ID there would let them confirm guesses of the secret offline, so
+// front doors pass such results through Sealed first: the identifiers of
+// sensitive releases become keyed HMACs (manifest.Sealer). Results for the
+// operator (render -o json, the inventory, history) keep the seeds'
+// recomputable identifiers.
+
+// NewSealer returns a sealer keyed by key (OPM_SEAL_KEY, a CI secret, so
+// sealed identifiers stay comparable across runs), or by a random key of
+// this run when key is empty.
+func NewSealer(key string) *manifest.Sealer { return manifest.NewSealer([]byte(key)) }
+
+// Sealed returns a copy of cs whose sensitive releases show sealed digests
+// and change IDs.
+func (cs *ChangeSet) Sealed(s *manifest.Sealer) *ChangeSet {
+	out := *cs
+	out.Releases = slices.Clone(cs.Releases)
+	for i, rc := range out.Releases {
+		if !rc.Sensitive {
+			continue
+		}
+		rc.Head = sealRevision(s, rc.Head)
+		if rc.Base != nil {
+			b := sealRevision(s, *rc.Base)
+			rc.Base = &b
+		}
+		out.Releases[i] = rc
+	}
+	return &out
+}
+
+func sealRevision(s *manifest.Sealer, r Revision) Revision {
+	return Revision{ManifestDigest: s.Digest(r.ManifestDigest), ChangeID: s.ChangeID(r.ChangeID)}
+}
+
+// Sealed returns a copy of r whose sensitive releases show sealed digests
+// and change IDs.
+func (r *ApplyResult) Sealed(s *manifest.Sealer) *ApplyResult {
+	out := *r
+	out.Releases = slices.Clone(r.Releases)
+	for i, ar := range out.Releases {
+		if ar.Sensitive {
+			ar.ManifestDigest, ar.ChangeID = s.Digest(ar.ManifestDigest), s.ChangeID(ar.ChangeID)
+			out.Releases[i] = ar
+		}
+	}
+	return &out
+}
+
+// redact removes secret values (from SOPS files or secret inputs) from the
+// diffs and warnings of rc: they may flow into objects other than Secrets
+// (a ConfigMap, an env var), whose diffs are shown as they are.
+func (rc *ReleaseChanges) redact(secrets []string) {
+	if len(secrets) == 0 {
+		return
+	}
+	for i := range rc.Objects {
+		rc.Objects[i].Diff = values.Redact(rc.Objects[i].Diff, secrets)
+		rc.Objects[i].Warning = values.Redact(rc.Objects[i].Warning, secrets)
+	}
+	for i := range rc.Warnings {
+		rc.Warnings[i] = values.Redact(rc.Warnings[i], secrets)
+	}
+}

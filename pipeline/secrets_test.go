@@ -1,0 +1,244 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/internal/deploytest"
+	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
+)
+
+// noAgeKeys hides any age key of the machine running the tests.
+func noAgeKeys(t *testing.T) {
+	t.Helper()
+	for _, env := range []string{"SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD"} {
+		t.Setenv(env, "")
+		assert.NilError(t, os.Unsetenv(env))
+	}
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+}
+
+func renderProduction(t *testing.T, sel pipeline.Selection) (pipeline.RenderedRelease, error) {
+	t.Helper()
+	sel.Environment = "production"
+	res, err := pipeline.Render(context.Background(), pipeline.RenderOptions{Selection: sel})
+	if err != nil {
+		return pipeline.RenderedRelease{}, err
+	}
+	assert.Equal(t, len(res.Releases), 1)
+	return res.Releases[0], nil
+}
+
+func objectOf(t *testing.T, r pipeline.RenderedRelease, kind string) map[string]any {
+	t.Helper()
+	for _, o := range r.Resources {
+		if o["kind"] == kind {
+			return o
+		}
+	}
+	t.Fatalf("no %s rendered", kind)
+	return nil
+}
+
+// The environment's valuesFiles entry is decrypted in memory: the objects
+// carry the plaintext (render is the operator's view, as `sops -d`), the
+// values and valuesText show keys with masked values, and the change ID
+// is recomputable from what render prints.
+func TestEnvironmentSopsValuesFileRenders(t *testing.T) {
+	noAgeKeys(t)
+	dir := deploytest.SopsDir(t, "prod", "")
+	for name, sel := range map[string]pipeline.Selection{
+		"key handed over": {Dir: dir, AgeKeys: []string{deploytest.SopsAgeKey()}},
+		"SOPS_AGE_KEY":    {Dir: dir},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if sel.AgeKeys == nil {
+				t.Setenv("SOPS_AGE_KEY", deploytest.SopsAgeKey())
+			}
+			r, err := renderProduction(t, sel)
+			assert.NilError(t, err)
+			data := objectOf(t, r, "Secret")["data"].(map[string]any)
+			assert.Equal(t, data["password"], base64.StdEncoding.EncodeToString([]byte(deploytest.SopsPIN)))
+			assert.Equal(t, objectOf(t, r, "ConfigMap")["data"].(map[string]any)["api-token"], deploytest.SopsToken)
+			for _, shown := range []string{string(r.Values), r.ValuesText} {
+				assert.Assert(t, is.Contains(shown, "(secret)"))
+				assert.Assert(t, !strings.Contains(shown, deploytest.SopsPIN) && !strings.Contains(shown, deploytest.SopsToken), shown)
+			}
+			assert.Assert(t, r.Sensitive)
+			assert.Equal(t, r.ChangeID, manifest.ChangeID(r.Module.Path, r.Module.Version, r.ValuesText, r.ManifestDigest))
+		})
+	}
+}
+
+func TestValuesFilesErrorsNameTheEntry(t *testing.T) {
+	noAgeKeys(t)
+	t.Run("no key", func(t *testing.T) {
+		_, err := renderProduction(t, pipeline.Selection{Dir: deploytest.SopsDir(t, "prod", "")})
+		assert.Equal(t, fault.KindOf(err), fault.Configuration, "%v", err)
+		assert.ErrorContains(t, err, `environment "production", valuesFiles entry "secrets/production.sops.yaml" (at `)
+		assert.ErrorContains(t, err, "deploy.cue:")
+		assert.ErrorContains(t, err, "SOPS_AGE_KEY (unset)")
+	})
+	t.Run("missing file", func(t *testing.T) {
+		dir := deploytest.SopsDir(t, "prod", "")
+		assert.NilError(t, os.Remove(filepath.Join(dir, "secrets/production.sops.yaml")))
+		_, err := renderProduction(t, pipeline.Selection{Dir: dir, AgeKeys: []string{deploytest.SopsAgeKey()}})
+		assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
+		assert.ErrorContains(t, err, `valuesFiles entry "secrets/production.sops.yaml"`)
+		assert.ErrorContains(t, err, "no such file")
+	})
+	t.Run("tampered", func(t *testing.T) {
+		dir := deploytest.SopsDir(t, "prod", "")
+		p := filepath.Join(dir, "secrets/production.sops.yaml")
+		b, err := os.ReadFile(p)
+		assert.NilError(t, err)
+		var kept []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(l, "secret:") {
+				kept = append(kept, l)
+			}
+		}
+		assert.NilError(t, os.WriteFile(p, []byte(strings.Join(kept, "\n")), 0o644))
+		_, err = renderProduction(t, pipeline.Selection{Dir: dir, AgeKeys: []string{deploytest.SopsAgeKey()}})
+		assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
+		assert.ErrorContains(t, err, "MAC mismatch")
+	})
+}
+
+// A secret value that does not satisfy #config is reported by path and
+// file, and the error does not quote it.
+func TestSecretValueErrorsDoNotQuoteIt(t *testing.T) {
+	dir := deploytest.SopsDir(t, "prod", "")
+	_, err := renderProduction(t, pipeline.Selection{Dir: dir, SecretValues: []pipeline.SecretValues{{Name: "values-secret", Data: []byte(`{"replicas": "pin-8830"}`)}}})
+	assert.Assert(t, err != nil)
+	assert.Equal(t, fault.KindOf(err), fault.Configuration, "no key for the env file: %v", err)
+
+	dir = deploytest.Dir(t, "prod", "")
+	_, err = pipeline.Render(context.Background(), pipeline.RenderOptions{Selection: pipeline.Selection{Dir: dir,
+		SecretValues: []pipeline.SecretValues{{Name: "values-secret", Data: []byte(`{"replicas": "pin-8830"}`)}}}})
+	assert.ErrorContains(t, err, "values.replicas")
+	assert.ErrorContains(t, err, `file "values-secret"`)
+	assert.Assert(t, !strings.Contains(err.Error(), "pin-8830"), "%v", err)
+}
+
+// Per-release lists: a map from release key to files; a release with no
+// entry gets none.
+func TestValuesFilesPerRelease(t *testing.T) {
+	files := map[string]string{
+		"secrets/app.yaml": "secret: per-release-1\n",
+		"deploy.cue": `package deploy
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	appmodule "test.example/deploy/app"
+)
+
+environments: [Name=string]: core.#Environment & {metadata: name: Name}
+releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+environments: production: {namespace: "prod", valuesFiles: app: ["secrets/app.yaml"]}
+releases: app: #module: appmodule
+releases: other: {#module: appmodule, values: name: "other"}
+`,
+	}
+	res, err := pipeline.Render(context.Background(), pipeline.RenderOptions{Selection: pipeline.Selection{Dir: deploytest.Write(t, files), Environment: "production"}})
+	assert.NilError(t, err)
+	secrets := map[string]any{}
+	for _, r := range res.Releases {
+		for _, o := range r.Resources {
+			if o["kind"] == "Secret" {
+				secrets[r.Name] = o["data"].(map[string]any)["password"]
+			}
+		}
+	}
+	assert.DeepEqual(t, secrets, map[string]any{
+		"app":   base64.StdEncoding.EncodeToString([]byte("per-release-1")),
+		"other": base64.StdEncoding.EncodeToString([]byte("s3cret")),
+	})
+}
+
+// The guessing oracle, tried as an attacker would: with the repository
+// (everything but the PIN) and the published review, render the release
+// for each of the 10 000 PINs and look for its digest or change ID in
+// the review. Unsealed, the published identifiers confirm exactly the
+// real PIN (so the attack works); sealed, no candidate is confirmed.
+func TestPublishedReviewConfirmsNoPINGuess(t *testing.T) {
+	noAgeKeys(t)
+	head := deploytest.SopsDir(t, "prod", "")
+	cs, err := pipeline.Review(context.Background(), pipeline.ReviewOptions{
+		Selection:    pipeline.Selection{Dir: head, AgeKeys: []string{deploytest.SopsAgeKey()}},
+		BaseDir:      filepath.Join(t.TempDir(), "absent"),
+		Environments: []string{"production"},
+	})
+	assert.NilError(t, err)
+	assert.Assert(t, cs.Releases[0].Sensitive)
+	opts := report.ReportMarkdownOptions("")
+	unsealed := report.Markdown(cs, opts)
+	published := report.Markdown(cs.Sealed(pipeline.NewSealer("")), opts)
+	for _, v := range []string{deploytest.SopsPIN, deploytest.SopsToken, base64.StdEncoding.EncodeToString([]byte(deploytest.SopsPIN))} {
+		assert.Assert(t, !strings.Contains(published, v), "the review shows %q", v)
+	}
+
+	// What the attacker computes per guess: the release rendered with that
+	// PIN. Rendering 10 000 times would take minutes, so the guess is put
+	// into a render in place of the PIN, which is the same thing (checked
+	// against a real render of one guess below).
+	r, err := renderProduction(t, pipeline.Selection{Dir: head, AgeKeys: []string{deploytest.SopsAgeKey()}})
+	assert.NilError(t, err)
+	guess := func(pin string) (digest, changeID string) {
+		var rs []manifest.Resource
+		for _, o := range r.Resources {
+			b, err := json.Marshal(o)
+			assert.NilError(t, err)
+			s := strings.ReplaceAll(string(b), base64.StdEncoding.EncodeToString([]byte(deploytest.SopsPIN)), base64.StdEncoding.EncodeToString([]byte(pin)))
+			u := &unstructured.Unstructured{}
+			assert.NilError(t, u.UnmarshalJSON([]byte(s)))
+			rs = append(rs, manifest.Resource{Object: u})
+		}
+		digest, err := manifest.Digest(rs)
+		assert.NilError(t, err)
+		// valuesText masks the PIN, so it is the same for every guess.
+		return digest, manifest.ChangeID(r.Module.Path, r.Module.Version, r.ValuesText, digest)
+	}
+	plainDir := deploytest.Write(t, map[string]string{"deploy.cue": strings.Replace(
+		mustRead(t, filepath.Join(head, "deploy.cue")), `valuesFiles: ["secrets/production.sops.yaml"]`,
+		fmt.Sprintf(`values: {secret: "0815", config: "api-token": %q}`, deploytest.SopsToken), 1)})
+	real, err := renderProduction(t, pipeline.Selection{Dir: plainDir})
+	assert.NilError(t, err)
+	d, _ := guess("0815")
+	assert.Equal(t, d, real.ManifestDigest, "the shortcut is not what a render of the guess gives")
+
+	confirmed := func(md string) (pins []string) {
+		for i := range 10000 {
+			pin := fmt.Sprintf("%04d", i)
+			d, id := guess(pin)
+			if strings.Contains(md, report.ShortDigest(d)) || strings.Contains(md, id) {
+				pins = append(pins, pin)
+			}
+		}
+		return pins
+	}
+	assert.DeepEqual(t, confirmed(unsealed), []string{deploytest.SopsPIN})
+	assert.DeepEqual(t, confirmed(published), []string(nil))
+	assert.Assert(t, is.Contains(published, manifest.SealedChangePrefix))
+	assert.Assert(t, is.Contains(published, "hmac:"))
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	assert.NilError(t, err)
+	return string(b)
+}
