@@ -295,6 +295,13 @@ func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) 
 	if rc.Reach != nil && rc.BaseReach != nil && !rc.Reach.Equal(rc.BaseReach) {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("this change moves where release %s writes: %s → %s", key, rc.BaseReach, rc.Reach))
 	}
+	var secrets []string
+	for _, r := range []*render.Release{headRel, baseRel} {
+		if r != nil {
+			secrets = append(secrets, r.Secrets...)
+		}
+	}
+	opts.masker = opts.masker.WithSecrets(secrets)
 	if err := reviewCompare(&rc, baseRes, headRes, opts); err != nil {
 		rc.Error = err.Error()
 		rc.Objects = []ObjectChange{}
@@ -310,11 +317,7 @@ func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) 
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf(
 			"the head renders no objects for release %s: applying it would prune all %d objects the base rendered, so apply refuses without --force", key, len(baseRes)))
 	}
-	for _, r := range []*render.Release{headRel, baseRel} {
-		if r != nil {
-			rc.redact(r.Secrets)
-		}
-	}
+	rc.redact(secrets)
 	return rc
 }
 

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -58,4 +60,76 @@ func TestNoSecretValueInAnyOutput(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A deployment directory with a SOPS-encrypted values file in git, applied
+// and reviewed with the key from SOPS_AGE_KEY as in CI: no command, in no
+// output format, shows a decrypted value, its base64 or its hash — render
+// aside, which prints the manifests for the operator as `sops -d` would.
+func TestSopsValuesNeverShow(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.SopsDir(t, ns, "")
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "encrypted values")
+	t.Setenv("SOPS_AGE_KEY", deploytest.SopsAgeKey())
+	// The pull request: the encrypted file is replaced by one with new values.
+	headValues := deploytest.SopsValues(t, "secret: \"0042\"\nconfig: {api-token: tok-new-2b7c91}\n")
+	kc := "--kubeconfig=" + env.Kubeconfig
+	prod := []string{"--env", "production", kc}
+	steps := [][]string{
+		{"render", dir, "--env", "production", "-o", "json"},
+		{"diff", dir, "-o", "text"}, {"diff", dir, "-o", "json"}, {"diff", dir, "-o", "markdown"},
+		{"apply", dir, "--dry-run", "-o", "json"}, {"apply", dir, "--dry-run"},
+		{"apply", dir, "-o", "json"}, {"apply", dir},
+		{"diff", dir, "-f", headValues, "-o", "text"}, {"diff", dir, "-f", headValues, "-o", "markdown"},
+		{"review", dir, "--base", "main", "-f", headValues, "-o", "markdown"},
+		{"review", dir, "--base", "main", "-f", headValues, "-o", "json"},
+		{"review", dir, "--base", "main", "-f", headValues, "-o", "text"},
+		{"status", dir, "-o", "json"}, {"history", "app", dir, "-o", "json"},
+	}
+	for _, args := range steps {
+		switch args[0] {
+		case "render":
+		case "review": // no cluster
+			args = append(args, "--env", "production")
+		default:
+			args = append(args, prod...)
+		}
+		code, out, errOut := runOpm(t, args...)
+		assert.Assert(t, code == 0 || code == 1, "%v: %d\n%s", args, code, errOut)
+		if args[0] == "render" {
+			// Values and valuesText mask; the manifests are the operator's.
+			var res struct {
+				Releases []struct {
+					Values     json.RawMessage
+					ValuesText string
+				}
+			}
+			assert.NilError(t, json.Unmarshal([]byte(out), &res))
+			out = string(res.Releases[0].Values) + res.Releases[0].ValuesText
+		}
+		for _, v := range []string{deploytest.SopsPIN, deploytest.SopsToken, "0042", "tok-new-2b7c91"} {
+			if what := leaks(out+errOut, v); what != "" {
+				t.Errorf("opm %s shows %s of the decrypted value %q:\n%s%s", strings.Join(args, " "), what, v, out, errOut)
+			}
+		}
+	}
+	// And yet it was applied: the cluster has the decrypted value.
+	code, out, errOut := runOpm(t, "status", dir, "--env", "production", kc, "-o", "json")
+	assert.Assert(t, code == 0 || code == 1, errOut)
+	assert.Assert(t, strings.Contains(out, "app-creds"), out)
+}
+
+func TestSopsKeyMissingIsAConfigurationError(t *testing.T) {
+	dir := deploytest.SopsDir(t, "prod", "")
+	for _, e := range []string{"SOPS_AGE_KEY", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD"} {
+		t.Setenv(e, "")
+		assert.NilError(t, os.Unsetenv(e))
+	}
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	code, _, errOut := runOpm(t, "render", dir, "--env", "production")
+	assert.Equal(t, code, 7, errOut)
+	assert.Assert(t, strings.Contains(errOut, "secrets/production.sops.yaml"), errOut)
+	assert.Assert(t, strings.Contains(errOut, "the file accepts: age age1"), errOut)
 }

@@ -50,7 +50,23 @@ type Options struct {
 const MaskPrefix = "(masked, hmac:"
 
 // Masker turns Secret values into markers keyed by a random per-run key.
-type Masker struct{ key []byte }
+type Masker struct {
+	key []byte
+	// secrets are values from secret sources (SOPS files, secret inputs)
+	// that may flow into any object: a field holding one is masked on both
+	// sides of a diff, as a Secret's values are.
+	secrets []string
+}
+
+// WithSecrets returns a Masker with m's key that also masks every field,
+// in any object, whose value holds one of secrets (equal to it, or
+// containing one of 4 characters or more); m itself is unchanged.
+func (m *Masker) WithSecrets(secrets []string) *Masker {
+	if len(secrets) == 0 {
+		return m
+	}
+	return &Masker{key: m.key, secrets: secrets}
+}
 
 // NewMasker returns a Masker with a fresh random key.
 func NewMasker() *Masker {
@@ -87,11 +103,29 @@ func Unified(before, after *unstructured.Unstructured, opts Options) (string, er
 	if m == nil {
 		m = NewMasker()
 	}
-	a, err := YAML(before, m)
+	na, nb := Normalize(before, m), Normalize(after, m)
+	if len(m.secrets) > 0 {
+		// One set of paths for both sides: a rotated secret is masked in
+		// the live object too, though only the new value is known.
+		paths := map[string][]string{}
+		for _, o := range []*unstructured.Unstructured{na, nb} {
+			if o != nil {
+				secretPaths(o.Object, nil, m.secrets, paths)
+			}
+		}
+		for _, o := range []*unstructured.Unstructured{na, nb} {
+			if o != nil {
+				for _, p := range paths {
+					maskPath(o.Object, p, m)
+				}
+			}
+		}
+	}
+	a, err := toYAML(na)
 	if err != nil {
 		return "", fmt.Errorf("encoding the old version of %s: %w", name(before), err)
 	}
-	b, err := YAML(after, m)
+	b, err := toYAML(nb)
 	if err != nil {
 		return "", fmt.Errorf("encoding the new version of %s: %w", name(after), err)
 	}
@@ -123,11 +157,70 @@ func YAML(obj *unstructured.Unstructured, m *Masker) (string, error) {
 	if obj == nil {
 		return "", nil
 	}
-	b, err := yaml.Marshal(Normalize(obj, m).Object)
+	return toYAML(Normalize(obj, m))
+}
+
+func toYAML(obj *unstructured.Unstructured) (string, error) {
+	if obj == nil {
+		return "", nil
+	}
+	b, err := yaml.Marshal(obj.Object)
 	if err != nil {
 		return "", err
 	}
 	return string(b), nil
+}
+
+// secretPaths adds to out the path of every string leaf of v that holds
+// one of secrets.
+func secretPaths(v any, path []string, secrets []string, out map[string][]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			secretPaths(e, append(path[:len(path):len(path)], k), secrets, out)
+		}
+	case []any:
+		for i, e := range x {
+			secretPaths(e, append(path[:len(path):len(path)], fmt.Sprint(i)), secrets, out)
+		}
+	case string:
+		for _, sec := range secrets {
+			if x == sec || (len(sec) >= 4 && strings.Contains(x, sec)) {
+				out[strings.Join(path, "\x00")] = path
+				return
+			}
+		}
+	}
+}
+
+// maskPath replaces the string at path, if there is one, by its marker.
+func maskPath(v any, path []string, m *Masker) {
+	for i, k := range path {
+		switch x := v.(type) {
+		case map[string]any:
+			if i == len(path)-1 {
+				if s, ok := x[k].(string); ok {
+					x[k] = m.Mask([]byte(s))
+				}
+				return
+			}
+			v = x[k]
+		case []any:
+			var idx int
+			if _, err := fmt.Sscan(k, &idx); err != nil || idx < 0 || idx >= len(x) {
+				return
+			}
+			if i == len(path)-1 {
+				if s, ok := x[idx].(string); ok {
+					x[idx] = m.Mask([]byte(s))
+				}
+				return
+			}
+			v = x[idx]
+		default:
+			return
+		}
+	}
 }
 
 // Normalize returns a copy of obj without server-managed fields and with

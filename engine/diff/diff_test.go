@@ -174,3 +174,26 @@ func TestNonSecretsAreNotMasked(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Assert(t, is.Contains(y, "k: visible"))
 }
+
+// A value from a secret source in a ConfigMap is masked on both sides,
+// the old (rotated) one too, and a change still shows as a change.
+func TestSecretsMaskedInAnyObject(t *testing.T) {
+	cm := func(token string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"},
+			"data": map[string]any{"token": token, "url": "https://u:" + token + "@h", "plain": "visible"},
+		}}
+	}
+	m := NewMasker().WithSecrets([]string{"tok-new-77"})
+	out, err := Unified(cm("tok-old-11"), cm("tok-new-77"), Options{Masker: m})
+	assert.NilError(t, err)
+	for _, v := range []string{"tok-old-11", "tok-new-77"} {
+		assert.Assert(t, !strings.Contains(out, v), out)
+	}
+	assert.Assert(t, strings.Contains(out, "-  token: (masked, hmac:"), out)
+	assert.Assert(t, strings.Contains(out, "+  token: (masked, hmac:"), out)
+	assert.Assert(t, strings.Contains(out, "plain: visible"), out)
+	same, err := Unified(cm("tok-new-77"), cm("tok-new-77"), Options{Masker: m})
+	assert.NilError(t, err)
+	assert.Equal(t, same, "")
+}

@@ -94,6 +94,8 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	if m == nil {
 		m = diff.NewMasker()
 	}
+	// Values from secret sources may sit in any object, not only Secrets.
+	m = m.WithSecrets(rel.Secrets)
 
 	current := inventory.Entries(rel.Resources)
 

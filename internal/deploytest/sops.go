@@ -3,8 +3,12 @@ package deploytest
 import (
 	_ "embed"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/opmodel/pipeline/engine/encrypted/encryptedtest"
 )
 
 // The SOPS fixture, written by `go run ./hack/gensops
@@ -64,4 +68,26 @@ environments: production: {
 releases: app: #module: appmodule
 `, namespace, extraEnv),
 	})
+}
+
+// SopsValues writes plaintext values (YAML), encrypted to the fixture's
+// age key, to a temporary file and returns its path: a -f file as sops
+// would have encrypted it.
+func SopsValues(t testing.TB, plaintext string) string {
+	t.Helper()
+	var recipient string
+	for _, l := range strings.Split(sopsKeyFile, "\n") {
+		if r, ok := strings.CutPrefix(l, "# public key: "); ok {
+			recipient = r
+		}
+	}
+	enc, err := encryptedtest.Encrypt([]byte(plaintext), false, recipient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "values.sops.yaml")
+	if err := os.WriteFile(p, enc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
