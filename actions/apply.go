@@ -64,6 +64,10 @@ func (r *runner) applyEnv(ctx context.Context, env string) (*pipeline.ApplyResul
 	opts, closeGroup := r.applyOptions(env)
 	res, err := pipeline.Apply(ctx, opts)
 	closeGroup()
+	if res != nil {
+		// Logs, summary and outputs are published: seal what holds secrets.
+		res = res.Sealed(r.sealer)
+	}
 	r.logApplied(res)
 	return res, err
 }
@@ -79,7 +83,7 @@ func (r *runner) applyOptions(env string) (opts pipeline.ApplyOptions, closeGrou
 		}
 	}
 	opts = pipeline.ApplyOptions{
-		Selection:      pipeline.Selection{Dir: r.dir(), Environment: env, Releases: r.cfg.releases},
+		Selection:      r.selection(env),
 		ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
 		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, MaxHistory: r.cfg.maxHistory, RunURL: r.runURL(), PruneGhosts: r.cfg.pruneGhosts,
 		Protection: pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},

@@ -19,7 +19,7 @@ import (
 // and fails the step unless continue-on-unreachable.
 func (r *runner) drift(ctx context.Context) error {
 	opts := pipeline.DiffOptions{
-		Selection:       pipeline.Selection{Dir: r.dir(), Releases: r.cfg.releases},
+		Selection:       r.selection(""),
 		ClusterOptions:  pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
 		Protection:      pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
 		AllEnvironments: len(r.cfg.environments) == 0,

@@ -29,6 +29,8 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/opmodel/pipeline/buildinfo"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/pipeline"
 	"github.com/opmodel/pipeline/pipeline/report"
 )
 
@@ -69,6 +71,11 @@ type config struct {
 	// issue and continueOnUnreachable are drift mode's.
 	issue                 bool
 	continueOnUnreachable bool
+	// valuesSecret, sopsAgeKey and sealKey are secrets: masked in the log
+	// before use, held in memory only.
+	valuesSecret []byte
+	sopsAgeKey   string
+	sealKey      string
 }
 
 // run is the whole Action: read inputs and the event, do the mode's work,
@@ -82,6 +89,7 @@ func run(ctx context.Context, action *githubactions.Action, httpClient *http.Cli
 	// Mask before anything else can print: the runner then hides these
 	// strings in the log, and red removes them from everything we write.
 	red := newRedactor(cfg.kubeconfig)
+	red.addSecretInputs(cfg.valuesSecret, cfg.sopsAgeKey, cfg.sealKey)
 	for _, s := range red.secrets {
 		action.AddMask(s)
 	}
@@ -89,7 +97,8 @@ func run(ctx context.Context, action *githubactions.Action, httpClient *http.Cli
 	if err != nil {
 		return fmt.Errorf("reading the workflow context: %w", err)
 	}
-	r := &runner{action: action, cfg: cfg, gh: gh, ev: parseEvent(gh), red: red, http: httpClient, info: buildinfo.Read()}
+	r := &runner{action: action, cfg: cfg, gh: gh, ev: parseEvent(gh), red: red, http: httpClient, info: buildinfo.Read(),
+		sealer: pipeline.NewSealer(cfg.sealKey)}
 	r.infof("%s", r.info)
 	if r.workspace, err = workspace(action); err != nil {
 		return err
@@ -124,6 +133,21 @@ type runner struct {
 	workspace string
 	// info is this build of opm, for the log and the footers.
 	info buildinfo.Info
+	// sealer seals the digests and change IDs of releases holding secret
+	// data in everything the run publishes (comment, summary, outputs).
+	sealer *manifest.Sealer
+}
+
+// selection is the inputs' selection in env, with the secret inputs.
+func (r *runner) selection(env string) pipeline.Selection {
+	sel := pipeline.Selection{Dir: r.dir(), Environment: env, Releases: r.cfg.releases}
+	if len(r.cfg.valuesSecret) > 0 {
+		sel.SecretValues = []pipeline.SecretValues{{Name: "values-secret", Data: r.cfg.valuesSecret}}
+	}
+	if r.cfg.sopsAgeKey != "" {
+		sel.AgeKeys = []string{r.cfg.sopsAgeKey}
+	}
+	return sel
 }
 
 func readConfig(a *githubactions.Action) (config, error) {
@@ -137,6 +161,9 @@ func readConfig(a *githubactions.Action) (config, error) {
 		context:      input(a, "context"),
 		token:        input(a, "github-token"),
 		rollbackTo:   input(a, "rollback-to"),
+		valuesSecret: []byte(input(a, "values-secret")),
+		sopsAgeKey:   strings.TrimSpace(input(a, "sops-age-key")),
+		sealKey:      input(a, "seal-key"),
 	}
 	if !slices.Contains([]string{"review", "apply", "smoke", "rollback", "drift"}, cfg.mode) {
 		return cfg, fmt.Errorf("input mode must be review, apply, smoke, rollback or drift, not %q", cfg.mode)

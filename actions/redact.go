@@ -93,3 +93,27 @@ func (r *redactor) error(err error) error {
 	}
 	return err
 }
+
+// addSecretInputs masks the secret inputs: the age key and seal key whole,
+// and every line and scalar of the values secret (the runner masks line by
+// line, and a value may be printed on its own). An encrypted values secret
+// holds only ciphertext here; its decrypted values are masked by the
+// pipeline wherever values are shown.
+func (r *redactor) addSecretInputs(values []byte, keys ...string) {
+	add := func(s string) {
+		s = strings.TrimSpace(s)
+		if len(s) >= minSecret && !slices.Contains(r.secrets, s) {
+			r.secrets = append(r.secrets, s)
+		}
+	}
+	for _, k := range keys {
+		add(k)
+	}
+	for _, line := range strings.Split(string(values), "\n") {
+		add(line)
+		if _, v, ok := strings.Cut(line, ":"); ok {
+			add(strings.Trim(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), ",")), `"'`))
+		}
+	}
+	slices.SortFunc(r.secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+}

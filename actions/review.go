@@ -31,6 +31,9 @@ func (r *runner) review(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Everything below is published: releases holding secret data show
+	// sealed identifiers (pipeline.ChangeSet.Sealed).
+	cs = cs.Sealed(r.sealer)
 	r.logChangeSet(cs)
 
 	sumOpts := report.ReportMarkdownOptions(r.info.Footer())
@@ -73,7 +76,7 @@ func (r *runner) gitReview(ctx context.Context) (*pipeline.ChangeSet, error) {
 	}
 	// Without refs there is no base: everything is added.
 	opts := pipeline.ReviewOptions{
-		Selection:    pipeline.Selection{Dir: r.dir(), Releases: r.cfg.releases},
+		Selection:    r.selection(""),
 		Environments: r.cfg.environments,
 		BaseRefs:     refs,
 		Protection:   pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
@@ -125,7 +128,7 @@ func (r *runner) clusterDiff(ctx context.Context) (*pipeline.ChangeSet, error) {
 	out := &pipeline.ChangeSet{Releases: []pipeline.ReleaseChanges{}}
 	for _, env := range envs {
 		cs, err := pipeline.Diff(ctx, pipeline.DiffOptions{
-			Selection:      pipeline.Selection{Dir: r.dir(), Environment: env, Releases: r.cfg.releases},
+			Selection:      r.selection(env),
 			ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
 			Protection:     pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
 		})

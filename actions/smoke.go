@@ -83,7 +83,7 @@ func (r *runner) smokeEnv(ctx context.Context, env string) (*pipeline.SmokeResul
 	r.action.Group(r.red.text(fmt.Sprintf("smoke test (%s)", envLabel(env))))
 	defer r.action.EndGroup()
 	res, err := pipeline.Smoke(ctx, pipeline.SmokeOptions{
-		Selection:      pipeline.Selection{Dir: r.dir(), Environment: env, Releases: r.cfg.releases},
+		Selection:      r.selection(env),
 		ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
 		Timeout:        r.cfg.timeout,
 		OnStep:         func(p pipeline.SmokeProgress) { r.infof("%s", report.SmokeProgressLine(p)) },

@@ -18,7 +18,7 @@ import (
 // prefix (6+ hex) of its unsalted SHA-256, which would let a reader
 // confirm a guessed password offline.
 func leaks(s, value string) string {
-	if strings.Contains(s, value) {
+	if deploytest.Shows(s, value) {
 		return "the value"
 	}
 	b64 := base64.StdEncoding.EncodeToString([]byte(value))
