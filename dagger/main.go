@@ -38,6 +38,12 @@ type Opm struct {
 	Cluster *dagger.Service
 	// Context overrides every environment's kubeContext.
 	Context string
+	// +private
+	ValuesSecret *dagger.Secret
+	// +private
+	SopsAgeKey *dagger.Secret
+	// +private
+	SealKey *dagger.Secret
 }
 
 func New(
@@ -62,8 +68,24 @@ func New(
 	// pointed at it, TLS server name kept.
 	// +optional
 	cluster *dagger.Service,
+	// A values file held in a secret (YAML or JSON, plaintext or
+	// SOPS-encrypted), e.g. env://PROD_VALUES, merged last into the one
+	// selected release. Read into memory only; its values are masked
+	// wherever values are shown.
+	// +optional
+	valuesSecret *dagger.Secret,
+	// An age secret key that opens SOPS-encrypted values files (the
+	// environments' valuesFiles and valuesSecret), e.g. env://SOPS_AGE_KEY.
+	// +optional
+	sopsAgeKey *dagger.Secret,
+	// A key that seals the digests and change IDs of releases holding
+	// secret data in review Markdown, so they stay comparable across runs;
+	// without it, a random key per call seals them.
+	// +optional
+	sealKey *dagger.Secret,
 ) *Opm {
-	return &Opm{Source: source, Path: path, Kubeconfig: kubeconfig, Context: context, Cluster: cluster}
+	return &Opm{Source: source, Path: path, Kubeconfig: kubeconfig, Context: context, Cluster: cluster,
+		ValuesSecret: valuesSecret, SopsAgeKey: sopsAgeKey, SealKey: sealKey}
 }
 
 // Release is one rendered release.
@@ -117,6 +139,9 @@ func (m *Opm) Render(
 	if err != nil {
 		return nil, err
 	}
+	// A returned File is content in the engine's cache: decrypted values
+	// never go into one.
+	res = res.WithoutSecretValues()
 	y, err := res.YAML()
 	if err != nil {
 		return nil, err
@@ -141,9 +166,23 @@ type ChangesResult struct {
 	Json     string
 }
 
-func changes(cs *pipeline.ChangeSet) *ChangesResult {
+// changes is the result of Diff and Review; the Markdown, made to be
+// published, shows releases holding secret data by sealed identifiers.
+func (m *Opm) changes(ctx context.Context, cs *pipeline.ChangeSet) (*ChangesResult, error) {
+	key, err := plaintext(ctx, m.SealKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading sealKey: %w", err)
+	}
 	return &ChangesResult{HasChanges: cs.Counts.Changed(), Stale: cs.StaleObjects(),
-		Markdown: report.Markdown(cs, report.MarkdownOptions{}), Text: report.Text(cs, false), Json: jsonOf(cs)}
+		Markdown: report.Markdown(cs.Sealed(pipeline.NewSealer(key)), report.MarkdownOptions{}), Text: report.Text(cs, false), Json: jsonOf(cs)}, nil
+}
+
+// plaintext reads an optional secret into memory ("" when not given).
+func plaintext(ctx context.Context, s *dagger.Secret) (string, error) {
+	if s == nil {
+		return "", nil
+	}
+	return s.Plaintext(ctx)
 }
 
 // Review compares the deployment directory with its version in base,
@@ -170,7 +209,7 @@ func (m *Opm) Review(
 	if err != nil {
 		return nil, err
 	}
-	return changes(cs), nil
+	return m.changes(ctx, cs)
 }
 
 // Diff compares the rendered releases with the cluster.
@@ -194,7 +233,11 @@ func (m *Opm) Diff(
 		return nil, err
 	}
 	failed(report.Text(cs, false), err)
-	return changes(cs), err
+	out, serr := m.changes(ctx, cs)
+	if serr != nil {
+		return nil, serr
+	}
+	return out, err
 }
 
 // ApplyResult is the result of Apply and Prune.
@@ -616,6 +659,17 @@ func (m *Opm) selection(ctx context.Context, env string, releases []string, valu
 		return pipeline.Selection{}, err
 	}
 	sel := pipeline.Selection{Dir: filepath.Join(root, m.Path), Environment: env, Releases: releases}
+	// Secrets stay in memory: never exported, never in a layer.
+	if vs, err := plaintext(ctx, m.ValuesSecret); err != nil {
+		return sel, fmt.Errorf("reading valuesSecret: %w", err)
+	} else if vs != "" {
+		sel.SecretValues = []pipeline.SecretValues{{Name: "valuesSecret", Data: []byte(vs)}}
+	}
+	if key, err := plaintext(ctx, m.SopsAgeKey); err != nil {
+		return sel, fmt.Errorf("reading sopsAgeKey: %w", err)
+	} else if key = strings.TrimSpace(key); key != "" {
+		sel.AgeKeys = []string{key}
+	}
 	if len(values) == 0 {
 		return sel, nil
 	}

@@ -81,6 +81,22 @@ func (r RenderedRelease) masked() RenderedRelease {
 	return out
 }
 
+// WithoutSecretValues returns a copy of r in which every release that
+// renders values from a secret source (SOPS files, secret inputs) has its
+// Secret data masked and those values redacted from its other objects, as
+// apply's results are. For outputs that persist (a Dagger File); render
+// itself shows the operator everything, as `sops -d` would.
+func (r *RenderResult) WithoutSecretValues() *RenderResult {
+	out := &RenderResult{Releases: make([]RenderedRelease, 0, len(r.Releases))}
+	for _, rel := range r.Releases {
+		if rel.release != nil && len(rel.release.Secrets) > 0 {
+			rel = rel.masked()
+		}
+		out.Releases = append(out.Releases, rel)
+	}
+	return out
+}
+
 // maskStrings replaces every string in v that occurs in one of secrets.
 func maskStrings(v any, secrets []string) any {
 	switch x := v.(type) {

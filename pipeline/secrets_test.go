@@ -242,3 +242,24 @@ func mustRead(t *testing.T, p string) string {
 	assert.NilError(t, err)
 	return string(b)
 }
+
+// What persists (a Dagger File) carries no decrypted value; the digest is
+// still the render's.
+func TestWithoutSecretValuesForPersistentOutputs(t *testing.T) {
+	noAgeKeys(t)
+	res, err := pipeline.Render(context.Background(), pipeline.RenderOptions{Selection: pipeline.Selection{
+		Dir: deploytest.SopsDir(t, "prod", ""), Environment: "production", AgeKeys: []string{deploytest.SopsAgeKey()}}})
+	assert.NilError(t, err)
+	safe := res.WithoutSecretValues()
+	y, err := safe.YAML()
+	assert.NilError(t, err)
+	b, err := json.Marshal(safe)
+	assert.NilError(t, err)
+	for _, v := range []string{deploytest.SopsPIN, deploytest.SopsToken, strings.TrimRight(base64.StdEncoding.EncodeToString([]byte(deploytest.SopsPIN)), "=")} {
+		assert.Assert(t, !deploytest.Shows(string(y)+string(b), v), "shows %q", v)
+	}
+	assert.Equal(t, safe.Digest(), res.Digest())
+	orig, err := res.YAML()
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(string(orig), deploytest.SopsToken), "render itself still shows the operator everything")
+}
