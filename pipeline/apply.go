@@ -46,6 +46,10 @@ type ApplyOptions struct {
 	// ReleaseDone receives each release's result as soon as it is done
 	// (failed ones too), so a front door can print its summary in place.
 	ReleaseDone func(AppliedRelease) `json:"-"`
+
+	// gatesSkippedBy is recorded in the change's source when Rollout
+	// skipped this environment's promotion gates.
+	gatesSkippedBy string
 }
 
 // ProgressEvent reports one object applied or pruned; Line() is its
@@ -117,6 +121,12 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	ro := opts.reconcileOptions()
 	ro.Source = changeSource(ctx, opts.renderOptions().Dir, opts.RunURL)
+	if opts.gatesSkippedBy != "" {
+		if ro.Source == nil {
+			ro.Source = &inventory.Source{}
+		}
+		ro.Source.GatesSkippedBy = opts.gatesSkippedBy
+	}
 	return eachRelease(ctx, opts.Selection, opts.ClusterOptions, "apply", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
 		return reconcile.Apply(ctx, cl, rel, ro)
 	})

@@ -26,7 +26,11 @@ type Selection struct {
 	// Dir is the deployment directory (a CUE module); default ".".
 	Dir string `json:"dir"`
 	// Environment selects `environments[Environment]`; empty renders releases as written.
+	// Operations that take a fleet (Fleet, Rollout) also read a group
+	// name or a comma list here.
 	Environment string `json:"environment,omitempty"`
+	// Group selects every environment of a group (Fleet, Rollout).
+	Group string `json:"group,omitempty"`
 	// Releases selects releases by key; empty selects all.
 	Releases []string `json:"releases,omitempty"`
 	// ValuesFiles are merged last (release < environment < files), one release only.

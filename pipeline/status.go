@@ -44,6 +44,8 @@ type ReleaseStatus struct {
 	// the release was found by labels.
 	ChangeID           string `json:"changeId,omitempty"`
 	LastTransitionTime string `json:"lastTransitionTime,omitempty"`
+	// Source is where the current change came from (git commit, run).
+	Source *inventory.Source `json:"source,omitempty"`
 	// Discovery is "inventory" or "labels".
 	Discovery  string            `json:"discovery"`
 	Components []ComponentStatus `json:"components"`
@@ -91,7 +93,11 @@ func Status(ctx context.Context, opts StatusOptions) (*StatusResult, error) {
 func releaseStatus(ctx context.Context, d *deployed, opts StatusOptions) (ReleaseStatus, error) {
 	rs := ReleaseStatus{Name: d.name, Namespace: d.namespace, Environment: d.environment, ReleaseID: d.releaseID, ModuleID: d.moduleID, Discovery: d.strategy}
 	if d.inv != nil {
-		rs.ChangeID, _, _ = d.inv.Latest()
+		var c *inventory.Change
+		rs.ChangeID, c, _ = d.inv.Latest()
+		if c != nil {
+			rs.Source = c.Source
+		}
 		rs.LastTransitionTime = d.inv.Metadata.LastTransitionTime
 	}
 	var hs []health.ObjectHealth

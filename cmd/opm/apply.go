@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -43,6 +44,8 @@ func newApplyCmd() *cobra.Command {
 		cluster clusterFlags
 		lf      lockFlags
 		opts    pipeline.ApplyOptions
+		ro      pipeline.RolloutOptions
+		wave    int
 		output  string
 	)
 	cmd := &cobra.Command{
@@ -63,9 +66,19 @@ deleted; otherwise nothing is applied. Stale Namespaces and PersistentVolumeClai
 render of a release that has objects is refused unless --force.
 
 Prints one line per object as it is applied or pruned, then a summary per release.
+
+--env may name a group of environments, or list several (--env a,b; --group G):
+the fleet is applied wave by wave (rollout.wave), the environments of a wave in
+parallel (--parallel-environments), and each wave must be healthy (--timeout)
+before the next starts. The first environment that fails, stays unhealthy or is
+refused by a promotion gate stops every later wave; a table says what happened
+to each environment. An environment whose rollout.after names others is applied
+only with a git commit they run, healthy (its gate), whether it is applied alone
+or in a fleet; --skip-gates overrides and is recorded in the change.
+
 Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found,
 6 conflict (another run held the release's lock for all of --lock-timeout), 7 configuration (a
-decryption key or secret input is missing or wrong).`,
+decryption key or secret input is missing or wrong), 8 gate (a promotion gate refused).`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -83,8 +96,14 @@ decryption key or secret input is missing or wrong).`,
 			opts.Progress = progressPrinter(cmd, output)
 			opts.ReleaseDone = summaryPrinter(cmd, output)
 			opts.RunURL = ciRunURL(os.Getenv)
-			res, err := pipeline.Apply(cmd.Context(), opts)
-			return printApplyResult(cmd, output, res, err)
+			ro.ApplyOptions = opts
+			if cmd.Flags().Changed("wave") {
+				ro.Wave = &wave
+			}
+			if ro.SkipGates {
+				ro.SkippedBy = whoSkipped(os.Getenv)
+			}
+			return runRollout(cmd, output, ro)
 		},
 	}
 	sel.register(cmd.Flags())
@@ -93,6 +112,12 @@ decryption key or secret input is missing or wrong).`,
 	fs := cmd.Flags()
 	registerApplyGuards(fs, &opts)
 	fs.BoolVar(&opts.PruneGhosts, "prune-ghosts", false, "also prune ghosts: objects carrying this release's id that it neither records nor renders")
+	fs.StringVar(&sel.group, "group", "", "apply every environment of this group, wave by wave")
+	fs.IntVar(&ro.ParallelEnvironments, "parallel-environments", 4, "environments of one wave applied at once")
+	fs.IntVar(&wave, "wave", 0, "apply this wave of the selection only (one job of a CI matrix)")
+	fs.DurationVar(&ro.Timeout, "timeout", 5*time.Minute, "how long each wave of a fleet may take to become healthy")
+	fs.BoolVar(&ro.NoWait, "no-wait", false, "apply a fleet's waves without waiting for health in between")
+	fs.BoolVar(&ro.SkipGates, "skip-gates", false, "apply without checking promotion gates (rollout.after); who skipped is recorded in the change")
 	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }
@@ -145,6 +170,52 @@ func printApplyResult(cmd *cobra.Command, output string, res *pipeline.ApplyResu
 		printWarnings(cmd.ErrOrStderr(), r)
 	}
 	return err
+}
+
+// runRollout applies the selection: one environment as apply always did
+// (its gates checked first), a fleet wave by wave with a table at the end.
+func runRollout(cmd *cobra.Command, output string, ro pipeline.RolloutOptions) error {
+	envs, err := pipeline.Fleet(cmd.Context(), ro.Selection)
+	if err != nil {
+		return err
+	}
+	fleet := len(envs) > 1 || ro.Wave != nil
+	if !fleet {
+		// One environment: no health wait, as apply always was.
+		ro.NoWait = true
+	}
+	res, err := pipeline.Rollout(cmd.Context(), ro)
+	if res == nil {
+		return err
+	}
+	applied := &pipeline.ApplyResult{}
+	for _, e := range res.Environments {
+		applied.Releases = append(applied.Releases, e.Releases...)
+	}
+	if !fleet {
+		if res.Environments[0].Result == pipeline.RolloutGated {
+			return err
+		}
+		return printApplyResult(cmd, output, applied, err)
+	}
+	if output == "json" {
+		if encErr := writeJSON(cmd.OutOrStdout(), res); encErr != nil && err == nil {
+			return encErr
+		}
+		return err
+	}
+	fmt.Fprint(cmd.OutOrStdout(), report.RolloutTable(res))
+	return err
+}
+
+// whoSkipped names the person (or CI actor) who skipped the gates.
+func whoSkipped(getenv func(string) string) string {
+	for _, k := range []string{"GITHUB_ACTOR", "USER", "LOGNAME"} {
+		if v := getenv(k); v != "" {
+			return v
+		}
+	}
+	return "unknown"
 }
 
 func printWarnings(w io.Writer, r pipeline.AppliedRelease) {

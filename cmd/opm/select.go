@@ -14,12 +14,13 @@ import (
 // directory shares: [DIR] --env --release -f.
 type selectionFlags struct {
 	env      string
+	group    string
 	releases []string
 	files    []string
 }
 
 func (s *selectionFlags) register(fs *pflag.FlagSet) {
-	fs.StringVarP(&s.env, "env", "e", "", "environment to render the releases in (environments[NAME])")
+	fs.StringVarP(&s.env, "env", "e", "", "environment to render the releases in (environments[NAME]); apply also takes a group or a comma list")
 	fs.StringArrayVarP(&s.releases, "release", "r", nil, "release to select (repeatable; default all)")
 	fs.StringArrayVarP(&s.files, "values", "f", nil, "values file (CUE, JSON or YAML; SOPS-encrypted JSON or YAML is decrypted in memory) merged last; needs exactly one release (repeatable)")
 }
@@ -29,7 +30,7 @@ func (s *selectionFlags) selection(args []string) pipeline.Selection {
 	if len(args) > 0 {
 		dir = args[0]
 	}
-	return pipeline.Selection{Dir: dir, Environment: s.env, Releases: s.releases, ValuesFiles: s.files}
+	return pipeline.Selection{Dir: dir, Environment: s.env, Group: s.group, Releases: s.releases, ValuesFiles: s.files}
 }
 
 // dirArg accepts zero or one DIR argument.

@@ -1,7 +1,8 @@
 // Package fault classifies failures so every front door can map them to the
 // same exit codes and messages: validation (bad input), connectivity (cannot
 // reach or select a cluster), permission (RBAC), not found, conflict (another
-// run holds the release), configuration (a key or secret input is missing).
+// run holds the release), configuration (a key or secret input is missing), gate (a promotion gate
+// refused the change).
 //
 // Errors keep their text; a class is attached with Wrap and read back with
 // KindOf, which also recognises Kubernetes API status errors.
@@ -32,6 +33,9 @@ const (
 	// Configuration: something the run needs from its operator is missing
 	// or wrong (a decryption key, a secret input).
 	Configuration Kind = 7
+	// Gate: a promotion gate refused the change (the gating environments
+	// do not run the commit, or are not healthy).
+	Gate Kind = 8
 )
 
 // String names the class for logs and JSON.
@@ -49,6 +53,8 @@ func (k Kind) String() string {
 		return "conflict"
 	case Configuration:
 		return "configuration"
+	case Gate:
+		return "gate"
 	default:
 		return "general"
 	}
@@ -76,6 +82,11 @@ func Wrap(kind Kind, err error) error {
 // Validationf, and friends, build a classified error from a message.
 func Validationf(format string, args ...any) error {
 	return Wrap(Validation, fmt.Errorf(format, args...))
+}
+
+// Gatef builds a promotion-gate refusal.
+func Gatef(format string, args ...any) error {
+	return Wrap(Gate, fmt.Errorf(format, args...))
 }
 
 // Connectivityf builds a connectivity error.

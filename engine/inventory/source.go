@@ -12,4 +12,7 @@ type Source struct {
 	Dirty bool `json:"dirty,omitempty"`
 	// RunURL is the CI run that applied the change.
 	RunURL string `json:"runUrl,omitempty"`
+	// GatesSkippedBy names who applied with --skip-gates: the promotion
+	// gates of the environment were not checked for this change.
+	GatesSkippedBy string `json:"gatesSkippedBy,omitempty"`
 }

@@ -1,0 +1,105 @@
+package fleet_test
+
+import (
+	"context"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/fleet"
+	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/internal/deploytest"
+)
+
+const header = `package deploy
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	appmodule "test.example/deploy/app"
+)
+
+environments: [Name=string]: core.#Environment & {metadata: name: Name}
+releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+releases: app: #module: appmodule
+`
+
+func read(t *testing.T, envs string) (*fleet.Fleet, error) {
+	t.Helper()
+	d, err := load.Load(context.Background(), deploytest.Write(t, map[string]string{"deploy.cue": header + envs}))
+	assert.NilError(t, err)
+	return fleet.Read(d)
+}
+
+const prodFleet = `
+environments: staging: {namespace: "app", group: "staging"}
+environments: "prod-canary": {namespace: "app", group: "production", rollout: {wave: 1, after: ["staging"]}}
+environments: "prod-eu": {namespace: "app", group: "production", rollout: {wave: 2, after: ["prod-canary"]}}
+environments: "prod-us": {namespace: "app", group: "production", rollout: {wave: 2, after: ["prod-canary"]}}
+environments: dev: {namespace: "app"}
+`
+
+func names(envs []fleet.Environment) (out []string) {
+	for _, e := range envs {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+func TestSelectGroupsAndListsInWaveOrder(t *testing.T) {
+	f, err := read(t, prodFleet)
+	assert.NilError(t, err)
+	for spec, want := range map[string][]string{
+		"production":         {"prod-canary", "prod-eu", "prod-us"},
+		"prod-us,staging":    {"staging", "prod-us"},
+		"staging":            {"staging"},
+		"dev, production":    {"dev", "prod-canary", "prod-eu", "prod-us"},
+		"prod-eu,production": {"prod-canary", "prod-eu", "prod-us"},
+	} {
+		got, err := f.Select(spec, false)
+		assert.NilError(t, err, spec)
+		assert.DeepEqual(t, names(got), want)
+	}
+	got, err := f.Select("production", true)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, names(got), []string{"prod-canary", "prod-eu", "prod-us"})
+	waves := fleet.Waves(got)
+	assert.Equal(t, len(waves), 2)
+	assert.DeepEqual(t, names(waves[1]), []string{"prod-eu", "prod-us"})
+	e, _ := f.Lookup("prod-canary")
+	assert.DeepEqual(t, e.Gates, []string{"staging"})
+}
+
+func TestSelectionErrorsSuggest(t *testing.T) {
+	f, err := read(t, prodFleet)
+	assert.NilError(t, err)
+	_, err = f.Select("prodution", false)
+	assert.Equal(t, fault.KindOf(err), fault.Validation)
+	assert.ErrorContains(t, err, `did you mean "production"?`)
+	_, err = f.Select("dev", true)
+	assert.ErrorContains(t, err, `no environment declares group "dev"`)
+}
+
+func TestRolloutGraphErrors(t *testing.T) {
+	_, err := read(t, `
+environments: a: {namespace: "x", rollout: after: ["b"]}
+environments: b: {namespace: "x", rollout: after: ["c"]}
+environments: c: {namespace: "x", rollout: after: ["a"]}
+`)
+	assert.Equal(t, fault.KindOf(err), fault.Validation)
+	assert.ErrorContains(t, err, "rollout.after has a cycle: a waits for b waits for c waits for a")
+	assert.ErrorContains(t, err, "deploy.cue:")
+
+	_, err = read(t, `
+environments: a: {namespace: "x", group: "staging"}
+environments: b: {namespace: "x", rollout: after: ["stagin"]}
+`)
+	assert.ErrorContains(t, err, `environment "b" (at `)
+	assert.ErrorContains(t, err, `rollout.after names "stagin": no environment or group is called "stagin"; did you mean "staging"?`)
+
+	_, err = read(t, `environments: a: {namespace: "x", group: "g", rollout: after: ["g"]}`)
+	assert.ErrorContains(t, err, "includes the environment itself")
+
+	_, err = read(t, `environments: a: {namespace: "x", rollout: wave: -1}`)
+	assert.Assert(t, err != nil)
+}
