@@ -58,6 +58,9 @@ type DeletedRelease struct {
 // no inventory, what the label scan finds) in reverse weight order with
 // apply's Namespace/PVC protection, then the inventory Secret.
 func Delete(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
+	if err := opts.Selection.single("delete"); err != nil {
+		return nil, err
+	}
 	ds, err := resolve(ctx, opts.Target, opts.ClusterOptions, false)
 	if err != nil {
 		return nil, err

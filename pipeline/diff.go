@@ -37,7 +37,13 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	if opts.AllEnvironments || len(opts.Environments) > 0 {
 		return diffEach(ctx, opts)
 	}
+	if envs, ok := fleetOf(ctx, opts.Selection, nil); ok {
+		return diffFleet(ctx, opts, envs)
+	}
 	rels, err := render.Render(ctx, opts.renderOptions())
+	if envs, ok := fleetOf(ctx, opts.Selection, err); ok {
+		return diffFleet(ctx, opts, envs)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -124,4 +130,13 @@ func joinWarnings(a, b string) string {
 		return a
 	}
 	return a + "; " + b
+}
+
+// diffFleet diffs each environment of a fleet, in wave order.
+func diffFleet(ctx context.Context, opts DiffOptions, envs []FleetEnvironment) (*ChangeSet, error) {
+	opts.Selection = opts.Selection.ForEnvironment("")
+	for _, e := range envs {
+		opts.Environments = append(opts.Environments, e.Name)
+	}
+	return diffEach(ctx, opts)
 }

@@ -3,8 +3,10 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"strings"
 
+	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/load"
 )
@@ -50,3 +52,45 @@ func (s Selection) ForEnvironment(env string) Selection {
 // IsFleet reports whether the selection may name more than one
 // environment (a group, a comma list).
 func (s Selection) IsFleet() bool { return s.Group != "" || strings.Contains(s.Environment, ",") }
+
+// fleetOf says whether a selection names a fleet: a group, a comma list,
+// or (when err, a render's failure, says the environment is not declared)
+// a group named like no environment. Only then is the fleet read, so a
+// plain environment costs what it did.
+func fleetOf(ctx context.Context, sel Selection, err error) ([]FleetEnvironment, bool) {
+	if !sel.IsFleet() && (err == nil || sel.Environment == "" || !strings.Contains(err.Error(), "is not declared")) {
+		return nil, false
+	}
+	envs, ferr := Fleet(ctx, sel)
+	if ferr != nil || (len(envs) == 1 && envs[0].Name == sel.Environment) {
+		return nil, false
+	}
+	return envs, true
+}
+
+// renderFleet renders each environment of a fleet, in wave order.
+func renderFleet(ctx context.Context, opts RenderOptions, envs []FleetEnvironment) (*RenderResult, error) {
+	out := &RenderResult{}
+	for _, e := range envs {
+		o := opts
+		o.Selection = opts.Selection.ForEnvironment(e.Name)
+		r, err := Render(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("environment %s (wave %d): %w", e.Name, e.Wave, err)
+		}
+		for i := range r.Releases {
+			r.Releases[i].Wave = e.Wave
+		}
+		out.Releases = append(out.Releases, r.Releases...)
+	}
+	return out, nil
+}
+
+// single refuses a fleet selection for an operation that works on one
+// environment at a time: it would otherwise render without one.
+func (s Selection) single(op string) error {
+	if s.IsFleet() {
+		return fault.Validationf("%s works on one environment at a time, and %q selects a group or several: run it per environment (--env NAME); render, diff, status and apply take a fleet", op, cmp.Or(s.Group, s.Environment))
+	}
+	return nil
+}

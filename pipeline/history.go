@@ -50,6 +50,9 @@ type HistoryEntry struct {
 // inventories, newest first. A release without an inventory is a
 // not-found error: it was never applied, or its inventory was deleted.
 func History(ctx context.Context, opts HistoryOptions) (*HistoryResult, error) {
+	if err := opts.Selection.single("history"); err != nil {
+		return nil, err
+	}
 	found, err := findInventories(ctx, opts.Target, opts.ClusterOptions)
 	if err != nil {
 		return nil, err

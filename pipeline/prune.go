@@ -35,6 +35,9 @@ type PruneOptions struct {
 // inventory is rewritten without the objects deleted; skipped ones stay.
 // A release without an inventory has nothing to prune (a warning).
 func Prune(ctx context.Context, opts PruneOptions) (*ApplyResult, error) {
+	if err := opts.Selection.single("prune"); err != nil {
+		return nil, err
+	}
 	ro := reconcile.Options{
 		DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs,
 		Force: opts.Force, Concurrency: opts.Concurrency, Progress: opts.Progress,

@@ -100,6 +100,8 @@ type RenderedRelease struct {
 	// Sensitive: the digest and change ID depend on secret data (Secret
 	// objects, values from a secret source); public outputs seal them.
 	Sensitive bool `json:"sensitive,omitempty"`
+	// Wave is the environment's rollout wave, when a fleet was rendered.
+	Wave int `json:"wave,omitempty"`
 
 	release *render.Release
 }
@@ -114,8 +116,14 @@ type ModuleRef struct {
 
 // Render renders the selected releases.
 func Render(ctx context.Context, opts RenderOptions) (*RenderResult, error) {
+	if envs, ok := fleetOf(ctx, opts.Selection, nil); ok {
+		return renderFleet(ctx, opts, envs)
+	}
 	rels, err := render.Render(ctx, opts.renderOptions())
 	if err != nil {
+		if envs, ok := fleetOf(ctx, opts.Selection, err); ok {
+			return renderFleet(ctx, opts, envs)
+		}
 		return nil, err
 	}
 	res := &RenderResult{Releases: make([]RenderedRelease, 0, len(rels))}

@@ -51,6 +51,9 @@ type RollbackResult struct {
 // AllowDifferentDigest, or when it would deploy to another release
 // identity or cluster than the current definition.
 func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error) {
+	if err := opts.Selection.single("rollback"); err != nil {
+		return nil, err
+	}
 	if len(opts.Releases) != 1 {
 		return nil, fault.Validationf("rollback needs exactly one release, not %d", len(opts.Releases))
 	}

@@ -178,6 +178,9 @@ type SmokeEvent struct {
 // is for what stops the test from running: bad input, a refused or
 // unreachable cluster.
 func Smoke(ctx context.Context, opts SmokeOptions) (*SmokeResult, error) {
+	if err := opts.Selection.single("smoke"); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	sel := opts.Selection
 	sel.NamespaceOverride = ""

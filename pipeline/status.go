@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -73,7 +74,13 @@ type ObjectStatus struct {
 // through the inventory (targeted GETs) or, without one, a label scan.
 // With Wait it polls until all are Current or one fails.
 func Status(ctx context.Context, opts StatusOptions) (*StatusResult, error) {
+	if envs, ok := fleetOf(ctx, opts.Selection, nil); ok {
+		return statusFleet(ctx, opts, envs)
+	}
 	ds, err := resolve(ctx, opts.Target, opts.ClusterOptions, true)
+	if envs, ok := fleetOf(ctx, opts.Selection, err); ok {
+		return statusFleet(ctx, opts, envs)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -150,4 +157,25 @@ func groupByComponent(hs []health.ObjectHealth) []ComponentStatus {
 
 func refOf(e inventory.Entry) ObjectRef {
 	return ObjectRef{Group: e.Group, Version: e.V, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, Component: e.Component}
+}
+
+// statusFleet reports each environment of a fleet, in wave order.
+func statusFleet(ctx context.Context, opts StatusOptions, envs []FleetEnvironment) (*StatusResult, error) {
+	out := &StatusResult{Healthy: true}
+	var errs []error
+	for _, e := range envs {
+		o := opts
+		o.Selection = opts.Selection.ForEnvironment(e.Name)
+		r, err := Status(ctx, o)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("environment %s (wave %d): %w", e.Name, e.Wave, err))
+		}
+		if r != nil {
+			out.Releases = append(out.Releases, r.Releases...)
+			out.Healthy = out.Healthy && r.Healthy
+		} else {
+			out.Healthy = false
+		}
+	}
+	return out, errors.Join(errs...)
 }

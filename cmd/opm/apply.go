@@ -112,7 +112,6 @@ decryption key or secret input is missing or wrong), 8 gate (a promotion gate re
 	fs := cmd.Flags()
 	registerApplyGuards(fs, &opts)
 	fs.BoolVar(&opts.PruneGhosts, "prune-ghosts", false, "also prune ghosts: objects carrying this release's id that it neither records nor renders")
-	fs.StringVar(&sel.group, "group", "", "apply every environment of this group, wave by wave")
 	fs.IntVar(&ro.ParallelEnvironments, "parallel-environments", 4, "environments of one wave applied at once")
 	fs.IntVar(&wave, "wave", 0, "apply this wave of the selection only (one job of a CI matrix)")
 	fs.DurationVar(&ro.Timeout, "timeout", 5*time.Minute, "how long each wave of a fleet may take to become healthy")

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/opmodel/pipeline/internal/deploytest"
+)
+
+// A group selected by --env or --group works in render, diff, status and
+// apply, in wave order; apply stops at a gate with exit code 8 and prints
+// the rollout table; one-environment commands refuse a fleet.
+func TestFleetSelectionAcrossCommands(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: "stage-b": {namespace: "%[1]s-b", group: "staging", rollout: wave: 1}
+environments: "stage-a": {namespace: "%[1]s-a", group: "staging"}
+environments: prod: {namespace: "%[1]s-p", group: "production", rollout: {wave: 2, after: ["staging"]}}
+releases: app: #module: appmodule
+`, ns))
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "fleet")
+	kc := "--kubeconfig=" + env.Kubeconfig
+
+	code, out, errOut := runOpm(t, "render", dir, "--env", "staging", "-o", "json")
+	assert.Equal(t, code, 0, errOut)
+	var r struct{ Releases []struct{ Environment string } }
+	assert.NilError(t, json.Unmarshal([]byte(out), &r))
+	assert.Equal(t, len(r.Releases), 2)
+	assert.Equal(t, r.Releases[0].Environment, "stage-a", "wave 0 first")
+	assert.Equal(t, r.Releases[1].Environment, "stage-b")
+
+	code, out, errOut = runOpm(t, "diff", dir, "--group", "staging", kc)
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, strings.Index(out, "env stage-a") < strings.Index(out, "env stage-b") && strings.Contains(out, "env stage-a"), out)
+
+	// Production before staging runs the commit: refused by its gate.
+	code, _, errOut = runOpm(t, "apply", dir, "--env", "prod", kc)
+	assert.Equal(t, code, 8, errOut)
+	assert.Assert(t, strings.Contains(errOut, "may only get commit"), errOut)
+
+	code, out, errOut = runOpm(t, "apply", dir, "--env", "staging,production", kc, "--timeout", "30s")
+	assert.Equal(t, code, 0, errOut)
+	for _, row := range []string{"stage-a      0     staging     -        applied", "stage-b      1     staging     -        applied", "prod         2     production  -        applied"} {
+		assert.Assert(t, strings.Contains(out, row), "%q not in\n%s", row, out)
+	}
+	code, out, errOut = runOpm(t, "status", dir, "--env", "production", kc, "-o", "json")
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, strings.Contains(out, `"healthy": true`), out)
+
+	code, _, errOut = runOpm(t, "prune", dir, "--group", "staging", kc)
+	assert.Equal(t, code, 2, errOut)
+	assert.Assert(t, strings.Contains(errOut, "prune works on one environment at a time"), errOut)
+}
