@@ -62,6 +62,8 @@ func (r *runner) applyOutputs(results []pipeline.AppliedRelease) {
 // applyEnv applies one environment, one log group per release.
 func (r *runner) applyEnv(ctx context.Context, env string) (*pipeline.ApplyResult, error) {
 	opts, closeGroup := r.applyOptions(env)
+	// Apply checks the environment's promotion gates first: a matrix job
+	// applies one environment and still cannot skip those it must follow.
 	res, err := pipeline.Apply(ctx, opts)
 	closeGroup()
 	if res != nil {

@@ -110,6 +110,8 @@ func run(ctx context.Context, action *githubactions.Action, httpClient *http.Cli
 		err = r.rollback(ctx)
 	case "drift":
 		err = r.drift(ctx)
+	case "plan":
+		err = r.plan(ctx)
 	case "smoke":
 		err = r.smoke(ctx)
 	default:
@@ -165,8 +167,8 @@ func readConfig(a *githubactions.Action) (config, error) {
 		sopsAgeKey:   strings.TrimSpace(input(a, "sops-age-key")),
 		sealKey:      input(a, "seal-key"),
 	}
-	if !slices.Contains([]string{"review", "apply", "smoke", "rollback", "drift"}, cfg.mode) {
-		return cfg, fmt.Errorf("input mode must be review, apply, smoke, rollback or drift, not %q", cfg.mode)
+	if !slices.Contains([]string{"review", "apply", "smoke", "rollback", "drift", "plan"}, cfg.mode) {
+		return cfg, fmt.Errorf("input mode must be review, apply, smoke, rollback, drift or plan, not %q", cfg.mode)
 	}
 	if v := input(a, "timeout"); v != "" {
 		d, err := time.ParseDuration(v)

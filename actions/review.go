@@ -215,7 +215,7 @@ func releaseKey(name, env string) string {
 }
 
 // mustJSON encodes a string map; it cannot fail.
-func mustJSON(m map[string]string) string {
+func mustJSON(m any) string {
 	b, _ := json.Marshal(m)
 	return string(b)
 }

@@ -244,6 +244,9 @@ func (m *Opm) Diff(
 type ApplyResult struct {
 	// Summary is one line per release (counts, digest, change id, inventory).
 	Summary string
+	// Rollout is the per-environment table of a fleet: wave, context,
+	// result (applied, failed, unhealthy, gated, not started), change IDs.
+	Rollout string
 	// Pruned lists what was deleted ("release: kind/namespace/name").
 	Pruned []string
 	Json   string
@@ -289,6 +292,10 @@ func (m *Opm) Apply(
 	// +optional
 	// +default="5m"
 	lockTimeout string,
+	// Apply without checking the environment's promotion gates (recorded
+	// in the change).
+	// +optional
+	skipGates bool,
 ) (*ApplyResult, error) {
 	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
@@ -300,8 +307,95 @@ func (m *Opm) Apply(
 	}
 	res, err := pipeline.Apply(ctx, pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun, NoPrune: noPrune,
 		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Adopt: adopt, MaxHistory: maxHistory,
-		PruneGhosts: pruneGhosts, Locking: lk})
+		PruneGhosts: pruneGhosts, Locking: lk, SkipGates: skipGates, SkippedBy: "dagger opm module"})
 	return applied(res, err)
+}
+
+// Rollout applies a fleet (env naming a group or several environments, or
+// group) wave by wave: the environments of a wave as concurrent operations
+// of this one call (parallelEnvironments), each wave healthy (timeout)
+// before the next, promotion gates checked; the first failure stops every
+// later wave. Its result carries the per-environment table.
+// +cache="never"
+func (m *Opm) Rollout(
+	ctx context.Context,
+	// +optional
+	env string,
+	// +optional
+	group string,
+	// Releases to select (repeat the flag); default all.
+	// +optional
+	release []string,
+	// +optional
+	dryRun bool,
+	// Apply this wave only.
+	// +optional
+	// +default=-1
+	wave int,
+	// Environments of one wave applied at once.
+	// +optional
+	// +default=4
+	parallelEnvironments int,
+	// How long each wave may take to become healthy.
+	// +optional
+	// +default="5m"
+	timeout string,
+	// +optional
+	skipGates bool,
+) (*ApplyResult, error) {
+	sel, co, err := m.clusterInputs(ctx, env, release, nil)
+	if err != nil {
+		return nil, err
+	}
+	sel.Group = group
+	wait, err := time.ParseDuration(timeout)
+	if err != nil {
+		return nil, fmt.Errorf("timeout %q: %w", timeout, err)
+	}
+	ro := pipeline.RolloutOptions{
+		ApplyOptions: pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun,
+			SkipGates: skipGates, SkippedBy: "dagger opm module", Locking: pipeline.Locking{Holder: "dagger opm module", LockTimeout: 5 * time.Minute}},
+		ParallelEnvironments: parallelEnvironments, Timeout: wait,
+	}
+	if wave >= 0 {
+		ro.Wave = &wave
+	}
+	rr, err := pipeline.Rollout(ctx, ro)
+	if rr == nil {
+		return nil, err
+	}
+	res := &pipeline.ApplyResult{}
+	for _, e := range rr.Environments {
+		res.Releases = append(res.Releases, e.Releases...)
+	}
+	out, aerr := applied(res, err)
+	if out != nil {
+		out.Rollout = report.RolloutTable(rr)
+		out.Json = jsonOf(rr)
+	}
+	return out, aerr
+}
+
+// Plan lays the selected environments (default all; env may name a group
+// or list several) out for CI: {"matrix": {"include": […]}, "waves": […],
+// "waveMatrices": {…}}, as the Action's plan mode does.
+func (m *Opm) Plan(
+	ctx context.Context,
+	// +optional
+	env string,
+	// +optional
+	group string,
+) (string, error) {
+	sel, err := m.selection(ctx, env, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	sel.Group = group
+	p, err := pipeline.PlanFleet(ctx, sel)
+	if err != nil {
+		return "", err
+	}
+	return jsonOf(p), nil
 }
 
 // Prune deletes what the releases no longer render, without applying.

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -47,9 +48,10 @@ type ApplyOptions struct {
 	// (failed ones too), so a front door can print its summary in place.
 	ReleaseDone func(AppliedRelease) `json:"-"`
 
-	// gatesSkippedBy is recorded in the change's source when Rollout
-	// skipped this environment's promotion gates.
-	gatesSkippedBy string
+	// SkipGates applies without checking the environment's promotion
+	// gates (rollout.after); SkippedBy, who did, is recorded in the change.
+	SkipGates bool   `json:"skipGates,omitempty"`
+	SkippedBy string `json:"skippedBy,omitempty"`
 }
 
 // ProgressEvent reports one object applied or pruned; Line() is its
@@ -112,6 +114,11 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 	}
 }
 
+// Apply renders the selected releases and applies each to its cluster.
+// An environment with promotion gates (rollout.after) is applied only
+// with a commit its gating environments run, healthy; otherwise nothing
+// is written (fault.Gate) unless SkipGates.
+//
 // Apply renders the selected releases and applies each to its cluster
 // (release inventory RFC, apply flow steps 1–8): apply in weight stages,
 // prune the stale set, record the inventory. Releases are applied in
@@ -119,13 +126,21 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 // release reached, the failed one included, and is returned with the
 // error.
 func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
+	gates, err := gatesOf(ctx, opts.Selection)
+	if err != nil {
+		return nil, err
+	}
 	ro := opts.reconcileOptions()
 	ro.Source = changeSource(ctx, opts.renderOptions().Dir, opts.RunURL)
-	if opts.gatesSkippedBy != "" {
-		if ro.Source == nil {
-			ro.Source = &inventory.Source{}
+	if len(gates.Gates) > 0 {
+		if opts.SkipGates {
+			if ro.Source == nil {
+				ro.Source = &inventory.Source{}
+			}
+			ro.Source.GatesSkippedBy = cmp.Or(opts.SkippedBy, "unknown")
+		} else if err := checkGates(ctx, opts, gates, readGitState(ctx, opts.renderOptions().Dir)); err != nil {
+			return nil, err
 		}
-		ro.Source.GatesSkippedBy = opts.gatesSkippedBy
 	}
 	return eachRelease(ctx, opts.Selection, opts.ClusterOptions, "apply", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
 		return reconcile.Apply(ctx, cl, rel, ro)

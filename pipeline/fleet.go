@@ -94,3 +94,56 @@ func (s Selection) single(op string) error {
 	}
 	return nil
 }
+
+// MatrixEntry is one environment of a plan: a job of a CI matrix.
+type MatrixEntry struct {
+	Environment string `json:"environment"`
+	Wave        int    `json:"wave"`
+	Group       string `json:"group,omitempty"`
+}
+
+// Matrix is GitHub Actions' strategy.matrix form: {"include": [...]}.
+type Matrix struct {
+	Include []MatrixEntry `json:"include"`
+}
+
+// Plan is a fleet selection laid out for CI: every environment (one
+// matrix job each), the waves in order, and one matrix per wave, for
+// workflows that chain waves with `needs:`.
+type Plan struct {
+	Matrix       Matrix            `json:"matrix"`
+	Waves        []int             `json:"waves"`
+	WaveMatrices map[string]Matrix `json:"waveMatrices"`
+}
+
+// PlanFleet plans a selection; with no environment or group, every
+// environment the deployment declares.
+func PlanFleet(ctx context.Context, sel Selection) (*Plan, error) {
+	if sel.Environment == "" && sel.Group == "" {
+		all, err := DeclaredEnvironments(ctx, sel.Dir)
+		if err != nil {
+			return nil, err
+		}
+		if len(all) == 0 {
+			return nil, fault.Validationf("%s declares no environments to plan", cmp.Or(sel.Dir, "."))
+		}
+		sel.Environment = strings.Join(all, ",")
+	}
+	envs, err := Fleet(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Matrix: Matrix{Include: []MatrixEntry{}}, Waves: []int{}, WaveMatrices: map[string]Matrix{}}
+	for _, e := range envs {
+		m := MatrixEntry{Environment: e.Name, Wave: e.Wave, Group: e.Group}
+		p.Matrix.Include = append(p.Matrix.Include, m)
+		k := fmt.Sprint(e.Wave)
+		if _, ok := p.WaveMatrices[k]; !ok {
+			p.Waves = append(p.Waves, e.Wave)
+		}
+		wm := p.WaveMatrices[k]
+		wm.Include = append(wm.Include, m)
+		p.WaveMatrices[k] = wm
+	}
+	return p, nil
+}

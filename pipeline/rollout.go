@@ -25,10 +25,6 @@ type RolloutOptions struct {
 	// NoWait applies every wave without waiting for health (not for fleets
 	// with gates: those wait anyway).
 	NoWait bool `json:"noWait,omitempty"`
-	// SkipGates applies without checking promotion gates; SkippedBy
-	// (who) is recorded in each change's source.
-	SkipGates bool   `json:"skipGates,omitempty"`
-	SkippedBy string `json:"skippedBy,omitempty"`
 }
 
 // Rollout results per environment.
@@ -91,10 +87,6 @@ func Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
 	if d := opts.ReleaseDone; d != nil {
 		opts.ReleaseDone = func(r AppliedRelease) { mu.Lock(); defer mu.Unlock(); d(r) }
 	}
-	var source *gitState
-	if !opts.SkipGates {
-		source = readGitState(ctx, opts.renderOptions().Dir)
-	}
 	start := 0
 	for _, wave := range Waves(envs) {
 		idx := make([]int, len(wave))
@@ -110,7 +102,7 @@ func Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
 				defer wg.Done()
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				res.Environments[i] = rolloutEnvironment(ctx, opts, res.Environments[i], source)
+				res.Environments[i] = rolloutEnvironment(ctx, opts, res.Environments[i])
 			}()
 		}
 		wg.Wait()
@@ -134,20 +126,15 @@ func Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
 }
 
 // rolloutEnvironment gates, applies and waits for one environment.
-func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvironment, source *gitState) RolloutEnvironment {
+func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvironment) RolloutEnvironment {
 	sel := opts.Selection.ForEnvironment(re.Name)
-	if !opts.SkipGates && len(re.Gates) > 0 {
-		if err := checkGates(ctx, opts, sel, re.FleetEnvironment, source); err != nil {
-			re.Result, re.Error = RolloutGated, err.Error()
-			return re
-		}
-	}
 	ao := opts.ApplyOptions
 	ao.Selection = sel
-	if opts.SkipGates && len(re.Gates) > 0 {
-		ao.gatesSkippedBy = opts.SkippedBy
-	}
 	ar, err := Apply(ctx, ao)
+	if fault.KindOf(err) == fault.Gate {
+		re.Result, re.Error = RolloutGated, err.Error()
+		return re
+	}
 	if ar != nil {
 		re.Releases = ar.Releases
 		re.ChangeIDs = map[string]string{}
@@ -204,7 +191,8 @@ func readGitState(ctx context.Context, dir string) *gitState {
 // and is healthy now. Only the commit is compared, so a shallow clone
 // (depth 1) is enough; a directory outside git, or with uncommitted
 // changes, never passes a gate.
-func checkGates(ctx context.Context, opts RolloutOptions, sel Selection, env FleetEnvironment, src *gitState) error {
+func checkGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, src *gitState) error {
+	sel := opts.Selection
 	switch {
 	case src.err != nil:
 		return fault.Wrap(fault.Gate, fmt.Errorf("environment %s is gated by %s, and gates compare git commits: the deployment directory must be a git checkout (any depth; actions/checkout's default depth 1 is enough): %w", env.Name, strings.Join(env.Gates, ", "), src.err))
@@ -268,4 +256,20 @@ func renderedReleaseKeys(ctx context.Context, sel Selection) ([]string, error) {
 		keys = append(keys, rel.release.Key)
 	}
 	return keys, nil
+}
+
+// gatesOf is the environment a single-environment selection applies to,
+// with its gates; none for a selection without an environment. The fleet
+// is read only when the deployment declares a rollout.after somewhere
+// (checked by the fleet itself), so it is one CUE load.
+func gatesOf(ctx context.Context, sel Selection) (FleetEnvironment, error) {
+	if sel.Environment == "" || sel.IsFleet() {
+		return FleetEnvironment{}, nil
+	}
+	envs, err := Fleet(ctx, sel)
+	if err != nil || len(envs) != 1 || envs[0].Name != sel.Environment {
+		// Not one declared environment: the render reports it.
+		return FleetEnvironment{}, nil
+	}
+	return envs[0], nil
 }

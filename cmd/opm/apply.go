@@ -96,12 +96,12 @@ decryption key or secret input is missing or wrong), 8 gate (a promotion gate re
 			opts.Progress = progressPrinter(cmd, output)
 			opts.ReleaseDone = summaryPrinter(cmd, output)
 			opts.RunURL = ciRunURL(os.Getenv)
+			if opts.SkipGates {
+				opts.SkippedBy = whoSkipped(os.Getenv)
+			}
 			ro.ApplyOptions = opts
 			if cmd.Flags().Changed("wave") {
 				ro.Wave = &wave
-			}
-			if ro.SkipGates {
-				ro.SkippedBy = whoSkipped(os.Getenv)
 			}
 			return runRollout(cmd, output, ro)
 		},
@@ -116,7 +116,7 @@ decryption key or secret input is missing or wrong), 8 gate (a promotion gate re
 	fs.IntVar(&wave, "wave", 0, "apply this wave of the selection only (one job of a CI matrix)")
 	fs.DurationVar(&ro.Timeout, "timeout", 5*time.Minute, "how long each wave of a fleet may take to become healthy")
 	fs.BoolVar(&ro.NoWait, "no-wait", false, "apply a fleet's waves without waiting for health in between")
-	fs.BoolVar(&ro.SkipGates, "skip-gates", false, "apply without checking promotion gates (rollout.after); who skipped is recorded in the change")
+	fs.BoolVar(&opts.SkipGates, "skip-gates", false, "apply without checking promotion gates (rollout.after); who skipped is recorded in the change")
 	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }
@@ -178,24 +178,14 @@ func runRollout(cmd *cobra.Command, output string, ro pipeline.RolloutOptions) e
 	if err != nil {
 		return err
 	}
-	fleet := len(envs) > 1 || ro.Wave != nil
-	if !fleet {
-		// One environment: no health wait, as apply always was.
-		ro.NoWait = true
+	if len(envs) < 2 && ro.Wave == nil {
+		// One environment (its gates are Apply's own): as apply always was.
+		res, err := pipeline.Apply(cmd.Context(), ro.ApplyOptions)
+		return printApplyResult(cmd, output, res, err)
 	}
 	res, err := pipeline.Rollout(cmd.Context(), ro)
 	if res == nil {
 		return err
-	}
-	applied := &pipeline.ApplyResult{}
-	for _, e := range res.Environments {
-		applied.Releases = append(applied.Releases, e.Releases...)
-	}
-	if !fleet {
-		if res.Environments[0].Result == pipeline.RolloutGated {
-			return err
-		}
-		return printApplyResult(cmd, output, applied, err)
 	}
 	if output == "json" {
 		if encErr := writeJSON(cmd.OutOrStdout(), res); encErr != nil && err == nil {
