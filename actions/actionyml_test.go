@@ -101,8 +101,9 @@ func TestActionYMLPassesEveryInput(t *testing.T) {
 	r := newRepo(t)
 	h := newHarness(t, r, "pull_request", "pull_request.json")
 	assert.NilError(t, h.run())
-	// Drift mode's own outputs are checked by TestDriftMode.
-	written := []string{"drifted", "drift-count", "issue-url"}
+	// Drift and plan modes' own outputs are checked by TestDriftMode and
+	// TestPlanMatrixAgreesWithTheCLIPlan.
+	written := []string{"drifted", "drift-count", "issue-url", "matrix", "waves", "wave-matrices"}
 	var declared []string
 	for k := range h.outputs() {
 		written = append(written, k)

@@ -296,7 +296,14 @@ func (m *Opm) Apply(
 	// in the change).
 	// +optional
 	skipGates bool,
+	// Every environment of this group, as Rollout does (env may also name
+	// a group or list several): wave by wave, a wave's environments at once.
+	// +optional
+	group string,
 ) (*ApplyResult, error) {
+	if group != "" || strings.Contains(env, ",") {
+		return m.Rollout(ctx, env, group, release, dryRun, -1, 4, "5m", skipGates)
+	}
 	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return nil, err

@@ -117,7 +117,8 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 // Apply renders the selected releases and applies each to its cluster.
 // An environment with promotion gates (rollout.after) is applied only
 // with a commit its gating environments run, healthy; otherwise nothing
-// is written (fault.Gate) unless SkipGates.
+// is written (fault.Gate) unless SkipGates. A fleet selection (a group,
+// a comma list) is applied as Rollout applies it, wave by wave.
 //
 // Apply renders the selected releases and applies each to its cluster
 // (release inventory RFC, apply flow steps 1–8): apply in weight stages,
@@ -126,9 +127,18 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 // release reached, the failed one included, and is returned with the
 // error.
 func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
-	gates, err := gatesOf(ctx, opts.Selection)
-	if err != nil {
-		return nil, err
+	gates, fleet := gatesOf(ctx, opts.Selection)
+	if fleet {
+		// A group or a list: Rollout's waves, with its defaults.
+		rr, err := Rollout(ctx, RolloutOptions{ApplyOptions: opts})
+		if rr == nil {
+			return nil, err
+		}
+		res := &ApplyResult{}
+		for _, e := range rr.Environments {
+			res.Releases = append(res.Releases, e.Releases...)
+		}
+		return res, err
 	}
 	ro := opts.reconcileOptions()
 	ro.Source = changeSource(ctx, opts.renderOptions().Dir, opts.RunURL)

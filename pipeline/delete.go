@@ -57,11 +57,17 @@ type DeletedRelease struct {
 // Delete removes the targeted releases: their inventory's objects (or, with
 // no inventory, what the label scan finds) in reverse weight order with
 // apply's Namespace/PVC protection, then the inventory Secret.
+//
+// A fleet selection (a group, a comma list) deletes in each environment,
+// in wave order; every environment is tried and the errors joined.
 func Delete(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
-	if err := opts.Selection.single("delete"); err != nil {
-		return nil, err
+	if envs, ok := fleetOf(ctx, opts.Selection, nil); ok {
+		return deleteFleet(ctx, opts, envs)
 	}
 	ds, err := resolve(ctx, opts.Target, opts.ClusterOptions, false)
+	if envs, ok := fleetOf(ctx, opts.Selection, err); ok {
+		return deleteFleet(ctx, opts, envs)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -111,4 +117,21 @@ func (d DeletedRelease) Label() string {
 		return d.Name
 	}
 	return d.ReleaseID
+}
+
+func deleteFleet(ctx context.Context, opts DeleteOptions, envs []FleetEnvironment) (*DeleteResult, error) {
+	out := &DeleteResult{Releases: []DeletedRelease{}}
+	var errs []error
+	for _, e := range envs {
+		o := opts
+		o.Selection = opts.Selection.ForEnvironment(e.Name)
+		r, err := Delete(ctx, o)
+		if r != nil {
+			out.Releases = append(out.Releases, r.Releases...)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("environment %s (wave %d): %w", e.Name, e.Wave, err))
+		}
+	}
+	return out, errors.Join(errs...)
 }

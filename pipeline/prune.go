@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/reconcile"
@@ -34,10 +35,37 @@ type PruneOptions struct {
 // produces — without applying anything, with apply's protections. The
 // inventory is rewritten without the objects deleted; skipped ones stay.
 // A release without an inventory has nothing to prune (a warning).
+//
+// A fleet selection (a group, a comma list) prunes each environment in
+// wave order; the first failure stops it.
 func Prune(ctx context.Context, opts PruneOptions) (*ApplyResult, error) {
-	if err := opts.Selection.single("prune"); err != nil {
-		return nil, err
+	if envs, ok := fleetOf(ctx, opts.Selection, nil); ok {
+		return pruneFleet(ctx, opts, envs)
 	}
+	res, err := prune(ctx, opts)
+	if envs, ok := fleetOf(ctx, opts.Selection, err); ok && res == nil {
+		return pruneFleet(ctx, opts, envs)
+	}
+	return res, err
+}
+
+func pruneFleet(ctx context.Context, opts PruneOptions, envs []FleetEnvironment) (*ApplyResult, error) {
+	out := &ApplyResult{}
+	for _, e := range envs {
+		o := opts
+		o.Selection = opts.Selection.ForEnvironment(e.Name)
+		r, err := prune(ctx, o)
+		if r != nil {
+			out.Releases = append(out.Releases, r.Releases...)
+		}
+		if err != nil {
+			return out, fmt.Errorf("environment %s (wave %d): %w; later environments were not pruned", e.Name, e.Wave, err)
+		}
+	}
+	return out, nil
+}
+
+func prune(ctx context.Context, opts PruneOptions) (*ApplyResult, error) {
 	ro := reconcile.Options{
 		DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs,
 		Force: opts.Force, Concurrency: opts.Concurrency, Progress: opts.Progress,

@@ -258,18 +258,20 @@ func renderedReleaseKeys(ctx context.Context, sel Selection) ([]string, error) {
 	return keys, nil
 }
 
-// gatesOf is the environment a single-environment selection applies to,
-// with its gates; none for a selection without an environment. The fleet
-// is read only when the deployment declares a rollout.after somewhere
-// (checked by the fleet itself), so it is one CUE load.
-func gatesOf(ctx context.Context, sel Selection) (FleetEnvironment, error) {
-	if sel.Environment == "" || sel.IsFleet() {
-		return FleetEnvironment{}, nil
+// gatesOf is the environment a selection applies to, with its gates
+// (none without an environment); fleet is true when the selection names
+// several environments (a group, a comma list). An environment nobody
+// declares is left for the render to report.
+func gatesOf(ctx context.Context, sel Selection) (env FleetEnvironment, fleet bool) {
+	if sel.Environment == "" && sel.Group == "" {
+		return FleetEnvironment{}, false
 	}
 	envs, err := Fleet(ctx, sel)
-	if err != nil || len(envs) != 1 || envs[0].Name != sel.Environment {
-		// Not one declared environment: the render reports it.
-		return FleetEnvironment{}, nil
+	switch {
+	case err != nil:
+		return FleetEnvironment{}, sel.IsFleet()
+	case len(envs) == 1 && envs[0].Name == sel.Environment:
+		return envs[0], false
 	}
-	return envs[0], nil
+	return FleetEnvironment{}, true
 }

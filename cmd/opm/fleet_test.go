@@ -12,8 +12,9 @@ import (
 )
 
 // A group selected by --env or --group works in render, diff, status and
-// apply, in wave order; apply stops at a gate with exit code 8 and prints
-// the rollout table; one-environment commands refuse a fleet.
+// apply, prune and delete, in wave order; apply stops at a gate with exit
+// code 8 and prints the rollout table; one-environment commands refuse a
+// fleet.
 func TestFleetSelectionAcrossCommands(t *testing.T) {
 	ns := env.Namespace(t)
 	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
@@ -53,7 +54,15 @@ releases: app: #module: appmodule
 	assert.Equal(t, code, 0, errOut)
 	assert.Assert(t, strings.Contains(out, `"healthy": true`), out)
 
-	code, _, errOut = runOpm(t, "prune", dir, "--group", "staging", kc)
+	code, out, errOut = runOpm(t, "prune", dir, "--group", "staging", kc, "--dry-run", "-o", "json")
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, strings.Index(out, `"environment": "stage-a"`) < strings.Index(out, `"environment": "stage-b"`), out)
+
+	code, _, errOut = runOpm(t, "rbac", dir, "--group", "staging", kc)
 	assert.Equal(t, code, 2, errOut)
-	assert.Assert(t, strings.Contains(errOut, "prune works on one environment at a time"), errOut)
+	assert.Assert(t, strings.Contains(errOut, "rbac works on one environment at a time"), errOut)
+
+	code, out, errOut = runOpm(t, "delete", dir, "--env", "staging,production", kc, "-o", "json")
+	assert.Equal(t, code, 0, errOut)
+	assert.Equal(t, strings.Count(out, `"releaseId"`), 3, out)
 }
