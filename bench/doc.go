@@ -23,7 +23,9 @@
 // driver is the bench/ssa module, built by the test), opm's render time
 // alone and its peak RSS; TestBenchReview times a 10 releases × 3
 // environments review against the sequential path; TestBenchRenderScaling
-// renders 10 to 500 components. docs/performance.md lists every line they print.
+// renders 10 to 500 components; TestBenchWave applies a wave of three
+// environments on three control planes against one environment and against
+// the three one after the other. docs/performance.md lists every line they print.
 //
 // Both tools run as separate processes, so each pays its own start-up,
 // discovery and (for opm) CUE rendering; kubectl gets a warm discovery

@@ -52,6 +52,10 @@ type ApplyOptions struct {
 	// gates (rollout.after); SkippedBy, who did, is recorded in the change.
 	SkipGates bool   `json:"skipGates,omitempty"`
 	SkippedBy string `json:"skippedBy,omitempty"`
+
+	// fleetEnv is the environment as Rollout already read it, so each
+	// environment of a wave does not read the fleet again.
+	fleetEnv *FleetEnvironment
 }
 
 // ProgressEvent reports one object applied or pruned; Line() is its
@@ -127,7 +131,7 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 // release reached, the failed one included, and is returned with the
 // error.
 func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
-	gates, fleet := gatesOf(ctx, opts.Selection)
+	gates, fleet := gatesOf(ctx, opts.Selection, opts.fleetEnv)
 	if fleet {
 		// A group or a list: Rollout's waves, with its defaults.
 		rr, err := Rollout(ctx, RolloutOptions{ApplyOptions: opts})

@@ -130,6 +130,7 @@ func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvi
 	sel := opts.Selection.ForEnvironment(re.Name)
 	ao := opts.ApplyOptions
 	ao.Selection = sel
+	ao.fleetEnv = &re.FleetEnvironment
 	ar, err := Apply(ctx, ao)
 	if fault.KindOf(err) == fault.Gate {
 		re.Result, re.Error = RolloutGated, err.Error()
@@ -262,9 +263,12 @@ func renderedReleaseKeys(ctx context.Context, sel Selection) ([]string, error) {
 // (none without an environment); fleet is true when the selection names
 // several environments (a group, a comma list). An environment nobody
 // declares is left for the render to report.
-func gatesOf(ctx context.Context, sel Selection) (env FleetEnvironment, fleet bool) {
+func gatesOf(ctx context.Context, sel Selection, known *FleetEnvironment) (env FleetEnvironment, fleet bool) {
 	if sel.Environment == "" && sel.Group == "" {
 		return FleetEnvironment{}, false
+	}
+	if known != nil && known.Name == sel.Environment {
+		return *known, false
 	}
 	envs, err := Fleet(ctx, sel)
 	switch {
