@@ -96,7 +96,10 @@ type ReleaseChanges struct {
 	Name        string `json:"name"`
 	Namespace   string `json:"namespace"`
 	Environment string `json:"environment,omitempty"`
-	ReleaseID   string `json:"releaseId"`
+	// Group and Wave are the environment's (review of a fleet).
+	Group     string `json:"group,omitempty"`
+	Wave      int    `json:"wave,omitempty"`
+	ReleaseID string `json:"releaseId"`
 	// Base is the live inventory's current change (diff) or the base ref's
 	// render (review); nil when there is none (first install, new release).
 	Base *Revision `json:"base,omitempty"`

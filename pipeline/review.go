@@ -12,6 +12,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
@@ -90,7 +91,34 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 		cs.Releases = append(cs.Releases, r.rc)
 		cs.Counts.AddAll(r.rc.Counts)
 	}
+	for _, side := range []*reviewSide{head, base} {
+		if side.d != nil {
+			if f, err := fleet.Read(side.d); err == nil {
+				groupByWave(cs, f)
+				break
+			}
+		}
+	}
 	return cs, nil
+}
+
+// groupByWave gives each release its environment's group and wave and,
+// when the deployment has either, orders releases by wave, group and
+// environment, so a fleet reads in the order it rolls out.
+func groupByWave(cs *ChangeSet, f *fleet.Fleet) {
+	inFleet := false
+	for i, rc := range cs.Releases {
+		if e, ok := f.Lookup(rc.Environment); ok {
+			cs.Releases[i].Group, cs.Releases[i].Wave = e.Group, e.Wave
+			inFleet = inFleet || e.Group != "" || e.Wave != 0
+		}
+	}
+	if !inFleet {
+		return
+	}
+	slices.SortStableFunc(cs.Releases, func(a, b ReleaseChanges) int {
+		return cmp.Or(cmp.Compare(a.Wave, b.Wave), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Environment, b.Environment))
+	})
 }
 
 // DeclaredEnvironments lists the environments the deployment directory

@@ -282,7 +282,7 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 				if r.Unreachable {
 					what = "🔌 unreachable"
 				}
-				fmt.Fprintf(b, "| %s | %s | %s | | %s | | | | |\n", mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace), what)
+				fmt.Fprintf(b, "| %s | %s | %s | | %s | | | | |\n", mdCell(r.Name), mdCell(mdFleetLabel(r)), mdCell(r.Namespace), what)
 				continue
 			}
 			var baseRev pipeline.Revision
@@ -290,7 +290,7 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 				baseRev = *r.Base
 			}
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d | %d | %d |\n",
-				mdCell(r.Name), mdCell(mdEnvLabel(r.Environment)), mdCell(r.Namespace), mdReach(r),
+				mdCell(r.Name), mdCell(mdFleetLabel(r)), mdCell(r.Namespace), mdReach(r),
 				mdTransition(baseRev.ChangeID, r.Head.ChangeID, r.Base != nil, func(s string) string { return s }),
 				mdTransition(baseRev.ManifestDigest, r.Head.ManifestDigest, r.Base != nil, ShortDigest),
 				r.Counts.Added, r.Counts.Modified, r.Counts.Stale)
@@ -592,4 +592,19 @@ func mdByteSize(n int) string {
 func ReportMarkdownOptions(footer string) MarkdownOptions {
 	return MarkdownOptions{Limit: SummaryMarkdownLimit, Footer: footer,
 		CutHint: "Render both refs locally with `opm render` for the full diffs."}
+}
+
+// mdFleetLabel is the environment with its group and wave, when it has
+// them: "prod-eu (production, wave 2)".
+func mdFleetLabel(r pipeline.ReleaseChanges) string {
+	l := mdEnvLabel(r.Environment)
+	switch {
+	case r.Group != "" && r.Wave != 0:
+		return fmt.Sprintf("%s (%s, wave %d)", l, r.Group, r.Wave)
+	case r.Group != "":
+		return fmt.Sprintf("%s (%s)", l, r.Group)
+	case r.Wave != 0:
+		return fmt.Sprintf("%s (wave %d)", l, r.Wave)
+	}
+	return l
 }

@@ -1,0 +1,36 @@
+package pipeline_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/opmodel/pipeline/internal/deploytest"
+	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
+)
+
+// The review of a fleet reads in the order it rolls out: by wave, each
+// environment labelled with its group and wave.
+func TestReviewGroupsAFleetByWave(t *testing.T) {
+	dir := deploytest.HealthyDir(t, `
+environments: zeta: {namespace: "a", group: "staging"}
+environments: "prod-b": {namespace: "a", group: "production", rollout: wave: 2}
+environments: "prod-a": {namespace: "a", group: "production", rollout: wave: 2}
+environments: canary: {namespace: "a", group: "production", rollout: wave: 1}
+releases: app: #module: appmodule
+`)
+	cs, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseDir: filepath.Join(t.TempDir(), "absent")})
+	assert.NilError(t, err)
+	var order []string
+	for _, r := range cs.Releases {
+		order = append(order, r.Environment)
+	}
+	assert.DeepEqual(t, order, []string{"zeta", "canary", "prod-a", "prod-b"})
+	md := report.Markdown(cs, report.MarkdownOptions{})
+	for _, label := range []string{"| app | zeta (staging) |", "| app | canary (production, wave 1) |", "| app | prod-a (production, wave 2) |"} {
+		assert.Assert(t, strings.Contains(md, label), "%s not in\n%s", label, md)
+	}
+}
