@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,15 +41,30 @@ releases: app: #module: appmodule
 	assert.Equal(t, code, 0, errOut)
 	assert.Assert(t, strings.Index(out, "env stage-a") < strings.Index(out, "env stage-b") && strings.Contains(out, "env stage-a"), out)
 
+	code, out, errOut = runOpm(t, "plan", dir)
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, hasRow(out, "2", "prod", "production", "stage-a,stage-b"), out)
+
+	// A dry run plans every wave and writes nothing.
+	code, out, errOut = runOpm(t, "apply", dir, "--group", "staging", "--dry-run", kc)
+	assert.Equal(t, code, 0, errOut)
+	assert.Equal(t, strings.Count(out, "planned"), 2, out)
+
 	// Production before staging runs the commit: refused by its gate.
 	code, _, errOut = runOpm(t, "apply", dir, "--env", "prod", kc)
 	assert.Equal(t, code, 8, errOut)
 	assert.Assert(t, strings.Contains(errOut, "may only get commit"), errOut)
 
+	// One wave only (a CI matrix job): wave 0 of staging.
+	code, out, errOut = runOpm(t, "apply", dir, "--group", "staging", "--wave", "0", kc)
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, hasRow(out, "stage-a", "0", "staging", "-", "applied"), out)
+	assert.Assert(t, !strings.Contains(out, "stage-b"), out)
+
 	code, out, errOut = runOpm(t, "apply", dir, "--env", "staging,production", kc, "--timeout", "30s")
 	assert.Equal(t, code, 0, errOut)
-	for _, row := range []string{"stage-a      0     staging     -        applied", "stage-b      1     staging     -        applied", "prod         2     production  -        applied"} {
-		assert.Assert(t, strings.Contains(out, row), "%q not in\n%s", row, out)
+	for _, row := range [][]string{{"stage-a", "0", "staging", "-", "applied"}, {"stage-b", "1", "staging", "-", "applied"}, {"prod", "2", "production", "-", "applied"}} {
+		assert.Assert(t, hasRow(out, row...), "%q not in\n%s", row, out)
 	}
 	code, out, errOut = runOpm(t, "status", dir, "--env", "production", kc, "-o", "json")
 	assert.Equal(t, code, 0, errOut)
@@ -65,4 +81,15 @@ releases: app: #module: appmodule
 	code, out, errOut = runOpm(t, "delete", dir, "--env", "staging,production", kc, "-o", "json")
 	assert.Equal(t, code, 0, errOut)
 	assert.Equal(t, strings.Count(out, `"releaseId"`), 3, out)
+}
+
+// hasRow reports whether a line of a table starts with these cells.
+func hasRow(table string, cells ...string) bool {
+	for _, l := range strings.Split(table, "\n") {
+		f := strings.Fields(l)
+		if len(f) >= len(cells) && slices.Equal(f[:len(cells)], cells) {
+			return true
+		}
+	}
+	return false
 }
