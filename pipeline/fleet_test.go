@@ -34,3 +34,26 @@ releases: app: #module: appmodule
 		assert.Assert(t, strings.Contains(md, label), "%s not in\n%s", label, md)
 	}
 }
+
+// A group names its environments in a review too.
+func TestReviewOfAGroup(t *testing.T) {
+	dir := deploytest.HealthyDir(t, `
+environments: zeta: {namespace: "a", group: "staging"}
+environments: canary: {namespace: "a", group: "production", rollout: wave: 1}
+environments: "prod-a": {namespace: "a", group: "production", rollout: wave: 2}
+releases: app: #module: appmodule
+`)
+	for _, sel := range []pipeline.Selection{{Dir: dir, Environment: "production"}, {Dir: dir, Group: "production"}, {Dir: dir, Environment: "zeta,production"}} {
+		cs, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: sel, BaseDir: filepath.Join(t.TempDir(), "absent")})
+		assert.NilError(t, err)
+		var order []string
+		for _, r := range cs.Releases {
+			order = append(order, r.Environment)
+		}
+		want := []string{"canary", "prod-a"}
+		if strings.HasPrefix(sel.Environment, "zeta") {
+			want = append([]string{"zeta"}, want...)
+		}
+		assert.DeepEqual(t, order, want)
+	}
+}

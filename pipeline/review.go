@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"cuelang.org/go/cue"
 
@@ -179,9 +180,13 @@ func (s *reviewSide) declares(key, env string) bool {
 func reviewEnvironments(opts ReviewOptions, head, base *reviewSide) ([]string, error) {
 	want := opts.Environments
 	if len(want) == 0 && opts.Environment != "" {
-		want = []string{opts.Environment}
+		want = strings.Split(opts.Environment, ",")
+	}
+	if opts.Group != "" {
+		want = append(want, opts.Group)
 	}
 	all := reviewUnion(head.envs, base.envs)
+	want = expandGroups(want, all, head, base)
 	if len(want) == 0 {
 		if len(all) == 0 {
 			return []string{""}, nil
@@ -198,6 +203,37 @@ func reviewEnvironments(opts ReviewOptions, head, base *reviewSide) ([]string, e
 		}
 	}
 	return out, nil
+}
+
+// expandGroups replaces each name that is no environment but a group of
+// the head (else the base) by the group's environments, in wave order.
+func expandGroups(names, envs []string, head, base *reviewSide) []string {
+	var out []string
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if slices.Contains(envs, n) {
+			out = append(out, n)
+			continue
+		}
+		expanded := false
+		for _, side := range []*reviewSide{head, base} {
+			if side.d == nil || expanded {
+				continue
+			}
+			if f, err := fleet.Read(side.d); err == nil {
+				if members, err := f.Select(n, true); err == nil {
+					for _, m := range members {
+						out = append(out, m.Name)
+					}
+					expanded = true
+				}
+			}
+		}
+		if !expanded {
+			out = append(out, n) // reported as undeclared below
+		}
+	}
+	return out
 }
 
 // didYouMean is "did you mean …? " for a mistyped name, or "".
