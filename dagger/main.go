@@ -302,7 +302,7 @@ func (m *Opm) Apply(
 	group string,
 ) (*ApplyResult, error) {
 	if group != "" || strings.Contains(env, ",") {
-		return m.Rollout(ctx, env, group, release, dryRun, -1, 4, "5m", skipGates)
+		return m.Rollout(ctx, env, group, release, dryRun, -1, 4, "5m", skipGates, false)
 	}
 	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
@@ -349,6 +349,10 @@ func (m *Opm) Rollout(
 	timeout string,
 	// +optional
 	skipGates bool,
+	// Smoke-test each environment of a wave on its own cluster, in
+	// throwaway namespaces, once the wave is healthy.
+	// +optional
+	smoke bool,
 ) (*ApplyResult, error) {
 	sel, co, err := m.clusterInputs(ctx, env, release, nil)
 	if err != nil {
@@ -362,7 +366,7 @@ func (m *Opm) Rollout(
 	ro := pipeline.RolloutOptions{
 		ApplyOptions: pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun,
 			SkipGates: skipGates, SkippedBy: "dagger opm module", Locking: pipeline.Locking{Holder: "dagger opm module", LockTimeout: 5 * time.Minute}},
-		ParallelEnvironments: parallelEnvironments, Timeout: wait,
+		ParallelEnvironments: parallelEnvironments, Timeout: wait, Smoke: smoke,
 	}
 	if wave >= 0 {
 		ro.Wave = &wave

@@ -90,7 +90,7 @@ func renderFleet(ctx context.Context, opts RenderOptions, envs []FleetEnvironmen
 // environment at a time: it would otherwise render without one.
 func (s Selection) single(op string) error {
 	if s.IsFleet() {
-		return fault.Validationf("%s works on one environment at a time, and %q selects a group or several: run it per environment (--env NAME); render, diff, status, apply, prune and delete take a fleet", op, cmp.Or(s.Group, s.Environment))
+		return fault.Validationf("%s works on one environment at a time, and %q selects a group or several: run it per environment (--env NAME); render, diff, status, apply, prune, delete and smoke take a fleet", op, cmp.Or(s.Group, s.Environment))
 	}
 	return nil
 }

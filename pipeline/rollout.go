@@ -25,16 +25,21 @@ type RolloutOptions struct {
 	// NoWait applies every wave without waiting for health (not for fleets
 	// with gates: those wait anyway).
 	NoWait bool `json:"noWait,omitempty"`
+	// Smoke runs the smoke test (see Smoke) of each environment once its
+	// wave is healthy, on the environment's own cluster in throwaway
+	// namespaces, before the next wave starts; a failure stops the rollout.
+	Smoke bool `json:"smoke,omitempty"`
 }
 
 // Rollout results per environment.
 const (
-	RolloutApplied    = "applied"
-	RolloutPlanned    = "planned" // dry run
-	RolloutFailed     = "failed"
-	RolloutUnhealthy  = "unhealthy"
-	RolloutGated      = "gated"
-	RolloutNotStarted = "not started"
+	RolloutApplied     = "applied"
+	RolloutPlanned     = "planned" // dry run
+	RolloutFailed      = "failed"
+	RolloutUnhealthy   = "unhealthy"
+	RolloutSmokeFailed = "smoke failed"
+	RolloutGated       = "gated"
+	RolloutNotStarted  = "not started"
 )
 
 // RolloutEnvironment is what happened to one environment.
@@ -45,6 +50,8 @@ type RolloutEnvironment struct {
 	ChangeIDs map[string]string `json:"changeIds,omitempty"`
 	Error     string            `json:"error,omitempty"`
 	Releases  []AppliedRelease  `json:"releases,omitempty"`
+	// Smoke is the environment's smoke test, when RolloutOptions.Smoke.
+	Smoke *SmokeResult `json:"smoke,omitempty"`
 }
 
 // RolloutResult is what Rollout returns, in wave order.
@@ -163,6 +170,9 @@ func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvi
 	switch {
 	case st != nil && st.Healthy:
 		re.Result = RolloutApplied
+		if opts.Smoke {
+			re = smokeEnvironment(ctx, opts, sel, timeout, re)
+		}
 	case err != nil && st == nil:
 		re.Result, re.Error = RolloutFailed, err.Error()
 	default:
@@ -171,6 +181,26 @@ func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvi
 		if err != nil {
 			re.Error += ": " + err.Error()
 		}
+	}
+	return re
+}
+
+// smokeEnvironment runs the smoke test of a healthy environment on its
+// own cluster: the wave's verification before the next wave.
+func smokeEnvironment(ctx context.Context, opts RolloutOptions, sel Selection, timeout time.Duration, re RolloutEnvironment) RolloutEnvironment {
+	sr, err := Smoke(ctx, SmokeOptions{Selection: sel, ClusterOptions: opts.ClusterOptions, Timeout: timeout, ownCluster: true})
+	re.Smoke = sr
+	switch {
+	case err != nil:
+		re.Result, re.Error = RolloutSmokeFailed, err.Error()
+	case !sr.Passed:
+		var failed []string
+		for _, r := range sr.Releases {
+			if !r.Passed {
+				failed = append(failed, r.Name+" at "+r.FailedStep)
+			}
+		}
+		re.Result, re.Error = RolloutSmokeFailed, "smoke test failed: "+strings.Join(failed, ", ")
 	}
 	return re
 }

@@ -129,3 +129,57 @@ func names(envs []pipeline.FleetEnvironment) (out []string) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
+
+// With Smoke, each environment of a healthy wave is smoke-tested on its
+// own cluster (not the one in ClusterOptions) in a throwaway namespace,
+// which is gone afterwards, before the next wave.
+func TestRolloutSmokeTestsEachWaveOnItsOwnCluster(t *testing.T) {
+	ps := planes(t, 1)
+	ns := env.Namespace(t)
+	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: staging: {namespace: %[1]q, group: "fleet", cluster: kubeConfig: %[2]q}
+environments: prod: {namespace: %[1]q, group: "fleet", cluster: kubeConfig: %[3]q, rollout: wave: 1}
+releases: app: #module: appmodule
+`, ns, ps[0].Kubeconfig, ps[1].Kubeconfig))
+	res, err := pipeline.Rollout(t.Context(), pipeline.RolloutOptions{
+		ApplyOptions: pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Group: "fleet"}},
+		Timeout:      20 * time.Second, Smoke: true,
+	})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, results(res), map[string]string{"staging": pipeline.RolloutApplied, "prod": pipeline.RolloutApplied})
+	for i, e := range res.Environments {
+		assert.Assert(t, e.Smoke != nil, "%s was not smoke-tested", e.Name)
+		assert.Check(t, e.Smoke.Passed, report.SmokeText(e.Smoke))
+		assert.Equal(t, strings.TrimSuffix(e.Smoke.Cluster.Server, "/"), strings.TrimSuffix(ps[i].Config.Host, "/"), "%s smoke-tested on the wrong cluster", e.Name)
+		assert.Equal(t, len(e.Smoke.Releases), 1)
+		r := e.Smoke.Releases[0]
+		assert.Check(t, r.Namespace != ns && strings.HasPrefix(r.Namespace, "opm-smoke-app-"), r.Namespace)
+		// The release itself is still where the rollout put it.
+		st, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: pipeline.Selection{Dir: dir, Environment: e.Name}}})
+		assert.NilError(t, err)
+		assert.Check(t, st.Healthy && st.Releases[0].ChangeID != "")
+	}
+	assert.Assert(t, contains(report.RolloutTable(res), "applied"))
+}
+
+// opm smoke on a group tests every environment's releases in rollout
+// order on the one throwaway cluster it is given.
+func TestSmokeOfAGroupTestsEachEnvironment(t *testing.T) {
+	dir := deploytest.HealthyDir(t, `
+environments: a: {namespace: "app-a", group: "g"}
+environments: b: {namespace: "app-b", group: "g", rollout: wave: 1}
+releases: app: #module: appmodule
+`)
+	res, err := pipeline.Smoke(t.Context(), pipeline.SmokeOptions{
+		Selection: pipeline.Selection{Dir: dir, Group: "g"}, ClusterOptions: cluster(t),
+		Timeout: 30 * time.Second, Interval: 200 * time.Millisecond, NamespacePrefix: "smoke-group",
+	})
+	assert.NilError(t, err)
+	assert.Check(t, res.Passed, report.SmokeText(res))
+	var envs []string
+	for _, r := range res.Releases {
+		envs = append(envs, r.Environment)
+		assert.Check(t, strings.HasPrefix(r.Namespace, "smoke-group-"), r.Namespace)
+	}
+	assert.DeepEqual(t, envs, []string{"a", "b"})
+}

@@ -81,6 +81,10 @@ type SmokeOptions struct {
 	AllowRealCluster bool `json:"allowRealCluster,omitempty"`
 	// OnStep hears each step when it starts (State "running") and ends.
 	OnStep func(SmokeProgress) `json:"-"`
+
+	// ownCluster runs the test on the environment's own cluster (a
+	// rollout's per-wave verification), in a throwaway namespace there.
+	ownCluster bool
 }
 
 // SmokeProgress is one step of one release starting or ending.
@@ -177,9 +181,12 @@ type SmokeEvent struct {
 // A failed check is a result with Passed false and a nil error. The error
 // is for what stops the test from running: bad input, a refused or
 // unreachable cluster.
+//
+// A fleet selection (a group or a list) tests each environment's
+// releases in turn, in rollout order, on the same throwaway cluster.
 func Smoke(ctx context.Context, opts SmokeOptions) (*SmokeResult, error) {
-	if err := opts.Selection.single("smoke"); err != nil {
-		return nil, err
+	if opts.Selection.IsFleet() {
+		return smokeFleet(ctx, opts)
 	}
 	start := time.Now()
 	sel := opts.Selection
@@ -190,11 +197,15 @@ func Smoke(ctx context.Context, opts SmokeOptions) (*SmokeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kube.Connect(ctx, opts.kubeSelection(), kube.EnvCluster{}, kube.Options{QPS: opts.QPS, Burst: opts.Burst})
+	envCluster := kube.EnvCluster{}
+	if opts.ownCluster && len(rels) > 0 {
+		envCluster = kube.EnvCluster{Name: rels[0].Environment, KubeContext: rels[0].Cluster.KubeContext, KubeConfig: rels[0].Cluster.KubeConfig}
+	}
+	cl, err := kube.Connect(ctx, opts.kubeSelection(), envCluster, kube.Options{QPS: opts.QPS, Burst: opts.Burst})
 	if err != nil {
 		return nil, err
 	}
-	if !opts.AllowRealCluster {
+	if !opts.AllowRealCluster && !opts.ownCluster {
 		if err := refuseRealCluster(ctx, opts, cl, rels); err != nil {
 			return nil, err
 		}
@@ -210,6 +221,37 @@ func Smoke(ctx context.Context, opts SmokeOptions) (*SmokeResult, error) {
 		res.Passed = res.Passed && sr.Passed
 		if err != nil {
 			errs = append(errs, fmt.Errorf("release %s: %w", rel.Name, err))
+		}
+	}
+	res.DurationSeconds = time.Since(start).Seconds()
+	return res, errors.Join(errs...)
+}
+
+// smokeFleet tests the environments of a fleet one after the other and
+// returns one result: every release, each naming its environment.
+func smokeFleet(ctx context.Context, opts SmokeOptions) (*SmokeResult, error) {
+	envs, err := Fleet(ctx, opts.Selection)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res := &SmokeResult{Environment: cmp.Or(opts.Group, opts.Environment), Passed: true, Releases: []SmokeRelease{}}
+	var errs []error
+	for _, e := range envs {
+		o := opts
+		o.Selection = opts.Selection.ForEnvironment(e.Name)
+		r, err := Smoke(ctx, o)
+		if r != nil {
+			res.Cluster = r.Cluster
+			res.Releases = append(res.Releases, r.Releases...)
+			res.Passed = res.Passed && r.Passed
+		}
+		if err != nil {
+			if r == nil {
+				// Bad input or a refused cluster stops the whole test.
+				return nil, fmt.Errorf("environment %s: %w", e.Name, err)
+			}
+			errs = append(errs, fmt.Errorf("environment %s: %w", e.Name, err))
 		}
 	}
 	res.DurationSeconds = time.Since(start).Seconds()
@@ -271,8 +313,10 @@ func smokeRelease(ctx context.Context, opts SmokeOptions, cl *kube.Cluster, rel 
 	run.sel.Releases = []string{rel.Key}
 	run.sel.NamespaceOverride = ns
 	run.co = opts.ClusterOptions
-	run.co.Context = cl.Context
-	run.co.ignoreEnvironment = true
+	if !opts.ownCluster {
+		run.co.Context = cl.Context
+		run.co.ignoreEnvironment = true
+	}
 
 	checks := []func(context.Context) (string, error){run.apply, run.healthy, run.idempotent, run.delete, run.clean}
 	var stepErr error

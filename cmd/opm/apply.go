@@ -74,7 +74,10 @@ before the next starts. The first environment that fails, stays unhealthy or is
 refused by a promotion gate stops every later wave; a table says what happened
 to each environment. An environment whose rollout.after names others is applied
 only with a git commit they run, healthy (its gate), whether it is applied alone
-or in a fleet; --skip-gates overrides and is recorded in the change.
+or in a fleet; --skip-gates overrides and is recorded in the change. With --smoke,
+each environment of a healthy wave is also smoke-tested (see opm smoke) in throwaway
+namespaces of its own cluster before the next wave starts; a failed test stops the
+rollout like an unhealthy environment.
 
 Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found,
 6 conflict (another run held the release's lock for all of --lock-timeout), 7 configuration (a
@@ -99,6 +102,9 @@ decryption key or secret input is missing or wrong), 8 gate (a promotion gate re
 			if opts.SkipGates {
 				opts.SkippedBy = whoSkipped(os.Getenv)
 			}
+			if ro.Smoke && ro.NoWait {
+				return usageError{fmt.Errorf("--smoke needs each wave to become healthy first: drop --no-wait")}
+			}
 			ro.ApplyOptions = opts
 			if cmd.Flags().Changed("wave") {
 				ro.Wave = &wave
@@ -116,6 +122,7 @@ decryption key or secret input is missing or wrong), 8 gate (a promotion gate re
 	fs.IntVar(&wave, "wave", 0, "apply this wave of the selection only (one job of a CI matrix)")
 	fs.DurationVar(&ro.Timeout, "timeout", 5*time.Minute, "how long each wave of a fleet may take to become healthy")
 	fs.BoolVar(&ro.NoWait, "no-wait", false, "apply a fleet's waves without waiting for health in between")
+	fs.BoolVar(&ro.Smoke, "smoke", false, "after each wave of a fleet is healthy, smoke-test its environments in throwaway namespaces of their own clusters before the next wave")
 	fs.BoolVar(&opts.SkipGates, "skip-gates", false, "apply without checking promotion gates (rollout.after); who skipped is recorded in the change")
 	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd

@@ -20,8 +20,8 @@ type selectionFlags struct {
 }
 
 func (s *selectionFlags) register(fs *pflag.FlagSet) {
-	fs.StringVarP(&s.env, "env", "e", "", "environment to render the releases in (environments[NAME]); render, diff, status, apply, prune and delete also take a group or a comma list")
-	fs.StringVar(&s.group, "group", "", "every environment of this group, in wave order (render, diff, status, apply, prune, delete)")
+	fs.StringVarP(&s.env, "env", "e", "", "environment to render the releases in (environments[NAME]); render, diff, status, apply, prune, delete and smoke also take a group or a comma list")
+	fs.StringVar(&s.group, "group", "", "every environment of this group, in wave order (render, diff, status, apply, prune, delete, smoke)")
 	fs.StringArrayVarP(&s.releases, "release", "r", nil, "release to select (repeatable; default all)")
 	fs.StringArrayVarP(&s.files, "values", "f", nil, "values file (CUE, JSON or YAML; SOPS-encrypted JSON or YAML is decrypted in memory) merged last; needs exactly one release (repeatable)")
 }

@@ -32,6 +32,9 @@ settings are ignored: the cluster is --kubeconfig/--context, else the current co
 A context whose name or server is the environment's own kubeContext is refused unless
 --i-know-this-is-a-real-cluster.
 
+--env may name a group or a list (--group G, --env a,b): each environment's
+releases are tested in turn, in rollout order, on the same throwaway cluster.
+
 Exit 0 when every release passed, 1 when a check failed, 2 for bad input, 3 when the
 cluster cannot be reached, 4 without permission.`,
 		Args: dirArg,
@@ -39,7 +42,7 @@ cluster cannot be reached, 4 without permission.`,
 			if output != "text" && output != "json" && output != "markdown" {
 				return usageError{fmt.Errorf("-o must be text, json or markdown, not %q", output)}
 			}
-			if sel.env == "" {
+			if sel.env == "" && sel.group == "" {
 				return usageError{fmt.Errorf("--env is required: a smoke test deploys the releases as one environment renders them")}
 			}
 			opts.Selection = sel.selection(args)
