@@ -60,8 +60,31 @@ func Load(ctx context.Context, dir string) (*Deployment, error) {
 	return LoadWith(ctx, dir, Options{})
 }
 
-// LoadWith is Load with evaluation options.
-func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error) {
+// Parsed is a deployment directory as cue/load reads it: every file of
+// the root package and of the packages it imports (the catalog and
+// registry modules included) parsed and resolved, nothing evaluated.
+// engine/fingerprint hashes it; LoadWith evaluates it.
+type Parsed struct {
+	// Dir is the directory's absolute path.
+	Dir string
+	// Root is the root package, Catalog the catalog package.
+	Root, Catalog *build.Instance
+	// sources are the bytes of files that are not on disk as read: the
+	// embedded catalog and the module file with the catalog pinned.
+	sources map[string][]byte
+}
+
+// Source returns the bytes cue/load read for filename.
+func (p *Parsed) Source(filename string) ([]byte, error) {
+	if b, ok := p.sources[filename]; ok {
+		return b, nil
+	}
+	return os.ReadFile(filename)
+}
+
+// Parse reads and parses the deployment directory dir without
+// evaluating it. Errors are validation errors with CUE positions.
+func Parse(ctx context.Context, dir string) (*Parsed, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fault.Validationf("deployment directory %q: %v", dir, err)
@@ -77,15 +100,19 @@ func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error
 	if err != nil {
 		return nil, err
 	}
-	overlay := map[string]load.Source{}
-	if err := catalogOverlay(overlay); err != nil {
+	sources := map[string][]byte{}
+	if err := catalogSources(sources); err != nil {
 		return nil, fmt.Errorf("preparing the embedded catalog: %w", err)
 	}
 	pinned, err := pinCatalog(modFile)
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading %s: %w", modFile, err))
 	}
-	overlay[modFile] = load.FromBytes(pinned)
+	sources[modFile] = pinned
+	overlay := make(map[string]load.Source, len(sources))
+	for name, b := range sources {
+		overlay[name] = load.FromBytes(b)
+	}
 
 	cfg := &load.Config{Dir: abs, ModuleRoot: abs, Registry: reg, Overlay: overlay}
 	insts := load.Instances([]string{".", catalog.ModulePath}, cfg)
@@ -97,6 +124,16 @@ func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error
 	if len(insts) != 2 {
 		return nil, fmt.Errorf("loading %s: expected 2 instances, got %d", dir, len(insts))
 	}
+	return &Parsed{Dir: abs, Root: insts[0], Catalog: insts[1], sources: sources}, nil
+}
+
+// LoadWith is Load with evaluation options.
+func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error) {
+	p, err := Parse(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	abs, insts := p.Dir, []*build.Instance{p.Root, p.Catalog}
 	cctx := cuecontext.New()
 	if opts.RelaxedClosedness {
 		cctx = cuecontext.New(cuecontext.CUE_DEBUG("opendef"))

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"cuelang.org/go/cue/load"
 	"cuelang.org/go/mod/modconfig"
 	"cuelang.org/go/mod/modfile"
 	"cuelang.org/go/mod/module"
@@ -128,8 +127,8 @@ type osRootFS struct {
 func (f osRootFS) Open(name string) (fs.File, error) { return f.fsys.Open(name) }
 func (f osRootFS) OSRoot() string                    { return f.root }
 
-// catalogOverlay places every embedded catalog file under embeddedRoot.
-func catalogOverlay(overlay map[string]load.Source) error {
+// catalogSources places every embedded catalog file under embeddedRoot.
+func catalogSources(sources map[string][]byte) error {
 	return fs.WalkDir(catalog.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -138,7 +137,7 @@ func catalogOverlay(overlay map[string]load.Source) error {
 		if err != nil {
 			return err
 		}
-		overlay[path.Join(embeddedRoot, p)] = load.FromBytes(b)
+		sources[path.Join(embeddedRoot, p)] = b
 		return nil
 	})
 }

@@ -1,0 +1,243 @@
+package fingerprint_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/opmodel/pipeline/engine/fingerprint"
+	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/values"
+	"github.com/opmodel/pipeline/internal/deploytest"
+)
+
+// lib is a registry module the api release imports, in two versions.
+func lib(version, greeting string) deploytest.Module {
+	return deploytest.Module{Path: "example.com/lib@v0", Version: version, Files: map[string]string{
+		"lib.cue": "package lib\n\ngreeting: \"" + greeting + "\"\n",
+	}}
+}
+
+const module = `module: "test.example/fp@v0"
+language: version: "v0.12.0"
+deps: "example.com/lib@v0": v: "v0.1.0"
+`
+
+// fixture is a deployment of two releases: web (a local module importing
+// a local package, shared) and api (a local module importing a registry
+// module, lib), staging and prod, prod with a values file; plus a README
+// and a package nobody imports.
+func fixture(t *testing.T) string {
+	t.Helper()
+	return deploytest.Write(t, map[string]string{
+		"cue.mod/module.cue": module,
+		"shared/shared.cue":  "package shared\n\nstamp: \"s1\"\n",
+		"unused/unused.cue":  "package unused\n\nx: 1\n",
+		"README.md":          "# the fleet\n",
+		"secrets/prod.yaml":  "tier: gold\n",
+		"web/web.cue": `package web
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	"test.example/fp/shared"
+)
+
+core.#Module
+metadata: {apiVersion: "test.example/fp/web@v0", name: "web", version: "1.0.0"}
+#config: tier: *"bronze" | string
+#components: web: {
+	core.#Configs
+	spec: configs: "web": data: {stamp: shared.stamp, tier: #config.tier}
+}
+`,
+		"api/api.cue": `package api
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	"example.com/lib@v0"
+)
+
+core.#Module
+metadata: {apiVersion: "test.example/fp/api@v0", name: "api", version: "1.0.0"}
+#config: tier: *"bronze" | string
+#components: api: {
+	core.#Configs
+	spec: configs: "api": data: {greeting: lib.greeting, tier: #config.tier}
+}
+`,
+		"deploy.cue": `package deploy
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	webmodule "test.example/fp/web"
+	apimodule "test.example/fp/api"
+)
+
+environments: [Name=string]: core.#Environment & {metadata: name: Name}
+releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+
+environments: staging: namespace: "staging"
+environments: prod: {namespace: "prod", valuesFiles: ["secrets/prod.yaml"]}
+
+releases: web: #module: webmodule
+releases: api: {#module: apimodule}
+`,
+	})
+}
+
+func of(t *testing.T, dir, key string, in fingerprint.Inputs) string {
+	t.Helper()
+	p, err := load.Parse(t.Context(), dir)
+	assert.NilError(t, err)
+	tree, err := fingerprint.Scan(p)
+	assert.NilError(t, err)
+	fp, err := tree.Of(key, in)
+	assert.NilError(t, err)
+	assert.Assert(t, strings.HasPrefix(fp, fingerprint.Prefix))
+	return fp
+}
+
+func edit(t *testing.T, dir, file, old, new string) {
+	t.Helper()
+	p := filepath.Join(dir, file)
+	b, err := os.ReadFile(p)
+	if err != nil && errors.Is(err, os.ErrNotExist) {
+		b = nil
+	} else {
+		assert.NilError(t, err)
+	}
+	if old != "" {
+		assert.Assert(t, strings.Contains(string(b), old), "%s holds no %q", file, old)
+	}
+	assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	assert.NilError(t, os.WriteFile(p, []byte(strings.Replace(string(b), old, new, 1)+map[bool]string{true: "", false: new}[old != ""]), 0o644))
+}
+
+// Every kind of input a release reads changes its fingerprint; what it
+// does not read leaves it alone.
+func TestFingerprintFollowsEveryInputAndNothingElse(t *testing.T) {
+	deploytest.Registry(t, lib("v0.1.0", "hello"), lib("v0.2.0", "hi"))
+	dir := fixture(t)
+	prod := fingerprint.Inputs{Environment: "prod"}
+	all := func() map[string]string {
+		return map[string]string{
+			"web/prod": of(t, dir, "web", prod), "web/staging": of(t, dir, "web", fingerprint.Inputs{Environment: "staging"}),
+			"api/prod": of(t, dir, "api", prod),
+		}
+	}
+	before := all()
+	assert.Assert(t, before["web/prod"] != before["web/staging"], "the environment is an input")
+	assert.Assert(t, before["web/prod"] != before["api/prod"], "the release is an input")
+
+	cases := []struct {
+		name    string
+		change  func()
+		changed []string // the rest must stay equal
+	}{
+		{"a file nobody reads", func() { edit(t, dir, "README.md", "fleet", "fleets") }, nil},
+		{"a package nobody imports", func() { edit(t, dir, "unused/unused.cue", "x: 1", "x: 2") }, nil},
+		{"a new package nobody imports", func() { edit(t, dir, "other/other.cue", "", "package other\n") }, nil},
+		{"the web module", func() { edit(t, dir, "web/web.cue", `"1.0.0"`, `"1.0.1"`) }, []string{"web/prod", "web/staging"}},
+		{"a package the web module imports", func() { edit(t, dir, "shared/shared.cue", "s1", "s2") }, []string{"web/prod", "web/staging"}},
+		{"the api module", func() { edit(t, dir, "api/api.cue", `"1.0.0"`, `"1.0.2"`) }, []string{"api/prod"}},
+		{"prod's values file", func() { edit(t, dir, "secrets/prod.yaml", "gold", "platinum") }, []string{"web/prod", "api/prod"}},
+		{"the root package", func() { edit(t, dir, "deploy.cue", `namespace: "staging"`, `namespace: "stage"`) }, []string{"web/prod", "web/staging", "api/prod"}},
+		{"a registry dependency's version", func() { edit(t, dir, "cue.mod/module.cue", "v0.1.0", "v0.2.0") }, []string{"web/prod", "web/staging", "api/prod"}},
+	}
+	for _, c := range cases {
+		c.change()
+		after := all()
+		for k, v := range after {
+			want := slicesContains(c.changed, k)
+			assert.Check(t, (v != before[k]) == want, "%s: %s changed=%v, want %v", c.name, k, v != before[k], want)
+		}
+		before = after
+	}
+
+	// -f files, in-memory values and a namespace override by content.
+	f := deploytest.Values(t, `tier: "silver"`)
+	withF := of(t, dir, "web", fingerprint.Inputs{Environment: "prod", ValuesFiles: []string{f}})
+	assert.Assert(t, withF != before["web/prod"])
+	assert.NilError(t, os.WriteFile(f, []byte(`tier: "iron"`+"\n"), 0o644))
+	assert.Assert(t, of(t, dir, "web", fingerprint.Inputs{Environment: "prod", ValuesFiles: []string{f}}) != withF)
+	mem := func(data string) string {
+		return of(t, dir, "web", fingerprint.Inputs{Environment: "prod", Values: []values.Input{{Name: "secret", Data: []byte(data), Secret: true}}})
+	}
+	assert.Assert(t, mem("tier: a\n") != mem("tier: b\n"))
+	assert.Assert(t, of(t, dir, "web", fingerprint.Inputs{Environment: "prod", Namespace: "smoke-1"}) != before["web/prod"])
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Equal fingerprints, here of the same deployment in two directories (a
+// review's base worktree and head), mean byte-identical renders.
+func TestEqualFingerprintsRenderIdentically(t *testing.T) {
+	deploytest.Registry(t, lib("v0.1.0", "hello"), lib("v0.2.0", "hi"))
+	a, b := fixture(t), fixture(t)
+	for _, key := range []string{"web", "api"} {
+		for _, env := range []string{"staging", "prod"} {
+			in := fingerprint.Inputs{Environment: env}
+			assert.Equal(t, of(t, a, key, in), of(t, b, key, in), "%s/%s", key, env)
+			ra, rb := renderOne(t, a, key, env), renderOne(t, b, key, env)
+			assert.Equal(t, ra.ManifestDigest, rb.ManifestDigest)
+			assert.Equal(t, ra.ChangeID, rb.ChangeID)
+			assert.Equal(t, objectsJSON(t, ra), objectsJSON(t, rb))
+		}
+	}
+	// And a change the fingerprint sees is one the render sees.
+	edit(t, b, "shared/shared.cue", "s1", "s2")
+	assert.Assert(t, of(t, a, "web", fingerprint.Inputs{Environment: "prod"}) != of(t, b, "web", fingerprint.Inputs{Environment: "prod"}))
+	assert.Assert(t, renderOne(t, a, "web", "prod").ManifestDigest != renderOne(t, b, "web", "prod").ManifestDigest)
+}
+
+func objectsJSON(t *testing.T, r *render.Release) string {
+	var out []byte
+	for _, res := range r.Resources {
+		b, err := json.Marshal(res.Object.Object)
+		assert.NilError(t, err)
+		out = append(append(out, b...), '\n')
+	}
+	return string(out)
+}
+
+func renderOne(t *testing.T, dir, key, env string) *render.Release {
+	t.Helper()
+	rels, err := render.Render(t.Context(), render.Options{Dir: dir, Environment: env, Releases: []string{key}})
+	assert.NilError(t, err)
+	return rels[0]
+}
+
+// Where the syntax does not show what a release reads, the fingerprint
+// is refused (the caller renders), never guessed.
+func TestFingerprintIsRefusedWhereTheSyntaxCannotTell(t *testing.T) {
+	deploytest.Registry(t, lib("v0.1.0", "hello"))
+	for name, c := range map[string]struct{ old, new string }{
+		"a comprehension":         {"releases: api: {#module: apimodule}", "for k, m in {api: apimodule} {releases: (k): #module: m}"},
+		"a release using another": {"releases: api: {#module: apimodule}", "releases: api: {#module: apimodule}\nreleases: api2: releases.api"},
+		"computed valuesFiles":    {`valuesFiles: ["secrets/prod.yaml"]`, `valuesFiles: ["secrets/" + "prod.yaml"]`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := fixture(t)
+			edit(t, dir, "deploy.cue", c.old, c.new)
+			p, err := load.Parse(t.Context(), dir)
+			assert.NilError(t, err)
+			tree, err := fingerprint.Scan(p)
+			assert.NilError(t, err)
+			_, err = tree.Of("web", fingerprint.Inputs{Environment: "prod"})
+			assert.Assert(t, errors.Is(err, fingerprint.ErrUnsure), "%v", err)
+		})
+	}
+}
