@@ -48,6 +48,11 @@ type ApplyOptions struct {
 	// (failed ones too), so a front door can print its summary in place.
 	ReleaseDone func(AppliedRelease) `json:"-"`
 
+	// NoSkip renders and applies even when the inputs are those of the
+	// recorded change and nothing on the cluster moved (the fast path
+	// that skips the render, see reconcile.Unmoved).
+	NoSkip bool `json:"noSkip,omitempty"`
+
 	// SkipGates applies without checking the environment's promotion
 	// gates (rollout.after); SkippedBy, who did, is recorded in the change.
 	SkipGates bool   `json:"skipGates,omitempty"`
@@ -101,6 +106,12 @@ type AppliedRelease struct {
 	Warnings        []string       `json:"warnings,omitempty"`
 	// Error is set when this release failed; later releases were not touched.
 	Error string `json:"error,omitempty"`
+	// InputsIdentical is true when the release was not rendered: its
+	// inputs are those of the recorded change and nothing on the cluster
+	// moved, so every object is unchanged (Values are not shown then).
+	InputsIdentical bool `json:"inputsIdentical,omitempty"`
+
+	key string // the release's key in `releases`, for ordering
 }
 
 // ClusterRef names the cluster a release was applied to.
@@ -156,9 +167,27 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 			return nil, err
 		}
 	}
-	return eachRelease(ctx, opts.Selection, opts.ClusterOptions, "apply", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
+	sel := opts.Selection
+	sel.fingerprints = fingerprints(ctx, sel)
+	var unmoved []AppliedRelease
+	if !opts.NoSkip && sel.fingerprints != nil {
+		var rest []string
+		unmoved, rest = applyUnmoved(ctx, opts, sel, ro)
+		if len(unmoved) > 0 && len(rest) == 0 {
+			return &ApplyResult{Releases: unmoved}, nil
+		}
+		if len(unmoved) > 0 {
+			sel.Releases = rest
+		}
+	}
+	res, err := eachRelease(ctx, sel, opts.ClusterOptions, "apply", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
 		return reconcile.Apply(ctx, cl, rel, ro)
 	})
+	if res != nil && len(unmoved) > 0 {
+		res.Releases = append(unmoved, res.Releases...)
+		slices.SortStableFunc(res.Releases, func(a, b AppliedRelease) int { return cmp.Compare(a.key, b.key) })
+	}
+	return res, err
 }
 
 // changeSource is where a change applied from dir comes from: the git
@@ -188,11 +217,12 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 	cls := newClusters(co)
 	res := &ApplyResult{Releases: make([]AppliedRelease, 0, len(rels))}
 	for _, rel := range rels {
+		rel.Fingerprint = sel.fingerprints[rel.Key]
 		// The cluster may re-scope objects, and with them the digest: the
 		// result reports the release as it is applied.
 		cl, scoped, err := cls.forRelease(ctx, rel)
 		ar := AppliedRelease{
-			RenderedRelease: newRenderedRelease(rel).masked(), Operation: operation,
+			RenderedRelease: newRenderedRelease(rel).masked(), Operation: operation, key: rel.Key,
 			Applied: []ObjectAction{}, Stale: []ObjectAction{}, Pruned: []ObjectAction{}, Skipped: []ObjectAction{},
 		}
 		if cl != nil {
@@ -227,6 +257,7 @@ func (ar *AppliedRelease) fill(r *reconcile.Result) {
 	ar.Counts = r.Counts
 	ar.DurationSeconds = r.Duration.Seconds()
 	ar.Warnings = r.Warnings
+	ar.InputsIdentical = r.InputsIdentical
 }
 
 // String names the cluster as the summary does: context and server URL.

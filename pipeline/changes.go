@@ -124,6 +124,10 @@ type ReleaseChanges struct {
 	// Sensitive: either side's digest and change ID depend on secret data
 	// (Secret objects, values from a secret source); public outputs seal them.
 	Sensitive bool `json:"sensitive,omitempty"`
+	// InputsIdentical: not rendered, because its input fingerprint equals
+	// the other side's (review) or the recorded change's with nothing on
+	// the cluster moved (diff); every object is unchanged.
+	InputsIdentical bool `json:"inputsIdentical,omitempty"`
 }
 
 // ChangeSet is the result of Diff and Review: every selected release.
@@ -133,6 +137,9 @@ type ChangeSet struct {
 	Operation string           `json:"operation"`
 	Releases  []ReleaseChanges `json:"releases"`
 	Counts    Counts           `json:"counts"`
+	// Unchanged are the release × environment units a review did not
+	// render: their inputs are the same on both sides (not in Releases).
+	Unchanged []UnchangedRelease `json:"unchanged,omitempty"`
 	// BaseRef and BaseCommit say what a review from git compared with:
 	// the ref that resolved and the merge base of it and HEAD.
 	BaseRef    string `json:"baseRef,omitempty"`

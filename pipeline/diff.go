@@ -26,6 +26,9 @@ type DiffOptions struct {
 	// others are still diffed.
 	AllEnvironments bool     `json:"allEnvironments,omitempty"`
 	Environments    []string `json:"environments,omitempty"`
+	// NoSkip renders every release, even one whose inputs are those of
+	// its recorded change with nothing on the cluster moved.
+	NoSkip bool `json:"noSkip,omitempty"`
 }
 
 // Diff compares the rendered releases with their clusters: each object
@@ -40,28 +43,108 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	if envs, ok := fleetOf(ctx, opts.Selection, nil); ok {
 		return diffFleet(ctx, opts, envs)
 	}
-	rels, err := render.Render(ctx, opts.renderOptions())
-	if envs, ok := fleetOf(ctx, opts.Selection, err); ok {
-		return diffFleet(ctx, opts, envs)
-	}
-	if err != nil {
-		return nil, err
-	}
-	cs := &ChangeSet{Operation: "diff", Releases: make([]ReleaseChanges, 0, len(rels))}
 	cl := newClusters(opts.ClusterOptions)
 	// One key for the whole output: equal Secret values mask equally.
 	m := diff.NewMasker()
-	var errs []error
-	for _, rel := range rels {
-		rc, err := diffRelease(ctx, cl, rel, opts, m)
+	sel := opts.Selection
+	var unmoved map[string]ReleaseChanges
+	var order []string
+	if !opts.NoSkip {
+		unmoved, order = diffUnmoved(ctx, cl, opts, m)
+	}
+	if len(order) > 0 {
+		var rest []string
+		for _, k := range order {
+			if _, ok := unmoved[k]; !ok {
+				rest = append(rest, k)
+			}
+		}
+		sel.Releases = rest
+	}
+	var rels []*render.Release
+	if len(order) == 0 || len(sel.Releases) > 0 {
+		var err error
+		rels, err = render.Render(ctx, sel.renderOptions())
+		if envs, ok := fleetOf(ctx, opts.Selection, err); ok {
+			return diffFleet(ctx, opts, envs)
+		}
 		if err != nil {
-			rc.Error = err.Error()
-			errs = append(errs, fmt.Errorf("release %s: %w", rel.Name, err))
+			return nil, err
+		}
+	}
+	rendered := map[string]*render.Release{}
+	for _, rel := range rels {
+		rendered[rel.Key] = rel
+		if len(order) == 0 {
+			order = append(order, rel.Key)
+		}
+	}
+	cs := &ChangeSet{Operation: "diff", Releases: make([]ReleaseChanges, 0, len(order))}
+	var errs []error
+	for _, key := range order {
+		rc, ok := unmoved[key]
+		if rel := rendered[key]; !ok && rel != nil {
+			var err error
+			if rc, err = diffRelease(ctx, cl, rel, opts, m); err != nil {
+				rc.Error = err.Error()
+				errs = append(errs, fmt.Errorf("release %s: %w", rel.Name, err))
+			}
 		}
 		cs.Releases = append(cs.Releases, rc)
 		cs.Counts.AddAll(rc.Counts)
 	}
 	return cs, errors.Join(errs...)
+}
+
+// diffUnmoved diffs without a render every release whose inputs are its
+// recorded change's, with nothing on the cluster moved (preview.Unmoved).
+// order is every selected key (nil when the identities could not be
+// evaluated: the render then reports why).
+func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Masker) (unmoved map[string]ReleaseChanges, order []string) {
+	fps := fingerprints(ctx, opts.Selection)
+	if fps == nil {
+		return nil, nil
+	}
+	io := opts.renderOptions()
+	io.IdentityOnly = true
+	ids, err := render.Render(ctx, io)
+	if err != nil {
+		return nil, nil
+	}
+	unmoved = map[string]ReleaseChanges{}
+	for _, id := range ids {
+		order = append(order, id.Key)
+		id.Fingerprint = fps[id.Key]
+		cluster, err := cl.For(ctx, id)
+		if err != nil {
+			continue
+		}
+		pv, ok, err := preview.Unmoved(ctx, cluster, id, preview.Options{Ghosts: !opts.NoGhosts, Masker: m})
+		if err != nil || !ok {
+			continue // the full diff decides, and reports what went wrong
+		}
+		latest, c, _ := pv.Inventory.Latest()
+		rc := ReleaseChanges{
+			Name: id.Name, Namespace: id.Namespace, Environment: id.Environment, ReleaseID: id.ReleaseID,
+			Head:            Revision{ManifestDigest: c.ManifestDigest, ChangeID: latest},
+			Base:            &Revision{ManifestDigest: c.ManifestDigest, ChangeID: latest},
+			InputsIdentical: true,
+		}
+		for _, o := range pv.Objects {
+			rc.Sensitive = rc.Sensitive || (o.ID.Group == "" && o.ID.Kind == "Secret")
+			oc := ObjectChange{
+				Object: ObjectRef{Group: o.ID.Group, Version: o.Version, Kind: o.ID.Kind, Namespace: o.ID.Namespace, Name: o.ID.Name, Component: o.Component},
+				Change: Change(o.Class), Diff: o.Diff, Warning: o.Warning,
+			}
+			if o.Class == preview.Ghost {
+				rc.Warnings = append(rc.Warnings, fmt.Sprintf("ghost %s: carries this release's labels but is in neither the inventory nor the render", o.ID))
+			}
+			rc.Objects = append(rc.Objects, oc)
+			rc.Counts.Add(oc.Change)
+		}
+		unmoved[id.Key] = rc
+	}
+	return unmoved, order
 }
 
 func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts DiffOptions, m *diff.Masker) (ReleaseChanges, error) {

@@ -46,6 +46,10 @@ type Selection struct {
 	// AgeKeys are age secret keys that open SOPS-encrypted values files,
 	// tried before the sops CLI's places (SOPS_AGE_KEY, …).
 	AgeKeys []string `json:"-"`
+
+	// fingerprints are the selected releases' input fingerprints by key,
+	// when computed (see fingerprints): apply records them.
+	fingerprints map[string]string
 }
 
 // SecretValues is one in-memory values file.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/load"
@@ -44,6 +45,9 @@ type ReviewOptions struct {
 	// once (each goroutine loads both sides again); one per core when < 1.
 	Parallelism int `json:"parallelism,omitempty"`
 	Protection
+	// NoSkip renders every release on both sides, even those whose input
+	// fingerprints are equal.
+	NoSkip bool `json:"noSkip,omitempty"`
 
 	// masker masks Secret values, one key per Review.
 	masker *diff.Masker
@@ -62,8 +66,11 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	if len(opts.BaseRefs) > 0 {
 		return reviewGit(ctx, opts)
 	}
-	head, base := loadReviewSides(ctx, opts)
-	if head.err != nil && base.d == nil {
+	head, base, scanned := scanReviewSides(ctx, opts)
+	if !scanned {
+		head, base = loadReviewSides(ctx, opts)
+	}
+	if head.err != nil && !base.present {
 		// Nothing to review against: report the head's error itself.
 		return nil, head.err
 	}
@@ -81,6 +88,12 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	// One key for the whole output: equal Secret values mask equally.
 	opts.masker = diff.NewMasker()
 	cs := &ChangeSet{Operation: "review", Releases: []ReleaseChanges{}}
+	cs.Unchanged = identicalUnits(opts, head, base, envs, keys)
+	if scanned && len(cs.Unchanged) < len(envs)*len(keys) {
+		// Something is rendered: evaluate the scanned sides first, so the
+		// renders (some concurrent) only read them.
+		loadScannedSides(ctx, opts, head, base)
+	}
 	results, err := reviewAll(ctx, opts, head, base, envs, keys)
 	if err != nil {
 		return nil, err
@@ -138,17 +151,36 @@ func DeclaredEnvironments(ctx context.Context, dir string) ([]string, error) {
 
 // reviewSide is one loaded version of the deployment directory.
 type reviewSide struct {
-	name     string
-	d        *load.Deployment
-	err      error // loading failed; every release on this side errs
+	name string
+	dir  string
+	// present: the side exists (a missing base is an empty side).
+	present  bool
+	d        *load.Deployment // nil until loaded (a scanned side loads when first rendered)
+	err      error            // loading failed; every release on this side errs
 	releases []string
 	envs     []string
+	// tree is the side as parsed, when its fingerprints can be trusted.
+	tree *fingerprint.Tree
+	// identical (head side only) are the env × release units whose input
+	// fingerprints are equal on both sides: unchanged, never rendered.
+	identical map[string]bool
+}
+
+func unitKey(env, key string) string { return env + "\x00" + key }
+
+// load evaluates a side that was only scanned so far.
+func (s *reviewSide) load(ctx context.Context) {
+	if s.d != nil || s.err != nil || !s.present {
+		return
+	}
+	l := loadReviewSide(ctx, s.name, s.dir, true)
+	s.d, s.err = l.d, l.err
 }
 
 // loadReviewSide loads dir. A missing base directory is an empty side (the
 // deployment is new), not an error.
 func loadReviewSide(ctx context.Context, name, dir string, required bool) *reviewSide {
-	s := &reviewSide{name: name}
+	s := &reviewSide{name: name, dir: dir}
 	if !required {
 		if dir == "" {
 			return s
@@ -157,6 +189,7 @@ func loadReviewSide(ctx context.Context, name, dir string, required bool) *revie
 			return s
 		}
 	}
+	s.present = true
 	d, err := load.Load(ctx, dir)
 	if err != nil {
 		s.err = fmt.Errorf("loading the %s: %w", name, err)
@@ -174,7 +207,7 @@ func loadReviewSide(ctx context.Context, name, dir string, required bool) *revie
 
 // declares reports whether the side declares release key in env.
 func (s *reviewSide) declares(key, env string) bool {
-	return s.d != nil && slices.Contains(s.releases, key) && (env == "" || slices.Contains(s.envs, env))
+	return s.present && s.err == nil && slices.Contains(s.releases, key) && (env == "" || slices.Contains(s.envs, env))
 }
 
 func reviewEnvironments(opts ReviewOptions, head, base *reviewSide) ([]string, error) {
@@ -265,6 +298,10 @@ func reviewReleases(opts ReviewOptions, head, base *reviewSide) ([]string, error
 // renderOne renders one release of a side in one environment.
 func (s *reviewSide) renderOne(ctx context.Context, key, env string, sel Selection) (*render.Release, error) {
 	ro := sel.renderOptions()
+	s.load(ctx)
+	if s.err != nil {
+		return nil, s.err
+	}
 	ro.Dir, ro.Environment, ro.Releases, ro.Namespace = s.d.Dir, env, []string{key}, ""
 	rels, err := render.FromDeployment(ctx, s.d, ro)
 	if err != nil {
@@ -302,6 +339,9 @@ func (s *reviewSide) renderFor(ctx context.Context, key, env string, sel Selecti
 // not when neither side declares it there (an environment of one side
 // crossed with a release of the other).
 func worthReviewing(head, base *reviewSide, key, env string) bool {
+	if head.identical[unitKey(env, key)] {
+		return false
+	}
 	return head.err != nil || base.err != nil || head.declares(key, env) || base.declares(key, env)
 }
 

@@ -32,6 +32,20 @@ func loadReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 	return head, base
 }
 
+// loadScannedSides evaluates two scanned sides, at once when more than
+// one render may run at once.
+func loadScannedSides(ctx context.Context, opts ReviewOptions, head, base *reviewSide) {
+	if render.Workers(2, opts.Parallelism) < 2 {
+		head.load(ctx)
+		base.load(ctx)
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { base.load(ctx) })
+	head.load(ctx)
+	wg.Wait()
+}
+
 // reviewAll reviews every environment × release, environments outermost;
 // the results are in that order whichever finishes first.
 //

@@ -147,9 +147,19 @@ func objectsBy(r pipeline.ReleaseChanges, ch pipeline.Change) []string {
 	return out
 }
 
+// Nothing changed: nothing is rendered, every release × environment is
+// listed as unchanged; with NoSkip each is rendered on both sides, and
+// the renders agree.
 func TestReviewNoChange(t *testing.T) {
 	base, head := reviewDirs(t, nil, nil)
-	cs := review(t, base, head, pipeline.ReviewOptions{})
+	quick := review(t, base, head, pipeline.ReviewOptions{})
+	assert.Equal(t, len(quick.Releases), 0)
+	assert.DeepEqual(t, quick.Unchanged, []pipeline.UnchangedRelease{
+		{Release: "blog", Environment: "production"}, {Release: "minecraft", Environment: "production"},
+		{Release: "blog", Environment: "staging"}, {Release: "minecraft", Environment: "staging"},
+	})
+	cs := review(t, base, head, pipeline.ReviewOptions{NoSkip: true})
+	assert.Equal(t, len(cs.Unchanged), 0)
 	assert.Equal(t, len(cs.Releases), 4, "2 releases × 2 environments")
 	var envs []string
 	for _, r := range cs.Releases {
@@ -171,7 +181,10 @@ func TestReviewNoChange(t *testing.T) {
 func TestReviewRenameMakesStaleSet(t *testing.T) {
 	base, head := reviewDirs(t, nil, renameMinecraft(t))
 	cs := review(t, base, head, pipeline.ReviewOptions{Environments: []string{"staging"}})
+	// The rename is in the root package, which every release reads: both
+	// are rendered.
 	assert.Equal(t, len(cs.Releases), 2)
+	assert.Equal(t, len(cs.Unchanged), 0)
 	mc := findRelease(t, cs, "minecraft", "staging")
 	assert.DeepEqual(t, objectsBy(mc, pipeline.Added), []string{"PersistentVolumeClaim/minecraft-server-data", "Service/minecraft-server", "StatefulSet/minecraft-server"})
 	// Stale in delete order: reverse apply order.

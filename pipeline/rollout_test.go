@@ -129,7 +129,6 @@ func names(envs []pipeline.FleetEnvironment) (out []string) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-
 // With Smoke, each environment of a healthy wave is smoke-tested on its
 // own cluster (not the one in ClusterOptions) in a throwaway namespace,
 // which is gone afterwards, before the next wave.

@@ -67,6 +67,11 @@ render of a release that has objects is refused unless --force.
 
 Prints one line per object as it is applied or pruned, then a summary per release.
 
+When a release's input fingerprint (every file its render reads, its values files and
+opm's version) equals the one its inventory recorded with the current change, and every
+object it records is still as that apply left it, nothing is rendered: the release is
+"unchanged (inputs identical)". --no-skip always renders.
+
 --env may name a group of environments, or list several (--env a,b; --group G):
 the fleet is applied wave by wave (rollout.wave), the environments of a wave in
 parallel (--parallel-environments), and each wave must be healthy (--timeout)
@@ -117,6 +122,7 @@ decryption key or secret input is missing or wrong), 8 gate (a promotion gate re
 	lf.register(cmd.Flags())
 	fs := cmd.Flags()
 	registerApplyGuards(fs, &opts)
+	fs.BoolVar(&opts.NoSkip, "no-skip", false, "render and apply even when the inputs are those of the recorded change and nothing on the cluster moved")
 	fs.BoolVar(&opts.PruneGhosts, "prune-ghosts", false, "also prune ghosts: objects carrying this release's id that it neither records nor renders")
 	fs.IntVar(&ro.ParallelEnvironments, "parallel-environments", 4, "environments of one wave applied at once")
 	fs.IntVar(&wave, "wave", 0, "apply this wave of the selection only (one job of a CI matrix)")

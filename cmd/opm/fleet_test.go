@@ -31,7 +31,9 @@ releases: app: #module: appmodule
 
 	code, out, errOut := runOpm(t, "render", dir, "--env", "staging", "-o", "json")
 	assert.Equal(t, code, 0, errOut)
-	var r struct{ Releases []struct{ Environment string } }
+	var r struct {
+		Releases []struct{ Environment string }
+	}
 	assert.NilError(t, json.Unmarshal([]byte(out), &r))
 	assert.Equal(t, len(r.Releases), 2)
 	assert.Equal(t, r.Releases[0].Environment, "stage-a", "wave 0 first")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -258,4 +259,77 @@ func TestLockTimeoutAndUnlock(t *testing.T) {
 	assert.Check(t, is.Contains(out, "is not locked"))
 	code, _, errOut = runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig, "--lock-timeout", "0")
 	assert.Equal(t, code, 0, errOut)
+}
+
+// The fast path of a re-apply (inputs identical) writes the new commit
+// into the inventory under the lock. Raced against a full apply of other
+// inputs by real processes, round after round, the cluster and the
+// inventory always agree and hold the inputs of whichever ended last.
+func TestSkippedAppliesRaceFullApplies(t *testing.T) {
+	bin := buildOpm(t)
+	ns := env.Namespace(t)
+	dir := deploytest.Dir(t, ns, ``)
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "start")
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	names := []string{"blue", "green"}
+	files := []string{deploytest.Values(t, `name: "blue"`), deploytest.Values(t, `name: "green"`)}
+	skipped := 0
+	for round := range 8 {
+		// Blue is recorded until a re-apply takes the fast path (once the
+		// controllers are done with the new Deployment, a re-apply records
+		// what they made of it); a commit that does not touch the release
+		// follows.
+		// The same binary as the race: the fingerprint names the opm that
+		// rendered.
+		fast := false
+		for try := 0; try < 40 && !fast; try++ {
+			p := startOpm(t, bin, "apply", dir, "-f", files[0], "--kubeconfig", env.Kubeconfig)
+			p.wait()
+			assert.Equal(t, p.code, 0, p.stderr.String())
+			fast = strings.Contains(p.stdout.String(), "unchanged (inputs identical)")
+			if !fast {
+				time.Sleep(250 * time.Millisecond)
+			}
+		}
+		assert.Assert(t, fast, "round %d: a re-apply of blue never took the fast path", round)
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, "NOTES.md"), []byte(fmt.Sprintf("round %d\n", round)), 0o644))
+		gitIn(t, dir, "add", "-A")
+		gitIn(t, dir, "commit", "-q", "-m", fmt.Sprintf("round %d", round))
+
+		ps := make([]*proc, 2)
+		var wg sync.WaitGroup
+		// Odd rounds give the fast path (blue) a head start, even ones the
+		// full apply (green), so both orders of reaching the lock are raced.
+		order := []int{0, 1}
+		if round%2 == 0 {
+			order = []int{1, 0}
+		}
+		for n, i := range order {
+			if n == 1 {
+				time.Sleep(time.Duration(30*round) * time.Millisecond)
+			}
+			ps[i] = startOpm(t, bin, "apply", dir, "-f", files[i], "--kubeconfig", env.Kubeconfig, "--lock-lease-duration", "3s")
+			wg.Add(1)
+			go func() { defer wg.Done(); ps[i].wait() }()
+		}
+		wg.Wait()
+		for i, p := range ps {
+			assert.Equal(t, p.code, 0, "round %d %s: %s%s", round, names[i], p.stdout.String(), p.stderr.String())
+		}
+		if strings.Contains(ps[0].stdout.String(), "unchanged (inputs identical)") {
+			skipped++
+		}
+		last := 0
+		if ps[1].ended.After(ps[0].ended) {
+			last = 1
+		}
+		want := []string{"Deployment/" + names[last], "Secret/" + names[last] + "-creds", "Service/" + names[last]}
+		id, got := recorded(t, cs, ns)
+		assert.DeepEqual(t, got, want)
+		assert.DeepEqual(t, releaseObjects(t, cs, ns, id), want)
+	}
+	t.Logf("%d of 8 rounds took the fast path for blue", skipped)
+	assert.Assert(t, skipped > 0, "the fast path never ran, so it was never raced")
 }

@@ -28,6 +28,11 @@ compare them: objects added, modified (with a diff) and unchanged, the stale set
 apply would prune, digests and change IDs. This is the review the GitHub Action
 posts on a pull request; -o markdown prints the same bytes as its job summary.
 
+Only what a change can affect is rendered: a release × environment whose input
+fingerprint (every file its render reads, its values files, opm's version) is the
+same on both sides is listed as unchanged without being evaluated (--no-skip
+renders it anyway).
+
 REF is a branch, tag or commit; origin/REF is tried when REF does not exist.
 With --exit-code, the exit code is 0 for no differences, 1 for differences and 2
 or more for errors, as diff.`,
@@ -78,5 +83,6 @@ or more for errors, as diff.`,
 	fs.BoolVar(&wantCode, "exit-code", false, "exit 1 when there are differences (0 none, 2+ errors)")
 	fs.BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "review as apply --prune-namespaces would prune")
 	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "review as apply --prune-pvcs would prune")
+	fs.BoolVar(&opts.NoSkip, "no-skip", false, "render every release on both sides, even those whose input fingerprints are equal")
 	return cmd
 }

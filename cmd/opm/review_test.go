@@ -63,7 +63,12 @@ func TestReviewCommand(t *testing.T) {
 	dir := filepath.Join(repo, "examples")
 	gitIn(t, repo, "checkout", "-q", "-b", "feature")
 
+	// Nothing changed: nothing is rendered; --no-skip renders both sides.
 	code, out, errOut := runOpm(t, "review", dir, "--base", "main", "--exit-code")
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, strings.Contains(out, "4 release/environment pair(s) unchanged: inputs identical on both sides, not rendered"), out)
+	assert.Assert(t, !strings.Contains(out, "release blog"), out)
+	code, out, errOut = runOpm(t, "review", dir, "--base", "main", "--exit-code", "--no-skip")
 	assert.Equal(t, code, 0, errOut)
 	assert.Assert(t, strings.Contains(out, "release blog (env staging, namespace staging)"), out)
 

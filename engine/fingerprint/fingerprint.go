@@ -68,6 +68,7 @@ type Tree struct {
 	// declarations every environment may take (a definition, a pattern).
 	envFiles map[string][]string
 	envs     []string
+	envsOK   bool              // envs are every environment declared
 	pkgs     map[string][]byte // package hash by import path, memoized
 	unsure   error
 	p        *load.Parsed
@@ -77,7 +78,7 @@ type Tree struct {
 // import what. An unreadable directory is an error; syntax the scan cannot
 // follow is not: Of then returns an ErrUnsure error.
 func Scan(p *load.Parsed) (*Tree, error) {
-	t := &Tree{dir: p.Dir, renderer: renderer(), own: map[string][]*build.Instance{}, envFiles: map[string][]string{}, pkgs: map[string][]byte{}, p: p}
+	t := &Tree{dir: p.Dir, renderer: renderer(), envsOK: true, own: map[string][]*build.Instance{}, envFiles: map[string][]string{}, pkgs: map[string][]byte{}, p: p}
 	h := sha256.New()
 	mod, err := p.Source(filepath.Join(p.Dir, "cue.mod", "module.cue"))
 	if err != nil {
@@ -107,8 +108,12 @@ func (t *Tree) Releases() []string {
 	return keys
 }
 
-// Environments are the environment names the root package declares by name.
-func (t *Tree) Environments() []string { return slices.Clone(t.envs) }
+// Environments are the environment names the root package declares by
+// name; ok is false when it may declare others the syntax does not show
+// (a comprehension, an embedding, a dynamic name).
+func (t *Tree) Environments() (names []string, ok bool) {
+	return slices.Clone(t.envs), t.envsOK && t.unsure == nil
+}
 
 // Sure is nil when the scan could follow every declaration, else why not.
 func (t *Tree) Sure() error { return t.unsure }
@@ -380,16 +385,26 @@ func (s *fileScan) releases(v ast.Expr) (shared []ast.Node) {
 func (s *fileScan) environments(v ast.Expr) {
 	st, ok := v.(*ast.StructLit)
 	if !ok {
+		s.t.envsOK = false
 		return
 	}
 	for _, d := range st.Elts {
-		if f, ok := d.(*ast.Field); ok {
-			if name, _, err := ast.LabelName(f.Label); err == nil {
-				if _, pattern := f.Label.(*ast.ListLit); !pattern {
-					s.t.envs = append(s.t.envs, name)
-				}
+		f, ok := d.(*ast.Field)
+		if !ok {
+			if _, comment := d.(*ast.CommentGroup); !comment {
+				s.t.envsOK = false
 			}
+			continue
 		}
+		if _, pattern := f.Label.(*ast.ListLit); pattern {
+			continue
+		}
+		name, _, err := ast.LabelName(f.Label)
+		if err != nil {
+			s.t.envsOK = false
+			continue
+		}
+		s.t.envs = append(s.t.envs, name)
 	}
 }
 

@@ -181,3 +181,45 @@ func DropApplied(inv *Inventory) {
 		}
 	}
 }
+
+// SameInputs returns the latest change when it was rendered from inputs
+// fp (engine/fingerprint) and records every object as applied, so that
+// objects still Untouched since need neither a render nor a request.
+func (inv *Inventory) SameInputs(fp string) (id string, c *Change, ok bool) {
+	if inv == nil || fp == "" {
+		return "", nil, false
+	}
+	id, c, ok = inv.Latest()
+	if !ok || c.Inputs != fp || len(c.Inventory.Entries) == 0 {
+		return "", nil, false
+	}
+	for _, e := range c.Inventory.Entries {
+		if e.Applied == nil || e.Applied.RV == "" {
+			return "", nil, false
+		}
+	}
+	return id, c, true
+}
+
+// Untouched reports whether live (nil when absent) is the object the
+// apply that recorded e left: not being deleted, with the recorded
+// resourceVersion or the recorded live hash.
+func Untouched(e Entry, live *unstructured.Unstructured) bool {
+	if e.Applied == nil || live == nil || live.GetDeletionTimestamp() != nil {
+		return false
+	}
+	if live.GetResourceVersion() == e.Applied.RV {
+		return true
+	}
+	if e.Applied.Live == "" {
+		return false
+	}
+	// Which hash was recorded depends on whether the rendered object kept
+	// a status; either matching means the same live object.
+	for _, keep := range []bool{false, true} {
+		if h, err := LiveHash(live, keep); err == nil && h == e.Applied.Live {
+			return true
+		}
+	}
+	return false
+}

@@ -98,6 +98,10 @@ type Change struct {
 	// Source says where the change came from; nil when nothing is known
 	// (and for changes recorded before sources were).
 	Source *Source `json:"source,omitempty"`
+	// Inputs is the render's input fingerprint (engine/fingerprint):
+	// a later apply with the same one may skip rendering. Empty when the
+	// syntax could not tell, and for older changes.
+	Inputs string `json:"inputs,omitempty"`
 }
 
 // EntryList is the inventory of one change.

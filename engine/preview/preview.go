@@ -155,17 +155,73 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		return nil, fmt.Errorf("looking for ghosts of release %s: %w", rel.Name, err)
 	}
 	if opts.Ghosts {
-		known := [][]manifest.ID{ids(current), ids(previous)}
-		for _, u := range discover.Ghosts(labelled, known...) {
-			o := Object{ID: discover.IDOf(u), Version: u.GroupVersionKind().Version, Component: u.GetLabels()[manifest.LabelComponentName], Class: Ghost,
-				Warning: "carries this release's labels but is in neither the inventory nor the render (left by a failed apply?); apply --prune-ghosts or prune --ghosts deletes it"}
-			if o.Diff, err = diff.Unified(u, nil, diff.Options{FromFile: "live", ToFile: "ghost", Masker: m}); err != nil {
-				return nil, err
-			}
-			res.Objects = append(res.Objects, o)
+		if err := res.addGhosts(labelled, m, ids(current), ids(previous)); err != nil {
+			return nil, err
 		}
 	}
 	return res, nil
+}
+
+// addGhosts adds what carries the release's labels but none of known.
+func (res *Result) addGhosts(labelled []*unstructured.Unstructured, m *diff.Masker, known ...[]manifest.ID) error {
+	for _, u := range discover.Ghosts(labelled, known...) {
+		o := Object{ID: discover.IDOf(u), Version: u.GroupVersionKind().Version, Component: u.GetLabels()[manifest.LabelComponentName], Class: Ghost,
+			Warning: "carries this release's labels but is in neither the inventory nor the render (left by a failed apply?); apply --prune-ghosts or prune --ghosts deletes it"}
+		var err error
+		if o.Diff, err = diff.Unified(u, nil, diff.Options{FromFile: "live", ToFile: "ghost", Masker: m}); err != nil {
+			return err
+		}
+		res.Objects = append(res.Objects, o)
+	}
+	return nil
+}
+
+// Unmoved previews a release that was not rendered: rel carries its
+// identity and Fingerprint only. When the inventory's latest change was
+// rendered from the same inputs and every object it records is
+// Untouched since (inventory.SameInputs), applying would change nothing:
+// every recorded object is unchanged (and ghosts are still looked for).
+// Otherwise ok is false and the caller renders.
+func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Options) (res *Result, ok bool, err error) {
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = 8
+	}
+	inv, err := inventory.Read(ctx, cl.Clientset, inventory.Release{Name: rel.Name, Namespace: rel.Namespace, ReleaseID: rel.ReleaseID, Environment: rel.Environment})
+	if err != nil {
+		return nil, false, err
+	}
+	_, c, ok := inv.SameInputs(rel.Fingerprint)
+	if !ok {
+		return nil, false, nil
+	}
+	entries := c.Inventory.Entries
+	live, _, err := discover.FromInventory(ctx, cl, entries, discover.Options{Workers: workers, ReleaseID: rel.ReleaseID})
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the live objects of release %s: %w", rel.Name, err)
+	}
+	res = &Result{Inventory: inv}
+	for i, e := range entries {
+		if !inventory.Untouched(e, live[i].Object) {
+			return nil, false, nil
+		}
+		res.Objects = append(res.Objects, Object{ID: e.ID(), Version: e.V, Component: e.Component, Class: Unchanged})
+	}
+	if opts.Ghosts {
+		labelled, stats, err := discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers})
+		if err != nil {
+			return nil, false, fmt.Errorf("looking for ghosts of release %s: %w", rel.Name, err)
+		}
+		res.Discovery = stats
+		m := opts.Masker
+		if m == nil {
+			m = diff.NewMasker()
+		}
+		if err := res.addGhosts(labelled, m, ids(entries)); err != nil {
+			return nil, false, err
+		}
+	}
+	return res, true, nil
 }
 
 // previewObject previews one rendered object; live is what the cluster

@@ -314,6 +314,7 @@ func (r *run) change(entries []inventory.Entry) inventory.Change {
 		ManifestDigest: r.rel.ManifestDigest,
 		Inventory:      inventory.EntryList{Entries: entries},
 		Source:         r.opts.Source,
+		Inputs:         r.rel.Fingerprint,
 	}
 }
 

@@ -135,9 +135,12 @@ type Result struct {
 	Skipped []Object `json:"skipped"`
 	// Ghosts lists the ghosts found (with PruneGhosts): objects carrying
 	// the release's id, neither recorded nor rendered.
-	Ghosts    []Object      `json:"ghosts,omitempty"`
-	Inventory InventoryRef  `json:"inventory"`
-	Counts    Counts        `json:"counts"`
-	Duration  time.Duration `json:"-"`
-	Warnings  []string      `json:"warnings,omitempty"`
+	Ghosts    []Object     `json:"ghosts,omitempty"`
+	Inventory InventoryRef `json:"inventory"`
+	Counts    Counts       `json:"counts"`
+	// InputsIdentical is true when nothing was rendered: the inputs are
+	// those of the recorded change and every object is as it left them.
+	InputsIdentical bool          `json:"inputsIdentical,omitempty"`
+	Duration        time.Duration `json:"-"`
+	Warnings        []string      `json:"warnings,omitempty"`
 }

@@ -62,6 +62,9 @@ type Release struct {
 	ChangeID       string              `json:"changeId"`
 	// Warnings are what the render wants a reviewer to know.
 	Warnings []string `json:"warnings,omitempty"`
+	// Fingerprint is the render's input fingerprint, when the caller
+	// computed one (engine/fingerprint); apply records it.
+	Fingerprint string `json:"-"`
 }
 
 // Sensitive reports whether the release's digest and change ID depend on

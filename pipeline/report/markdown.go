@@ -213,6 +213,11 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 				envs = append(envs, r.Environment)
 			}
 		}
+		for _, u := range cs.Unchanged {
+			if u.Environment != "" && !slices.Contains(envs, u.Environment) {
+				envs = append(envs, u.Environment)
+			}
+		}
 	}
 	b.WriteString("## " + o.Title)
 	if len(envs) > 0 {
@@ -249,7 +254,14 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 	}
 	rels := mdPlural(len(cs.Releases), "release", "releases")
 	c := cs.Counts
+	same := ""
+	if n := len(cs.Unchanged); n > 0 {
+		same = fmt.Sprintf("%s: inputs identical on both sides, not rendered.", mdPlural(n, "release/environment pair unchanged", "release/environment pairs unchanged"))
+	}
 	switch {
+	case len(cs.Releases) == 0 && same != "":
+		fmt.Fprintf(b, "**No changes.** %s\n\n", same)
+		same = ""
 	case len(cs.Releases) == 0:
 		b.WriteString("**No changes.** No release is selected.\n\n")
 	case !c.Changed() && c.Ghost == 0 && errs == 0:
@@ -270,6 +282,9 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 			parts = append(parts, mdPlural(errs, "error", "errors"))
 		}
 		fmt.Fprintf(b, "%s in %s (%s → %s).\n\n", strings.Join(parts, " · "), rels, o.BaseLabel, o.HeadLabel)
+	}
+	if same != "" {
+		fmt.Fprintf(b, "%s\n\n", same)
 	}
 
 	if len(cs.Releases) > 0 {

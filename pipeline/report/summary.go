@@ -32,6 +32,11 @@ func AppliedLine(r pipeline.AppliedRelease) string {
 		if r.DryRun {
 			b.WriteString(" (server dry run)")
 		}
+	case r.InputsIdentical:
+		b.WriteString("unchanged (inputs identical)")
+		if r.DryRun {
+			b.WriteString(" (server dry run)")
+		}
 	case r.DryRun:
 		fmt.Fprintf(&b, "%s (server dry run, nothing written)", r.Operation)
 	case r.Operation == "prune":

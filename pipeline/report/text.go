@@ -53,6 +53,9 @@ func Text(cs *pipeline.ChangeSet, color bool) string {
 		}
 		fmt.Fprintf(&b, "%s\n\n", summary(rc))
 	}
+	if n := len(cs.Unchanged); n > 0 {
+		fmt.Fprintf(&b, "%d release/environment pair(s) unchanged: inputs identical on both sides, not rendered\n", n)
+	}
 	return b.String()
 }
 

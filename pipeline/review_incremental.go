@@ -1,0 +1,105 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/opmodel/pipeline/engine/fingerprint"
+	"github.com/opmodel/pipeline/engine/load"
+)
+
+// UnchangedRelease is a release × environment a review did not render:
+// its input fingerprints are equal on both sides, so are its renders.
+type UnchangedRelease struct {
+	Release     string `json:"release"`
+	Environment string `json:"environment,omitempty"`
+}
+
+// scanReviewSides parses both sides without evaluating them. ok is false
+// when fingerprints cannot decide (NoSkip, syntax the scan cannot follow,
+// a group or an unknown name asked for): then both sides are loaded as
+// before.
+func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *reviewSide, ok bool) {
+	if opts.NoSkip {
+		return nil, nil, false
+	}
+	scan := func(name, dir string, required bool) (*reviewSide, bool) {
+		s := &reviewSide{name: name, dir: dir}
+		if !required {
+			if dir == "" {
+				return s, true
+			}
+			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+				return s, true
+			}
+		}
+		p, err := load.Parse(ctx, dir)
+		if err != nil {
+			return nil, false
+		}
+		t, err := fingerprint.Scan(p)
+		if err != nil || t.Sure() != nil {
+			return nil, false
+		}
+		envs, exact := t.Environments()
+		if !exact {
+			return nil, false
+		}
+		s.present, s.tree, s.releases, s.envs = true, t, t.Releases(), envs
+		return s, true
+	}
+	head, ok = scan("head", opts.Selection.renderOptions().Dir, true)
+	if !ok {
+		return nil, nil, false
+	}
+	base, ok = scan("base", opts.BaseDir, false)
+	if !ok {
+		return nil, nil, false
+	}
+	// Groups are read by evaluating environments: leave them to the load.
+	want := slices.Clone(opts.Environments)
+	if len(want) == 0 && opts.Environment != "" {
+		want = strings.Split(opts.Environment, ",")
+	}
+	all := reviewUnion(head.envs, base.envs)
+	for _, e := range want {
+		if !slices.Contains(all, strings.TrimSpace(e)) {
+			return nil, nil, false
+		}
+	}
+	if opts.Group != "" {
+		return nil, nil, false
+	}
+	return head, base, true
+}
+
+// identicalUnits finds the release × environment units both sides
+// declare with equal input fingerprints, marks them on the head side so
+// nothing renders them, and returns them in review order.
+func identicalUnits(opts ReviewOptions, head, base *reviewSide, envs, keys []string) []UnchangedRelease {
+	if head.tree == nil || base.tree == nil {
+		return nil
+	}
+	ro := opts.Selection.renderOptions()
+	var out []UnchangedRelease
+	head.identical = map[string]bool{}
+	for _, env := range envs {
+		for _, key := range keys {
+			if !head.declares(key, env) || !base.declares(key, env) {
+				continue
+			}
+			in := fingerprint.Inputs{Environment: env, ValuesFiles: ro.ValuesFiles, Values: ro.Values}
+			h, herr := head.tree.Of(key, in)
+			b, berr := base.tree.Of(key, in)
+			if herr != nil || berr != nil || h != b {
+				continue
+			}
+			head.identical[unitKey(env, key)] = true
+			out = append(out, UnchangedRelease{Release: key, Environment: env})
+		}
+	}
+	return out
+}

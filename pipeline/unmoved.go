@@ -1,0 +1,79 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/opmodel/pipeline/engine/fingerprint"
+	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/reconcile"
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// fingerprints returns the input fingerprint of every selected release
+// (engine/fingerprint), or nil when the deployment's syntax cannot show
+// what a release reads: then every release is rendered, as before.
+func fingerprints(ctx context.Context, sel Selection) map[string]string {
+	ro := sel.renderOptions()
+	p, err := load.Parse(ctx, ro.Dir)
+	if err != nil {
+		return nil // the render reports it
+	}
+	tree, err := fingerprint.Scan(p)
+	if err != nil || tree.Sure() != nil {
+		return nil
+	}
+	keys := ro.Releases
+	if len(keys) == 0 {
+		keys = tree.Releases()
+	}
+	in := fingerprint.Inputs{Environment: ro.Environment, ValuesFiles: ro.ValuesFiles, Values: ro.Values, Namespace: ro.Namespace}
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		fp, err := tree.Of(k, in)
+		if err != nil {
+			return nil
+		}
+		out[k] = fp
+	}
+	return out
+}
+
+// applyUnmoved takes apply's fast path for every release it can: the
+// releases' identities alone are evaluated (no values, no transformers),
+// and a release whose recorded change has its fingerprint and whose
+// objects nobody touched is reported unchanged without a render. rest
+// are the keys that need the full apply; with done empty, every release
+// does.
+func applyUnmoved(ctx context.Context, opts ApplyOptions, sel Selection, ro reconcile.Options) (done []AppliedRelease, rest []string) {
+	io := sel.renderOptions()
+	io.IdentityOnly = true
+	ids, err := render.Render(ctx, io)
+	if err != nil {
+		return nil, sel.Releases // the full path reports it
+	}
+	cls := newClusters(opts.ClusterOptions)
+	for _, id := range ids {
+		id.Fingerprint = sel.fingerprints[id.Key]
+		cl, err := cls.For(ctx, id)
+		if err != nil {
+			rest = append(rest, id.Key)
+			continue
+		}
+		r, ok, err := reconcile.Unmoved(ctx, cl, id, ro)
+		if err != nil || !ok {
+			// The full path decides, and reports what went wrong.
+			rest = append(rest, id.Key)
+			continue
+		}
+		id.ChangeID, id.ManifestDigest = r.ChangeID, r.ManifestDigest
+		ar := AppliedRelease{RenderedRelease: newRenderedRelease(id).masked(), Operation: "apply", key: id.Key,
+			Cluster: ClusterRef{Server: cl.Server, Context: cl.Context},
+			Stale:   []ObjectAction{}, Pruned: []ObjectAction{}, Skipped: []ObjectAction{}}
+		ar.fill(r)
+		done = append(done, ar)
+		if opts.ReleaseDone != nil {
+			opts.ReleaseDone(ar)
+		}
+	}
+	return done, rest
+}

@@ -1,0 +1,187 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/opmodel/pipeline/engine/fingerprint"
+	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/internal/deploytest"
+	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
+)
+
+// latestChange reads the release's inventory and its newest change.
+func latestChange(t *testing.T, r pipeline.AppliedRelease) (*inventory.Inventory, *inventory.Change) {
+	t.Helper()
+	inv, err := inventory.Read(t.Context(), clientset(t), inventory.Release{Name: r.Name, Namespace: r.Namespace, ReleaseID: r.ReleaseID, Environment: r.Environment})
+	assert.NilError(t, err)
+	assert.Assert(t, inv != nil)
+	_, c, ok := inv.Latest()
+	assert.Assert(t, ok)
+	return inv, c
+}
+
+func inventoryVersion(t *testing.T, r pipeline.AppliedRelease) string {
+	t.Helper()
+	s, err := clientset(t).CoreV1().Secrets(r.Namespace).Get(t.Context(), r.Inventory.Name, metav1.GetOptions{})
+	assert.NilError(t, err)
+	return s.ResourceVersion
+}
+
+// A re-apply whose inputs are those of the recorded change, with nothing
+// on the cluster moved, renders nothing and writes nothing; any moved
+// input, a touched or deleted object, or --no-skip takes the full path.
+func TestApplySkipsTheRenderWhenNothingMoved(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: dev: namespace: %q
+releases: app: #module: appmodule
+`, ns))
+	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}}
+	apply := func(o pipeline.ApplyOptions) pipeline.AppliedRelease {
+		t.Helper()
+		res, err := pipeline.Apply(t.Context(), o)
+		assert.NilError(t, err)
+		assert.Equal(t, len(res.Releases), 1)
+		return res.Releases[0]
+	}
+
+	first := apply(opts)
+	assert.Check(t, !first.InputsIdentical)
+	_, c := latestChange(t, first)
+	assert.Check(t, strings.HasPrefix(c.Inputs, fingerprint.Prefix), "the change records its inputs: %q", c.Inputs)
+
+	written := inventoryVersion(t, first)
+	again := apply(opts)
+	assert.Check(t, again.InputsIdentical, report.AppliedLine(again))
+	assert.Equal(t, again.Counts.Unchanged, 3)
+	assert.Equal(t, again.ChangeID, first.ChangeID)
+	assert.Equal(t, again.ManifestDigest, first.ManifestDigest)
+	assert.Check(t, strings.Contains(report.AppliedLine(again), "unchanged (inputs identical)"), report.AppliedLine(again))
+	assert.Equal(t, inventoryVersion(t, again), written, "nothing was written")
+
+	// --no-skip renders.
+	noSkip := opts
+	noSkip.NoSkip = true
+	assert.Check(t, !apply(noSkip).InputsIdentical)
+
+	// Someone edits an object: the full path restores it.
+	cms := clientset(t).CoreV1().ConfigMaps(ns)
+	cm, err := cms.Get(t.Context(), "web-config", metav1.GetOptions{})
+	assert.NilError(t, err)
+	cm.Data["stamp"] = "edited by hand"
+	_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+	fixed := apply(opts)
+	assert.Check(t, !fixed.InputsIdentical)
+	assert.Equal(t, fixed.Counts.Configured, 1)
+	assert.Check(t, apply(opts).InputsIdentical)
+
+	// Someone deletes an object: the full path re-creates it.
+	assert.NilError(t, cms.Delete(t.Context(), "web-config", metav1.DeleteOptions{}))
+	recreated := apply(opts)
+	assert.Check(t, !recreated.InputsIdentical)
+	assert.Equal(t, recreated.Counts.Created, 1)
+
+	// A moved input: a values file.
+	f := deploytest.Values(t, `stamp: "one"`)
+	withF := opts
+	withF.ValuesFiles = []string{f}
+	assert.Check(t, !apply(withF).InputsIdentical)
+	assert.Check(t, apply(withF).InputsIdentical)
+	assert.NilError(t, os.WriteFile(f, []byte(`stamp: "two"`+"\n"), 0o644))
+	changed := apply(withF)
+	assert.Check(t, !changed.InputsIdentical)
+	assert.Equal(t, changed.Counts.Configured, 1)
+
+	// A moved input: the module.
+	p := filepath.Join(dir, "app", "app.cue")
+	b, err := os.ReadFile(p)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(p, []byte(strings.Replace(string(b), `version:    "1.0.0"`, `version:    "1.0.1"`, 1)), 0o644))
+	assert.Check(t, !apply(withF).InputsIdentical)
+}
+
+// A commit that does not touch a release still reaches its inventory on
+// the fast path (a promotion gate reads it), under the release's lock.
+func TestSkippedApplyRecordsTheNewCommit(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: dev: namespace: %q
+releases: app: #module: appmodule
+`, ns))
+	gitRun(t, dir, "init", "-q", "-b", "main")
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "one")
+	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}}
+	res, err := pipeline.Apply(t.Context(), opts)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "NOTES.md"), []byte("unrelated\n"), 0o644))
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "two")
+	head := gitRun(t, dir, "rev-parse", "HEAD")
+	res, err = pipeline.Apply(t.Context(), opts)
+	assert.NilError(t, err)
+	r := res.Releases[0]
+	assert.Check(t, r.InputsIdentical)
+	assert.Check(t, r.Inventory.Written)
+	_, c := latestChange(t, r)
+	assert.Equal(t, c.Source.Commit, head)
+}
+
+// diff takes the same fast path: a release whose inputs are its recorded
+// change's, untouched since, is all unchanged without a render — and
+// ghosts are still found.
+func TestDiffSkipsTheRenderWhenNothingMoved(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: dev: namespace: %q
+releases: app: #module: appmodule
+`, ns))
+	sel := pipeline.Selection{Dir: dir, Environment: "dev"}
+	co := pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}
+	for range 2 {
+		_, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: co})
+		assert.NilError(t, err)
+	}
+	cs, err := pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: sel, ClusterOptions: co})
+	assert.NilError(t, err)
+	rc := cs.Releases[0]
+	assert.Check(t, rc.InputsIdentical)
+	assert.Equal(t, rc.Counts.Unchanged, 3)
+	assert.Equal(t, len(rc.Objects), 3)
+	assert.Check(t, rc.Base != nil && rc.Base.ChangeID == rc.Head.ChangeID && rc.Head.ChangeID != "")
+
+	full, err := pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: sel, ClusterOptions: co, NoSkip: true})
+	assert.NilError(t, err)
+	assert.Check(t, !full.Releases[0].InputsIdentical)
+	assert.Equal(t, full.Releases[0].Head, rc.Head, "the fast path reports what a render reports")
+
+	// A ghost: an object with the release's labels nobody recorded.
+	cm, err := clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), "web-config", metav1.GetOptions{})
+	assert.NilError(t, err)
+	ghost := cm.DeepCopy()
+	ghost.ObjectMeta = metav1.ObjectMeta{Name: "left-behind", Namespace: ns, Labels: cm.Labels}
+	_, err = clientset(t).CoreV1().ConfigMaps(ns).Create(t.Context(), ghost, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	cs, err = pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: sel, ClusterOptions: co})
+	assert.NilError(t, err)
+	assert.Check(t, cs.Releases[0].InputsIdentical)
+	assert.Equal(t, cs.Releases[0].Counts.Ghost, 1)
+
+	// An edit by hand: rendered and compared.
+	cm.Data["stamp"] = "edited"
+	_, err = clientset(t).CoreV1().ConfigMaps(ns).Update(t.Context(), cm, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+	cs, err = pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: sel, ClusterOptions: co})
+	assert.NilError(t, err)
+	assert.Check(t, !cs.Releases[0].InputsIdentical)
+	assert.Equal(t, cs.Releases[0].Counts.Modified, 1)
+}
