@@ -296,6 +296,28 @@ func (t *Tree) scanRoot(root *build.Instance) {
 	t.envs = slices.Compact(t.envs)
 }
 
+// imports maps the names the file's imports declare (their alias, else
+// the imported package's name) to the packages.
+func (s *fileScan) imports() map[string]*build.Instance {
+	out := map[string]*build.Instance{}
+	for spec := range s.file.ImportSpecs() {
+		path, err := strconv.Unquote(spec.Path.Value)
+		if err != nil {
+			continue
+		}
+		inst := s.inst.LookupImport(path)
+		if inst == nil {
+			continue
+		}
+		name := inst.PkgName
+		if spec.Name != nil {
+			name = spec.Name.Name
+		}
+		out[name] = inst
+	}
+	return out
+}
+
 // releaseNodes are the values of every `releases` field and of each
 // release in them, by key.
 type releaseNodes struct {
@@ -413,10 +435,18 @@ func (s *fileScan) environments(v ast.Expr) {
 // unsure: that release's imports would count too.
 func (s *fileScan) refs(n ast.Node, key string) []*build.Instance {
 	var out []*build.Instance
+	imports := s.imports()
 	ast.Walk(n, func(n ast.Node) bool {
 		id, ok := n.(*ast.Ident)
 		if !ok {
 			return true
+		}
+		// The evaluator and astutil.Resolve do not always agree on what
+		// a name means (`releases: web: #module: web` is the import web
+		// to the evaluator, the field to astutil): a name an import
+		// declares counts as that import, whatever else it may mean.
+		if inst, ok := imports[id.Name]; ok {
+			out = append(out, inst)
 		}
 		switch ref := id.Node.(type) {
 		case *ast.ImportSpec:
