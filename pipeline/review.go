@@ -91,7 +91,9 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	cs.Unchanged = identicalUnits(opts, head, base, envs, keys)
 	if scanned && len(cs.Unchanged) < len(envs)*len(keys) {
 		// Something is rendered: evaluate the scanned sides first, so the
-		// renders (some concurrent) only read them.
+		// renders (some concurrent) only read them, and only as far as
+		// the releases rendered reach.
+		pruneSides(head, base, envs, keys)
 		loadScannedSides(ctx, opts, head, base)
 	}
 	results, err := reviewAll(ctx, opts, head, base, envs, keys)
@@ -161,6 +163,9 @@ type reviewSide struct {
 	envs     []string
 	// tree is the side as parsed, when its fingerprints can be trusted.
 	tree *fingerprint.Tree
+	// overlay prunes the side to the releases that are rendered
+	// (fingerprint.PrunedRoot); nil loads everything.
+	overlay map[string][]byte
 	// identical (head side only) are the env × release units whose input
 	// fingerprints are equal on both sides: unchanged, never rendered.
 	identical map[string]bool
@@ -173,14 +178,14 @@ func (s *reviewSide) load(ctx context.Context) {
 	if s.d != nil || s.err != nil || !s.present {
 		return
 	}
-	l := loadReviewSide(ctx, s.name, s.dir, true)
+	l := loadReviewSide(ctx, s.name, s.dir, true, s.overlay)
 	s.d, s.err = l.d, l.err
 }
 
 // loadReviewSide loads dir. A missing base directory is an empty side (the
 // deployment is new), not an error.
-func loadReviewSide(ctx context.Context, name, dir string, required bool) *reviewSide {
-	s := &reviewSide{name: name, dir: dir}
+func loadReviewSide(ctx context.Context, name, dir string, required bool, overlay map[string][]byte) *reviewSide {
+	s := &reviewSide{name: name, dir: dir, overlay: overlay}
 	if !required {
 		if dir == "" {
 			return s
@@ -190,7 +195,7 @@ func loadReviewSide(ctx context.Context, name, dir string, required bool) *revie
 		}
 	}
 	s.present = true
-	d, err := load.Load(ctx, dir)
+	d, err := load.LoadWith(ctx, dir, load.Options{RootOverlay: overlay})
 	if err != nil {
 		s.err = fmt.Errorf("loading the %s: %w", name, err)
 		return s

@@ -51,12 +51,11 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 		s.present, s.tree, s.releases, s.envs = true, t, t.Releases(), envs
 		return s, true
 	}
-	head, ok = scan("head", opts.Selection.renderOptions().Dir, true)
-	if !ok {
+	// One side after the other: cue/load parses in parallel already.
+	if head, ok = scan("head", opts.Selection.renderOptions().Dir, true); !ok {
 		return nil, nil, false
 	}
-	base, ok = scan("base", opts.BaseDir, false)
-	if !ok {
+	if base, ok = scan("base", opts.BaseDir, false); !ok {
 		return nil, nil, false
 	}
 	// Groups are read by evaluating environments: leave them to the load.
@@ -102,4 +101,23 @@ func identicalUnits(opts ReviewOptions, head, base *reviewSide, envs, keys []str
 		}
 	}
 	return out
+}
+
+// pruneSides limits each scanned side's evaluation to the releases that
+// are rendered: those of the units not identical that it declares.
+func pruneSides(head, base *reviewSide, envs, keys []string) {
+	for _, side := range []*reviewSide{head, base} {
+		if !side.present || side.tree == nil {
+			continue
+		}
+		var rendered []string
+		for _, key := range keys {
+			for _, env := range envs {
+				if !head.identical[unitKey(env, key)] && side.declares(key, env) && !slices.Contains(rendered, key) {
+					rendered = append(rendered, key)
+				}
+			}
+		}
+		side.overlay = fingerprint.PrunedRoot(side.dir, rendered)
+	}
 }

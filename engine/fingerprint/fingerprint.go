@@ -263,10 +263,19 @@ func (t *Tree) inside(dir string) bool {
 // scanRoot reads, per file of the root package, which declarations are
 // releases and which packages each part imports.
 func (t *Tree) scanRoot(root *build.Instance) {
+	t.scanFiles(root.Files, root)
+	t.scanValuesFiles(root, true)
+	slices.Sort(t.envs)
+	t.envs = slices.Compact(t.envs)
+}
+
+// scanFiles scans the root package's files; inst resolves imports to
+// packages (nil: only names and syntax are checked, see PrunedRoot).
+func (t *Tree) scanFiles(files []*ast.File, inst *build.Instance) {
 	// A reference resolves to the value of the field it names: first
 	// learn which values are `releases` and which are one release.
 	marks := &releaseNodes{all: map[ast.Node]bool{}, one: map[ast.Node]string{}}
-	for _, f := range root.Files {
+	for _, f := range files {
 		for _, d := range f.Decls {
 			top, ok := d.(*ast.Field)
 			if !ok {
@@ -287,19 +296,19 @@ func (t *Tree) scanRoot(root *build.Instance) {
 			}
 		}
 	}
-	for _, f := range root.Files {
-		s := &fileScan{t: t, inst: root, file: f, marks: marks}
+	for _, f := range files {
+		s := &fileScan{t: t, inst: inst, file: f, marks: marks}
 		s.scan()
 	}
-	t.scanValuesFiles(root, true)
-	slices.Sort(t.envs)
-	t.envs = slices.Compact(t.envs)
 }
 
 // imports maps the names the file's imports declare (their alias, else
 // the imported package's name) to the packages.
 func (s *fileScan) imports() map[string]*build.Instance {
 	out := map[string]*build.Instance{}
+	if s.inst == nil {
+		return out
+	}
 	for spec := range s.file.ImportSpecs() {
 		path, err := strconv.Unquote(spec.Path.Value)
 		if err != nil {
@@ -441,10 +450,9 @@ func (s *fileScan) refs(n ast.Node, key string) []*build.Instance {
 		if !ok {
 			return true
 		}
-		// The evaluator and astutil.Resolve do not always agree on what
-		// a name means (`releases: web: #module: web` is the import web
-		// to the evaluator, the field to astutil): a name an import
-		// declares counts as that import, whatever else it may mean.
+		// By name too, whatever astutil resolved it to: where a field
+		// and an import share a name (`releases: web: #module: web`),
+		// counting the import as well can only over-approximate.
 		if inst, ok := imports[id.Name]; ok {
 			out = append(out, inst)
 		}
@@ -453,6 +461,9 @@ func (s *fileScan) refs(n ast.Node, key string) []*build.Instance {
 			path, err := strconv.Unquote(ref.Path.Value)
 			if err != nil {
 				s.unsure(id, "an import path that is not a string")
+				return true
+			}
+			if s.inst == nil {
 				return true
 			}
 			if inst := s.inst.LookupImport(path); inst != nil {

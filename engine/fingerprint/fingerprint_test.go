@@ -241,3 +241,44 @@ func TestFingerprintIsRefusedWhereTheSyntaxCannotTell(t *testing.T) {
 		})
 	}
 }
+
+// Rendering a selection evaluates only what it reaches (PrunedRoot): a
+// module only another release imports may even be broken. The render of
+// the selected release is the one the whole deployment gives, and errors
+// in what is kept keep their file:line.
+func TestPrunedRootRendersTheSelectionOnly(t *testing.T) {
+	deploytest.Registry(t, lib("v0.1.0", "hello"))
+	dir := fixture(t)
+	whole, err := render.Render(t.Context(), render.Options{Dir: dir, Environment: "prod"})
+	assert.NilError(t, err)
+	assert.Equal(t, len(whole), 2)
+	one := renderOne(t, dir, "web", "prod")
+	assert.Equal(t, whole[1].Key, "web")
+	assert.Equal(t, objectsJSON(t, one), objectsJSON(t, whole[1]))
+	assert.Equal(t, one.ChangeID, whole[1].ChangeID)
+
+	ov := fingerprint.PrunedRoot(dir, []string{"web"})
+	assert.Assert(t, ov != nil)
+	pruned := string(ov[filepath.Join(dir, "deploy.cue")])
+	assert.Assert(t, !strings.Contains(pruned, "apimodule"), pruned)
+	assert.Assert(t, strings.Contains(pruned, "webmodule"), pruned)
+	assert.Equal(t, strings.Count(pruned, "\n"), strings.Count(readFile(t, dir, "deploy.cue"), "\n"), "lines are kept")
+
+	// The api module breaks: web alone still renders, everything does not.
+	edit(t, dir, "api/api.cue", `greeting: lib.greeting`, `greeting: lib.greeting & 5`)
+	renderOne(t, dir, "web", "prod")
+	_, err = render.Render(t.Context(), render.Options{Dir: dir, Environment: "prod"})
+	assert.ErrorContains(t, err, "api.cue")
+
+	// An error in what is kept is reported where it is.
+	edit(t, dir, "deploy.cue", "releases: web: #module: webmodule", "releases: web: {#module: webmodule, values: tier: 7}")
+	_, err = render.Render(t.Context(), render.Options{Dir: dir, Environment: "prod", Releases: []string{"web"}})
+	assert.ErrorContains(t, err, "deploy.cue:15:51") // the line of the release, as in the file
+}
+
+func readFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	assert.NilError(t, err)
+	return string(b)
+}

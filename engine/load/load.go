@@ -40,6 +40,8 @@ type Deployment struct {
 
 	// RelaxedClosedness: evaluated with LoadWith's option of that name.
 	RelaxedClosedness bool
+	// RootOverlay is LoadWith's option of that name, for loading again.
+	RootOverlay map[string][]byte
 
 	// files are the root package's parsed files (for DeclPos).
 	files []*ast.File
@@ -52,6 +54,10 @@ type Options struct {
 	// blueprint regression uses it, after checking every field the strict
 	// evaluation refused against the blueprint's schema.
 	RelaxedClosedness bool
+	// RootOverlay replaces files of the directory as read from disk
+	// (path → content): engine/fingerprint.PrunedRoot's root package
+	// without the releases nobody selected, same positions.
+	RootOverlay map[string][]byte
 }
 
 // Load reads the deployment directory dir. Errors are classified as
@@ -85,6 +91,10 @@ func (p *Parsed) Source(filename string) ([]byte, error) {
 // Parse reads and parses the deployment directory dir without
 // evaluating it. Errors are validation errors with CUE positions.
 func Parse(ctx context.Context, dir string) (*Parsed, error) {
+	return parse(ctx, dir, nil)
+}
+
+func parse(ctx context.Context, dir string, rootOverlay map[string][]byte) (*Parsed, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fault.Validationf("deployment directory %q: %v", dir, err)
@@ -109,6 +119,9 @@ func Parse(ctx context.Context, dir string) (*Parsed, error) {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading %s: %w", modFile, err))
 	}
 	sources[modFile] = pinned
+	for name, b := range rootOverlay {
+		sources[name] = b
+	}
 	overlay := make(map[string]load.Source, len(sources))
 	for name, b := range sources {
 		overlay[name] = load.FromBytes(b)
@@ -129,7 +142,7 @@ func Parse(ctx context.Context, dir string) (*Parsed, error) {
 
 // LoadWith is Load with evaluation options.
 func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error) {
-	p, err := Parse(ctx, dir)
+	p, err := parse(ctx, dir, opts.RootOverlay)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +159,7 @@ func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error
 		}
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("evaluating %s:\n%s", dir, msg))
 	}
-	d := &Deployment{Dir: abs, ModulePath: modulePath(insts[0]), Root: vals[0], Catalog: vals[1], Context: cctx, RelaxedClosedness: opts.RelaxedClosedness, files: insts[0].Files}
+	d := &Deployment{Dir: abs, ModulePath: modulePath(insts[0]), Root: vals[0], Catalog: vals[1], Context: cctx, RelaxedClosedness: opts.RelaxedClosedness, RootOverlay: opts.RootOverlay, files: insts[0].Files}
 	if !d.Root.LookupPath(cue.ParsePath("releases")).Exists() {
 		return nil, fault.Validationf("%s: the root package declares no `releases`; declare `releases: [Name=string]: core.#ModuleRelease` and at least one release", dir)
 	}

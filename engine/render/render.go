@@ -25,6 +25,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/encrypted"
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/suggest"
@@ -76,7 +77,9 @@ var (
 // its own loaded deployment (its own CUE context); the result is the same
 // as rendering them one after the other.
 func Render(ctx context.Context, opts Options) ([]*Release, error) {
-	d, err := load.Load(ctx, opts.Dir)
+	// A selection of releases evaluates only what they reach.
+	lo := load.Options{RootOverlay: fingerprint.PrunedRoot(opts.Dir, opts.Releases)}
+	d, err := load.LoadWith(ctx, opts.Dir, lo)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +96,7 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 		if worker == 0 {
 			return p, nil
 		}
-		dw, err := load.Load(ctx, opts.Dir)
+		dw, err := load.LoadWith(ctx, opts.Dir, lo)
 		if err != nil {
 			return nil, err
 		}
