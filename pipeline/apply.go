@@ -215,9 +215,11 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 		return nil, err
 	}
 	cls := newClusters(co)
+	cache := newIdentityCache()
 	res := &ApplyResult{Releases: make([]AppliedRelease, 0, len(rels))}
 	for _, rel := range rels {
 		rel.Fingerprint = sel.fingerprints[rel.Key]
+		cache.put(rel)
 		// The cluster may re-scope objects, and with them the digest: the
 		// result reports the release as it is applied.
 		cl, scoped, err := cls.forRelease(ctx, rel)

@@ -105,9 +105,9 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 	if fps == nil {
 		return nil, nil
 	}
-	io := opts.renderOptions()
-	io.IdentityOnly = true
-	ids, err := render.Render(ctx, io)
+	sel := opts.Selection
+	sel.fingerprints = fps
+	ids, err := identities(ctx, sel)
 	if err != nil {
 		return nil, nil
 	}

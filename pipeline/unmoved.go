@@ -6,7 +6,6 @@ import (
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/reconcile"
-	"github.com/opmodel/pipeline/engine/render"
 )
 
 // fingerprints returns the input fingerprint of every selected release
@@ -45,9 +44,7 @@ func fingerprints(ctx context.Context, sel Selection) map[string]string {
 // are the keys that need the full apply; with done empty, every release
 // does.
 func applyUnmoved(ctx context.Context, opts ApplyOptions, sel Selection, ro reconcile.Options) (done []AppliedRelease, rest []string) {
-	io := sel.renderOptions()
-	io.IdentityOnly = true
-	ids, err := render.Render(ctx, io)
+	ids, err := identities(ctx, sel)
 	if err != nil {
 		return nil, sel.Releases // the full path reports it
 	}

@@ -185,3 +185,39 @@ releases: app: #module: appmodule
 	assert.Check(t, !cs.Releases[0].InputsIdentical)
 	assert.Equal(t, cs.Releases[0].Counts.Modified, 1)
 }
+
+// The identities of rendered releases are cached by fingerprint, so a
+// re-apply where nothing moved evaluates no CUE; an entry that does not
+// match the cluster only costs the full path.
+func TestIdentityCacheServesTheFastPath(t *testing.T) {
+	cacheDir := t.TempDir()
+	t.Setenv("OPM_CACHE_DIR", cacheDir)
+	ns := env.Namespace(t)
+	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: dev: namespace: %q
+releases: app: #module: appmodule
+`, ns))
+	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}}
+	res, err := pipeline.Apply(t.Context(), opts)
+	assert.NilError(t, err)
+	first := res.Releases[0]
+	_, c := latestChange(t, first)
+	entry := filepath.Join(cacheDir, "identities", strings.TrimPrefix(c.Inputs, "inputs-sha256-")+".json")
+	b, err := os.ReadFile(entry)
+	assert.NilError(t, err, "the full apply cached the identity")
+	assert.Assert(t, strings.Contains(string(b), first.ReleaseID), string(b))
+	assert.Assert(t, !strings.Contains(string(b), "smoke-secret-value"), "no values in the cache")
+
+	res, err = pipeline.Apply(t.Context(), opts)
+	assert.NilError(t, err)
+	assert.Check(t, res.Releases[0].InputsIdentical)
+
+	// A tampered entry (another namespace) finds no such release there:
+	// the full path runs and the result is still right.
+	assert.NilError(t, os.WriteFile(entry, []byte(strings.ReplaceAll(string(b), ns, "elsewhere")), 0o600))
+	res, err = pipeline.Apply(t.Context(), opts)
+	assert.NilError(t, err)
+	assert.Check(t, !res.Releases[0].InputsIdentical)
+	assert.Equal(t, res.Releases[0].Namespace, ns)
+	assert.Equal(t, res.Releases[0].Counts.Unchanged, 3)
+}

@@ -1,0 +1,120 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// identityCache keeps rendered releases' identities by input fingerprint,
+// as a build cache keeps outputs by action key: equal fingerprints mean
+// equal renders, so a hit is exactly the identity a render would give,
+// and a re-apply where nothing moved then evaluates no CUE at all. An
+// entry is a small JSON file (name, namespace, ids, module, the
+// environment's cluster settings; nothing secret) under the user cache
+// directory (OPM_CACHE_DIR overrides it). A cache that cannot be read or
+// written is no cache: the identities are evaluated.
+type identityCache struct{ dir string }
+
+func newIdentityCache() identityCache {
+	if d := os.Getenv("OPM_CACHE_DIR"); d != "" {
+		return identityCache{dir: filepath.Join(d, "identities")}
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return identityCache{}
+	}
+	return identityCache{dir: filepath.Join(d, "opm", "identities")}
+}
+
+// cachedIdentity is what an entry holds.
+type cachedIdentity struct {
+	Key         string         `json:"key"`
+	Name        string         `json:"name"`
+	Namespace   string         `json:"namespace"`
+	Environment string         `json:"environment,omitempty"`
+	ReleaseID   string         `json:"releaseId"`
+	Module      render.Module  `json:"module"`
+	Cluster     render.Cluster `json:"cluster"`
+}
+
+func (c identityCache) path(fp string) string {
+	return filepath.Join(c.dir, strings.TrimPrefix(fp, "inputs-sha256-")+".json")
+}
+
+// get returns the identity of the render with fingerprint fp.
+func (c identityCache) get(fp string) (*render.Release, bool) {
+	if c.dir == "" || fp == "" {
+		return nil, false
+	}
+	b, err := os.ReadFile(c.path(fp))
+	if err != nil {
+		return nil, false
+	}
+	var e cachedIdentity
+	if json.Unmarshal(b, &e) != nil || e.ReleaseID == "" {
+		return nil, false
+	}
+	return &render.Release{Key: e.Key, Name: e.Name, Namespace: e.Namespace, Environment: e.Environment,
+		ReleaseID: e.ReleaseID, Module: e.Module, Cluster: e.Cluster, Fingerprint: fp}, true
+}
+
+// put records r's identity under its fingerprint, atomically.
+func (c identityCache) put(r *render.Release) {
+	if c.dir == "" || r.Fingerprint == "" {
+		return
+	}
+	b, err := json.Marshal(cachedIdentity{Key: r.Key, Name: r.Name, Namespace: r.Namespace, Environment: r.Environment,
+		ReleaseID: r.ReleaseID, Module: r.Module, Cluster: r.Cluster})
+	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(c.dir, ".identity-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(b)
+	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), c.path(r.Fingerprint)) != nil {
+		_ = os.Remove(tmp.Name())
+	}
+}
+
+// identities returns the selected releases' identities, sorted by key:
+// from the cache when every one is there, else by evaluating them
+// (render's IdentityOnly), which fills the cache.
+func identities(ctx context.Context, sel Selection) ([]*render.Release, error) {
+	cache := newIdentityCache()
+	keys := make([]string, 0, len(sel.fingerprints))
+	for k := range sel.fingerprints {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]*render.Release, 0, len(keys))
+	for _, k := range keys {
+		r, ok := cache.get(sel.fingerprints[k])
+		if !ok || r.Key != k {
+			out = nil
+			break
+		}
+		out = append(out, r)
+	}
+	if out != nil {
+		return out, nil
+	}
+	io := sel.renderOptions()
+	io.IdentityOnly = true
+	ids, err := render.Render(ctx, io)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		id.Fingerprint = sel.fingerprints[id.Key]
+		cache.put(id)
+	}
+	return ids, nil
+}
