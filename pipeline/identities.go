@@ -3,9 +3,9 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/opmodel/pipeline/engine/render"
