@@ -47,11 +47,7 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	// One key for the whole output: equal Secret values mask equally.
 	m := diff.NewMasker()
 	sel := opts.Selection
-	var unmoved map[string]ReleaseChanges
-	var order []string
-	if !opts.NoSkip {
-		unmoved, order = diffUnmoved(ctx, cl, opts, m)
-	}
+	unmoved, order, prefetched := diffUnmoved(ctx, cl, opts, m)
 	if len(order) > 0 {
 		var rest []string
 		for _, k := range order {
@@ -85,7 +81,7 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 		rc, ok := unmoved[key]
 		if rel := rendered[key]; !ok && rel != nil {
 			var err error
-			if rc, err = diffRelease(ctx, cl, rel, opts, m); err != nil {
+			if rc, err = diffRelease(ctx, cl, rel, opts, m, prefetched[key]); err != nil {
 				rc.Error = err.Error()
 				errs = append(errs, fmt.Errorf("release %s: %w", rel.Name, err))
 			}
@@ -97,21 +93,23 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 }
 
 // diffUnmoved diffs without a render every release whose inputs are its
-// recorded change's, with nothing on the cluster moved (preview.Unmoved).
-// order is every selected key (nil when the identities could not be
-// evaluated: the render then reports why).
-func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Masker) (unmoved map[string]ReleaseChanges, order []string) {
+// recorded change's, with nothing on the cluster moved (preview.Unmoved),
+// and starts reading the cluster state of the others, which the render
+// then overlaps (preview.StartPrefetch). order is every selected key (nil
+// when the identities could not be evaluated: the render then reports
+// why).
+func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Masker) (unmoved map[string]ReleaseChanges, order []string, prefetched map[string]*preview.Prefetch) {
 	fps := fingerprints(ctx, opts.Selection)
 	if fps == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	sel := opts.Selection
 	sel.fingerprints = fps
 	ids, err := identities(ctx, sel)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	unmoved = map[string]ReleaseChanges{}
+	unmoved, prefetched = map[string]ReleaseChanges{}, map[string]*preview.Prefetch{}
 	for _, id := range ids {
 		order = append(order, id.Key)
 		id.Fingerprint = fps[id.Key]
@@ -119,9 +117,16 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 		if err != nil {
 			continue
 		}
-		pv, ok, err := preview.Unmoved(ctx, cluster, id, preview.Options{Ghosts: !opts.NoGhosts, Masker: m})
+		var pv *preview.Result
+		ok := false
+		if !opts.NoSkip {
+			pv, ok, err = preview.Unmoved(ctx, cluster, id, preview.Options{Ghosts: !opts.NoGhosts, Masker: m})
+		}
 		if err != nil || !ok {
-			continue // the full diff decides, and reports what went wrong
+			// The full diff decides, and reports what went wrong; what
+			// it reads from the cluster is read while it renders.
+			prefetched[id.Key] = preview.StartPrefetch(ctx, cluster, id, preview.Options{Ghosts: !opts.NoGhosts})
+			continue
 		}
 		latest, c, _ := pv.Inventory.Latest()
 		rc := ReleaseChanges{
@@ -144,10 +149,10 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 		}
 		unmoved[id.Key] = rc
 	}
-	return unmoved, order
+	return unmoved, order, prefetched
 }
 
-func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts DiffOptions, m *diff.Masker) (ReleaseChanges, error) {
+func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts DiffOptions, m *diff.Masker, pf *preview.Prefetch) (ReleaseChanges, error) {
 	rc := ReleaseChanges{
 		Name: rel.Name, Namespace: rel.Namespace, Environment: rel.Environment, ReleaseID: rel.ReleaseID,
 		Head:      Revision{ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID},
@@ -162,7 +167,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 	rc.Head = Revision{ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID}
 	rc.Warnings = append(append(rc.Warnings, rel.Warnings...), scoped...)
 	rc.Reach = reachOf(rel.Resources)
-	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts, Masker: m})
+	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts, Masker: m, Prefetched: pf})
 	if err != nil {
 		rc.Unreachable = fault.KindOf(err) == fault.Connectivity
 		return rc, err

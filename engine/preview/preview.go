@@ -51,6 +51,10 @@ type Options struct {
 	Workers int
 	// Masker masks Secret values in diffs; one per run (a fresh one when nil).
 	Masker *diff.Masker
+	// Prefetched, when started for the same release (StartPrefetch), is
+	// used instead of reading the inventory, the recorded objects and the
+	// labelled ones again.
+	Prefetched *Prefetch
 }
 
 // Object is one object's preview.
@@ -83,10 +87,16 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	if workers <= 0 {
 		workers = 8
 	}
-	invRel := inventory.Release{Name: rel.Name, Namespace: rel.Namespace, ReleaseID: rel.ReleaseID, Environment: rel.Environment}
-	inv, err := inventory.Read(ctx, cl.Clientset, invRel)
-	if err != nil {
-		return nil, err
+	pf := opts.Prefetched.forRelease(rel, opts.Ghosts)
+	var inv *inventory.Inventory
+	if pf != nil {
+		inv = pf.inv
+	} else {
+		var err error
+		invRel := inventory.Release{Name: rel.Name, Namespace: rel.Namespace, ReleaseID: rel.ReleaseID, Environment: rel.Environment}
+		if inv, err = inventory.Read(ctx, cl.Clientset, invRel); err != nil {
+			return nil, err
+		}
 	}
 	res := &Result{Inventory: inv}
 	client := objects.New(cl, objects.Options{DryRun: true})
@@ -103,20 +113,24 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	// the previews: run it beside them.
 	var labelled []*unstructured.Unstructured
 	scan := make(chan error, 1)
-	if opts.Ghosts {
+	switch {
+	case opts.Ghosts && pf != nil:
+		labelled, res.Discovery = pf.labelled, pf.stats
+		scan <- nil
+	case opts.Ghosts:
 		go func() {
 			var err error
 			labelled, res.Discovery, err = discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers})
 			scan <- err
 		}()
-	} else {
+	default:
 		scan <- nil
 	}
 
 	// Live objects are read in batches (one LIST per type and namespace by
 	// the release-id label, a GET for what that misses) instead of one GET
 	// each; the dry runs that follow are necessarily one per object.
-	live, _, err := discover.FromInventory(ctx, cl, current, discover.Options{Workers: workers, ReleaseID: rel.ReleaseID})
+	live, err := liveObjects(ctx, cl, current, pf, workers, rel.ReleaseID)
 	if err != nil {
 		<-scan
 		return nil, fmt.Errorf("reading the live objects of release %s: %w", rel.Name, err)
@@ -160,6 +174,36 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		}
 	}
 	return res, nil
+}
+
+// liveObjects reads the live object of each entry: what a prefetch read
+// already (the objects the inventory records), the rest in batches.
+func liveObjects(ctx context.Context, cl *kube.Cluster, current []inventory.Entry, pf *Prefetch, workers int, releaseID string) ([]discover.Found, error) {
+	if pf == nil {
+		found, _, err := discover.FromInventory(ctx, cl, current, discover.Options{Workers: workers, ReleaseID: releaseID})
+		return found, err
+	}
+	out := make([]discover.Found, len(current))
+	var missing []inventory.Entry
+	var at []int
+	for i, e := range current {
+		obj, ok := pf.recorded[e.ID()]
+		if !ok {
+			missing, at = append(missing, e), append(at, i)
+			continue
+		}
+		out[i] = discover.Found{Entry: e, Object: obj, Missing: obj == nil}
+	}
+	if len(missing) > 0 {
+		found, _, err := discover.FromInventory(ctx, cl, missing, discover.Options{Workers: workers, ReleaseID: releaseID})
+		if err != nil {
+			return nil, err
+		}
+		for j, f := range found {
+			out[at[j]] = f
+		}
+	}
+	return out, nil
 }
 
 // addGhosts adds what carries the release's labels but none of known.

@@ -1,0 +1,88 @@
+package preview
+
+import (
+	"context"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/opmodel/pipeline/engine/discover"
+	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/render"
+)
+
+// Prefetch reads, while the render still runs, what a preview reads from
+// the cluster whatever the render gives: the inventory, the live objects
+// its current change records and, with Options.Ghosts, the objects that
+// carry the release's labels. Only the release's identity is needed to
+// start it, so the cluster's latency overlaps CUE's CPU; Release then
+// reads only the rendered objects the inventory does not record.
+type Prefetch struct {
+	name, namespace, releaseID string
+	ghosts                     bool // the label scan ran
+
+	done     chan struct{}
+	inv      *inventory.Inventory
+	recorded map[manifest.ID]*unstructured.Unstructured // nil value: absent
+	labelled []*unstructured.Unstructured
+	stats    discover.Stats
+	err      error
+}
+
+// StartPrefetch starts reading for id, a release's identity (render's
+// IdentityOnly, or a cached one).
+func StartPrefetch(ctx context.Context, cl *kube.Cluster, id *render.Release, opts Options) *Prefetch {
+	p := &Prefetch{name: id.Name, namespace: id.Namespace, releaseID: id.ReleaseID, ghosts: opts.Ghosts, done: make(chan struct{})}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = 8
+	}
+	go func() {
+		defer close(p.done)
+		g, gctx := errgroup.WithContext(ctx)
+		if opts.Ghosts {
+			g.Go(func() error {
+				var err error
+				p.labelled, p.stats, err = discover.ByLabels(gctx, cl, discover.Query{Namespace: id.Namespace, ReleaseName: id.Name, ReleaseID: id.ReleaseID}, discover.Options{Workers: workers})
+				return err
+			})
+		}
+		g.Go(func() error {
+			inv, err := inventory.Read(gctx, cl.Clientset, inventory.Release{Name: id.Name, Namespace: id.Namespace, ReleaseID: id.ReleaseID, Environment: id.Environment})
+			if err != nil {
+				return err
+			}
+			p.inv = inv
+			var entries []inventory.Entry
+			if inv != nil { // nil: never applied
+				entries = inv.LatestEntries()
+			}
+			found, _, err := discover.FromInventory(gctx, cl, entries, discover.Options{Workers: workers, ReleaseID: id.ReleaseID})
+			if err != nil {
+				return err
+			}
+			p.recorded = make(map[manifest.ID]*unstructured.Unstructured, len(found))
+			for _, f := range found {
+				p.recorded[f.Entry.ID()] = f.Object
+			}
+			return nil
+		})
+		p.err = g.Wait()
+	}()
+	return p
+}
+
+// forRelease waits for the prefetch and returns it when it read rel's
+// cluster state without error; nil means Release reads everything itself.
+func (p *Prefetch) forRelease(rel *render.Release, ghosts bool) *Prefetch {
+	if p == nil || p.name != rel.Name || p.namespace != rel.Namespace || p.releaseID != rel.ReleaseID {
+		return nil
+	}
+	<-p.done
+	if p.err != nil || (ghosts && !p.ghosts) {
+		return nil
+	}
+	return p
+}
