@@ -35,15 +35,22 @@ func inventoryVersion(t *testing.T, r pipeline.AppliedRelease) string {
 	return s.ResourceVersion
 }
 
+// devRelease is HealthyModule released as app in environment dev, in a
+// namespace of its own.
+func devRelease(t *testing.T) (ns, dir string) {
+	t.Helper()
+	ns = env.Namespace(t)
+	return ns, deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: dev: namespace: %q
+releases: app: #module: appmodule
+`, ns))
+}
+
 // A re-apply whose inputs are those of the recorded change, with nothing
 // on the cluster moved, renders nothing and writes nothing; any moved
 // input, a touched or deleted object, or --no-skip takes the full path.
 func TestApplySkipsTheRenderWhenNothingMoved(t *testing.T) {
-	ns := env.Namespace(t)
-	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
-environments: dev: namespace: %q
-releases: app: #module: appmodule
-`, ns))
+	ns, dir := devRelease(t)
 	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}}
 	apply := func(o pipeline.ApplyOptions) pipeline.AppliedRelease {
 		t.Helper()
@@ -112,11 +119,7 @@ releases: app: #module: appmodule
 // A commit that does not touch a release still reaches its inventory on
 // the fast path (a promotion gate reads it), under the release's lock.
 func TestSkippedApplyRecordsTheNewCommit(t *testing.T) {
-	ns := env.Namespace(t)
-	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
-environments: dev: namespace: %q
-releases: app: #module: appmodule
-`, ns))
+	_, dir := devRelease(t)
 	gitRun(t, dir, "init", "-q", "-b", "main")
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "one")
@@ -140,11 +143,7 @@ releases: app: #module: appmodule
 // change's, untouched since, is all unchanged without a render — and
 // ghosts are still found.
 func TestDiffSkipsTheRenderWhenNothingMoved(t *testing.T) {
-	ns := env.Namespace(t)
-	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
-environments: dev: namespace: %q
-releases: app: #module: appmodule
-`, ns))
+	ns, dir := devRelease(t)
 	sel := pipeline.Selection{Dir: dir, Environment: "dev"}
 	co := pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}
 	for range 2 {
@@ -192,11 +191,7 @@ releases: app: #module: appmodule
 func TestIdentityCacheServesTheFastPath(t *testing.T) {
 	cacheDir := t.TempDir()
 	t.Setenv("OPM_CACHE_DIR", cacheDir)
-	ns := env.Namespace(t)
-	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
-environments: dev: namespace: %q
-releases: app: #module: appmodule
-`, ns))
+	ns, dir := devRelease(t)
 	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}}
 	res, err := pipeline.Apply(t.Context(), opts)
 	assert.NilError(t, err)

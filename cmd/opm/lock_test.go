@@ -138,19 +138,26 @@ func TestConcurrentAppliesAreSerialised(t *testing.T) {
 				assert.Check(t, is.Contains(p.stderr.String(), fmt.Sprintf("held by round-%d-%s since", round, names[1-i])))
 			}
 		}
-		last := 0
-		if ps[1].ended.After(ps[0].ended) {
-			last = 1
-		}
-		want := []string{"Deployment/" + names[last], "Secret/" + names[last] + "-creds", "Service/" + names[last]}
-		id, got := recorded(t, cs, ns)
-		assert.DeepEqual(t, got, want)
-		assert.DeepEqual(t, releaseObjects(t, cs, ns, id), want)
+		lastOneWins(t, cs, ns, names, ps)
 	}
 	t.Logf("%d of 10 rounds had one apply wait for the other", waits)
 	assert.Assert(t, waits > 0, "the applies never overlapped, so the lock was never exercised")
 	_, err := cs.CoordinationV1().Leases(ns).Get(t.Context(), "opm.app."+mustReleaseID(t, cs, ns), metav1.GetOptions{})
 	assert.Assert(t, apierrors.IsNotFound(err), "the lock is released at the end: %v", err)
+}
+
+// lastOneWins checks that the inventory and the cluster agree and hold
+// the objects of whichever of the two racing applies ended last.
+func lastOneWins(t *testing.T, cs kubernetes.Interface, ns string, names []string, ps []*proc) {
+	t.Helper()
+	last := 0
+	if ps[1].ended.After(ps[0].ended) {
+		last = 1
+	}
+	want := []string{"Deployment/" + names[last], "Secret/" + names[last] + "-creds", "Service/" + names[last]}
+	id, got := recorded(t, cs, ns)
+	assert.DeepEqual(t, got, want)
+	assert.DeepEqual(t, releaseObjects(t, cs, ns, id), want)
 }
 
 func mustReleaseID(t *testing.T, cs kubernetes.Interface, ns string) string {
@@ -321,14 +328,7 @@ func TestSkippedAppliesRaceFullApplies(t *testing.T) {
 		if strings.Contains(ps[0].stdout.String(), "unchanged (inputs identical)") {
 			skipped++
 		}
-		last := 0
-		if ps[1].ended.After(ps[0].ended) {
-			last = 1
-		}
-		want := []string{"Deployment/" + names[last], "Secret/" + names[last] + "-creds", "Service/" + names[last]}
-		id, got := recorded(t, cs, ns)
-		assert.DeepEqual(t, got, want)
-		assert.DeepEqual(t, releaseObjects(t, cs, ns, id), want)
+		lastOneWins(t, cs, ns, names, ps)
 	}
 	t.Logf("%d of 8 rounds took the fast path for blue", skipped)
 	assert.Assert(t, skipped > 0, "the fast path never ran, so it was never raced")
