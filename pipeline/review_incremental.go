@@ -36,7 +36,7 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 				return s, true
 			}
 		}
-		p, err := load.Parse(ctx, dir)
+		p, err := load.ParseImports(ctx, dir)
 		if err != nil {
 			return nil, false
 		}

@@ -24,6 +24,7 @@
 package fingerprint
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -37,6 +38,7 @@ import (
 
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
+	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/token"
 
 	"github.com/opmodel/pipeline/buildinfo"
@@ -305,7 +307,11 @@ func (t *Tree) scanFiles(files []*ast.File, inst *build.Instance) {
 // imports maps the names the file's imports declare (their alias, else
 // the imported package's name) to the packages.
 func (s *fileScan) imports() map[string]*build.Instance {
+	if s.byName != nil {
+		return s.byName
+	}
 	out := map[string]*build.Instance{}
+	s.byName = out
 	if s.inst == nil {
 		return out
 	}
@@ -336,10 +342,11 @@ type releaseNodes struct {
 
 // fileScan scans one file of the root package.
 type fileScan struct {
-	t     *Tree
-	inst  *build.Instance
-	file  *ast.File
-	marks *releaseNodes
+	t      *Tree
+	inst   *build.Instance
+	file   *ast.File
+	marks  *releaseNodes
+	byName map[string]*build.Instance // imports(), once per file
 }
 
 func (s *fileScan) unsure(n ast.Node, what string) {
@@ -496,9 +503,31 @@ func (s *fileScan) refs(n ast.Node, key string) []*build.Instance {
 
 // scanValuesFiles collects the literal paths of every valuesFiles field
 // of inst: by environment when declared under `environments: NAME:` of
-// the root package, else for every environment.
+// the root package, else for every environment. An imported package may
+// have been parsed only up to its imports (load.ParseImports): a file
+// that mentions valuesFiles is parsed whole here.
 func (t *Tree) scanValuesFiles(inst *build.Instance, root bool) {
-	for _, f := range inst.Files {
+	files := inst.Files
+	if !root {
+		files = nil
+		for _, bf := range inst.BuildFiles {
+			b, err := t.p.Source(bf.Filename)
+			if err != nil {
+				t.unsure = fmt.Errorf("reading %s: %w", bf.Filename, ErrUnsure)
+				return
+			}
+			if !bytes.Contains(b, []byte("valuesFiles")) {
+				continue
+			}
+			f, err := parser.ParseFile(bf.Filename, b)
+			if err != nil {
+				t.unsure = fmt.Errorf("parsing %s: %w", bf.Filename, ErrUnsure)
+				return
+			}
+			files = append(files, f)
+		}
+	}
+	for _, f := range files {
 		var path []string
 		ast.Walk(f, func(n ast.Node) bool {
 			fld, ok := n.(*ast.Field)

@@ -93,7 +93,7 @@ releases: api: {#module: apimodule}
 
 func of(t *testing.T, dir, key string, in fingerprint.Inputs) string {
 	t.Helper()
-	p, err := load.Parse(t.Context(), dir)
+	p, err := load.ParseImports(t.Context(), dir)
 	assert.NilError(t, err)
 	tree, err := fingerprint.Scan(p)
 	assert.NilError(t, err)
@@ -232,7 +232,7 @@ func TestFingerprintIsRefusedWhereTheSyntaxCannotTell(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := fixture(t)
 			edit(t, dir, "deploy.cue", c.old, c.new)
-			p, err := load.Parse(t.Context(), dir)
+			p, err := load.ParseImports(t.Context(), dir)
 			assert.NilError(t, err)
 			tree, err := fingerprint.Scan(p)
 			assert.NilError(t, err)

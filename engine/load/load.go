@@ -20,6 +20,7 @@ import (
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/load"
+	"cuelang.org/go/cue/parser"
 
 	"github.com/opmodel/pipeline/catalog"
 	"github.com/opmodel/pipeline/engine/fault"
@@ -91,10 +92,19 @@ func (p *Parsed) Source(filename string) ([]byte, error) {
 // Parse reads and parses the deployment directory dir without
 // evaluating it. Errors are validation errors with CUE positions.
 func Parse(ctx context.Context, dir string) (*Parsed, error) {
-	return parse(ctx, dir, nil)
+	return parse(ctx, dir, nil, false)
 }
 
-func parse(ctx context.Context, dir string, rootOverlay map[string][]byte) (*Parsed, error) {
+// ParseImports is Parse with the files of every imported package parsed
+// only up to their imports (the package clause and import declarations):
+// enough to know the import graph and each package's files, which is all
+// a fingerprint needs of them, at a fraction of the cost. The root
+// package's files are parsed whole.
+func ParseImports(ctx context.Context, dir string) (*Parsed, error) {
+	return parse(ctx, dir, nil, true)
+}
+
+func parse(ctx context.Context, dir string, rootOverlay map[string][]byte, importsOnly bool) (*Parsed, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fault.Validationf("deployment directory %q: %v", dir, err)
@@ -128,6 +138,14 @@ func parse(ctx context.Context, dir string, rootOverlay map[string][]byte) (*Par
 	}
 
 	cfg := &load.Config{Dir: abs, ModuleRoot: abs, Registry: reg, Overlay: overlay}
+	if importsOnly {
+		cfg.ParseFile = func(name string, src any, pc parser.Config) (*ast.File, error) {
+			if filepath.Dir(name) == abs {
+				return parser.ParseFile(name, src, pc)
+			}
+			return parser.ParseFile(name, src, pc, parser.ImportsOnly)
+		}
+	}
 	insts := load.Instances([]string{".", catalog.ModulePath}, cfg)
 	for _, inst := range insts {
 		if inst.Err != nil {
@@ -142,7 +160,7 @@ func parse(ctx context.Context, dir string, rootOverlay map[string][]byte) (*Par
 
 // LoadWith is Load with evaluation options.
 func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error) {
-	p, err := parse(ctx, dir, opts.RootOverlay)
+	p, err := parse(ctx, dir, opts.RootOverlay, false)
 	if err != nil {
 		return nil, err
 	}
