@@ -68,7 +68,7 @@ func TestBenchMonorepo(t *testing.T) {
 	} {
 		fp := median(func() time.Duration {
 			start := time.Now()
-			p, err := load.ParseImports(t.Context(), c.dir)
+			p, err := load.ParseImports(t.Context(), c.dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,13 +33,21 @@ func reviewGit(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, baseDir, done, err := checkoutDir(ctx, repo, dir, base)
-	if err != nil {
-		return nil, err
+	o := opts
+	root, baseDir, overlay, done, err := readBase(ctx, repo, dir, base)
+	if err != nil || opts.NoSkip {
+		// A checkout reproduces what reading objects cannot (symbolic
+		// links, submodules); NoSkip reviews the way it always did.
+		if done != nil {
+			done()
+		}
+		if root, baseDir, done, err = checkoutDir(ctx, repo, dir, base); err != nil {
+			return nil, err
+		}
+		overlay = nil
 	}
 	defer done()
-	o := opts
-	o.BaseRefs, o.BaseDir = nil, baseDir
+	o.BaseRefs, o.BaseDir, o.baseOverlay = nil, baseDir, overlay
 	cs, err := Review(ctx, o)
 	if err != nil {
 		return nil, err
@@ -76,6 +85,49 @@ func resolveFirst(ctx context.Context, repo string, refs []string) (ref, commit 
 	}
 	return "", "", fault.Wrap(fault.NotFound, fmt.Errorf("finding the base to review against: no such commit in %s (tried %s): %w",
 		repo, strings.Join(tried, ", "), errors.Join(errs...)))
+}
+
+// readBase reads the deployment directory dir as of commit from git's
+// object store (gitref.ReadFiles) into a temporary directory: its CUE
+// files stay in memory, an overlay for CUE's loader; only the others
+// (values files, cue.mod) are written, which in a repository of many
+// modules is a small part of a checkout. done removes the directory.
+func readBase(ctx context.Context, repo, dir, commit string) (root, baseDir string, overlay map[string][]byte, done func(), err error) {
+	rel, err := relPath(repo, dir)
+	if err != nil {
+		return "", "", nil, nil, err
+	}
+	files, err := gitref.ReadFiles(ctx, repo, commit, filepath.ToSlash(rel))
+	if err != nil {
+		return "", "", nil, nil, err
+	}
+	root, err = os.MkdirTemp("", "opm-base-")
+	if err != nil {
+		return "", "", nil, nil, fmt.Errorf("reading the base: %w", err)
+	}
+	done = func() { _ = os.RemoveAll(root) }
+	baseDir = filepath.Join(root, rel)
+	overlay = map[string][]byte{}
+	for p, b := range files {
+		abs := filepath.Join(root, filepath.FromSlash(p))
+		inMod := strings.HasPrefix(filepath.ToSlash(strings.TrimPrefix(abs, baseDir+string(filepath.Separator))), "cue.mod/")
+		if strings.HasSuffix(p, ".cue") && !inMod {
+			overlay[abs] = b
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return "", "", nil, done, fmt.Errorf("reading the base: %w", err)
+		}
+		if err := os.WriteFile(abs, b, 0o644); err != nil {
+			return "", "", nil, done, fmt.Errorf("reading the base: %w", err)
+		}
+	}
+	if len(files) > 0 {
+		if err := os.MkdirAll(baseDir, 0o755); err != nil {
+			return "", "", nil, done, fmt.Errorf("reading the base: %w", err)
+		}
+	}
+	return root, baseDir, overlay, done, nil
 }
 
 // checkoutDir checks commit of repo out into a temporary worktree and

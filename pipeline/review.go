@@ -51,6 +51,9 @@ type ReviewOptions struct {
 
 	// masker masks Secret values, one key per Review.
 	masker *diff.Masker
+	// baseOverlay holds the base's CUE files when they were read from
+	// git rather than checked out (see reviewGit).
+	baseOverlay map[string][]byte
 }
 
 // Review compares two versions of a deployment directory without a
@@ -195,7 +198,7 @@ func loadReviewSide(ctx context.Context, name, dir string, required bool, overla
 		}
 	}
 	s.present = true
-	d, err := load.LoadWith(ctx, dir, load.Options{RootOverlay: overlay})
+	d, err := load.LoadWith(ctx, dir, load.Options{Overlay: overlay})
 	if err != nil {
 		s.err = fmt.Errorf("loading the %s: %w", name, err)
 		return s

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -26,8 +27,8 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 	if opts.NoSkip {
 		return nil, nil, false
 	}
-	scan := func(name, dir string, required bool) (*reviewSide, bool) {
-		s := &reviewSide{name: name, dir: dir}
+	scan := func(name, dir string, required bool, overlay map[string][]byte) (*reviewSide, bool) {
+		s := &reviewSide{name: name, dir: dir, overlay: overlay}
 		if !required {
 			if dir == "" {
 				return s, true
@@ -36,7 +37,7 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 				return s, true
 			}
 		}
-		p, err := load.ParseImports(ctx, dir)
+		p, err := load.ParseImports(ctx, dir, overlay)
 		if err != nil {
 			return nil, false
 		}
@@ -52,10 +53,10 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 		return s, true
 	}
 	// One side after the other: cue/load parses in parallel already.
-	if head, ok = scan("head", opts.Selection.renderOptions().Dir, true); !ok {
+	if head, ok = scan("head", opts.Selection.renderOptions().Dir, true, nil); !ok {
 		return nil, nil, false
 	}
-	if base, ok = scan("base", opts.BaseDir, false); !ok {
+	if base, ok = scan("base", opts.BaseDir, false, opts.baseOverlay); !ok {
 		return nil, nil, false
 	}
 	// Groups are read by evaluating environments: leave them to the load.
@@ -118,6 +119,14 @@ func pruneSides(head, base *reviewSide, envs, keys []string) {
 				}
 			}
 		}
-		side.overlay = fingerprint.PrunedRoot(side.dir, rendered)
+		pruned := fingerprint.PrunedRoot(side.dir, rendered, side.overlay)
+		if pruned != nil {
+			merged := maps.Clone(side.overlay)
+			if merged == nil {
+				merged = map[string][]byte{}
+			}
+			maps.Copy(merged, pruned)
+			side.overlay = merged
+		}
 	}
 }

@@ -19,7 +19,7 @@ type reviewed struct {
 // review cannot start before both are read.
 func loadReviewSides(ctx context.Context, opts ReviewOptions) (head, base *reviewSide) {
 	loadHead := func() { head = loadReviewSide(ctx, "head", opts.Selection.renderOptions().Dir, true, nil) }
-	loadBase := func() { base = loadReviewSide(ctx, "base", opts.BaseDir, false, nil) }
+	loadBase := func() { base = loadReviewSide(ctx, "base", opts.BaseDir, false, opts.baseOverlay) }
 	if render.Workers(2, opts.Parallelism) < 2 {
 		loadHead()
 		loadBase()

@@ -384,3 +384,32 @@ func TestReviewShowsAndFlagsReach(t *testing.T) {
 	assert.Check(t, is.Contains(md, "| minecraft | staging | staging | `staging` |"))
 	assert.Check(t, is.Contains(report.Text(cs, false), "  writes to namespaces blog\n"))
 }
+
+// A review against a git ref reads the base from git's object store (no
+// checkout) and renders only what changed; the result is the one a
+// checkout of the base and a render of every pair give (NoSkip).
+func TestGitReviewReadsTheBaseFromObjects(t *testing.T) {
+	base, _ := reviewDirs(t, nil, nil)
+	gitRun(t, base, "init", "-q", "-b", "main")
+	gitRun(t, base, "add", "-A")
+	gitRun(t, base, "commit", "-q", "-m", "base")
+	gitRun(t, base, "checkout", "-q", "-b", "feature")
+	renameMinecraft(t)(base)
+	moveSettings(t)(base)
+	gitRun(t, base, "commit", "-qam", "change")
+
+	quick, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: base}, BaseRefs: []string{"main"}})
+	assert.NilError(t, err)
+	full, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: base}, BaseRefs: []string{"main"}, NoSkip: true})
+	assert.NilError(t, err)
+	assert.Equal(t, quick.BaseCommit, full.BaseCommit)
+	assert.Equal(t, len(quick.Releases), len(full.Releases))
+	for i := range full.Releases {
+		q, f := quick.Releases[i], full.Releases[i]
+		assert.Equal(t, q.Error, "")
+		assert.DeepEqual(t, q.Head, f.Head)
+		assert.DeepEqual(t, q.Base, f.Base)
+		assert.DeepEqual(t, q.Counts, f.Counts)
+	}
+	assert.Assert(t, quick.Counts.Changed())
+}

@@ -13,7 +13,7 @@ import (
 // what a release reads: then every release is rendered, as before.
 func fingerprints(ctx context.Context, sel Selection) map[string]string {
 	ro := sel.renderOptions()
-	p, err := load.ParseImports(ctx, ro.Dir)
+	p, err := load.ParseImports(ctx, ro.Dir, nil)
 	if err != nil {
 		return nil // the render reports it
 	}

@@ -93,7 +93,7 @@ releases: api: {#module: apimodule}
 
 func of(t *testing.T, dir, key string, in fingerprint.Inputs) string {
 	t.Helper()
-	p, err := load.ParseImports(t.Context(), dir)
+	p, err := load.ParseImports(t.Context(), dir, nil)
 	assert.NilError(t, err)
 	tree, err := fingerprint.Scan(p)
 	assert.NilError(t, err)
@@ -232,7 +232,7 @@ func TestFingerprintIsRefusedWhereTheSyntaxCannotTell(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := fixture(t)
 			edit(t, dir, "deploy.cue", c.old, c.new)
-			p, err := load.ParseImports(t.Context(), dir)
+			p, err := load.ParseImports(t.Context(), dir, nil)
 			assert.NilError(t, err)
 			tree, err := fingerprint.Scan(p)
 			assert.NilError(t, err)
@@ -257,7 +257,7 @@ func TestPrunedRootRendersTheSelectionOnly(t *testing.T) {
 	assert.Equal(t, objectsJSON(t, one), objectsJSON(t, whole[1]))
 	assert.Equal(t, one.ChangeID, whole[1].ChangeID)
 
-	ov := fingerprint.PrunedRoot(dir, []string{"web"})
+	ov := fingerprint.PrunedRoot(dir, []string{"web"}, nil)
 	assert.Assert(t, ov != nil)
 	pruned := string(ov[filepath.Join(dir, "deploy.cue")])
 	assert.Assert(t, !strings.Contains(pruned, "apimodule"), pruned)

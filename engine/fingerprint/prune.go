@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
@@ -23,7 +24,10 @@ import (
 // the root package is not the directory's only package: then everything
 // is loaded, as without pruning. The evaluation of keep's releases is
 // the same either way; only the cost differs.
-func PrunedRoot(dir string, keep []string) map[string][]byte {
+//
+// overlay (absolute path → content, as load.Options.Overlay) is read
+// instead of the disk where it has a file.
+func PrunedRoot(dir string, keep []string, overlay map[string][]byte) map[string][]byte {
 	if len(keep) == 0 {
 		return nil
 	}
@@ -32,9 +36,18 @@ func PrunedRoot(dir string, keep []string) map[string][]byte {
 		return nil
 	}
 	names, err := filepath.Glob(filepath.Join(dir, "*.cue"))
-	if err != nil || len(names) == 0 {
+	if err != nil {
 		return nil
 	}
+	for name := range overlay {
+		if filepath.Dir(name) == dir && strings.HasSuffix(name, ".cue") && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
 	srcs := map[string][]byte{}
 	var files []*ast.File
 	pkg := ""
@@ -42,9 +55,11 @@ func PrunedRoot(dir string, keep []string) map[string][]byte {
 		if filepath.Base(name)[0] == '.' || filepath.Base(name)[0] == '_' {
 			return nil // cue/load's own rules for such files: leave it to it
 		}
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return nil
+		b, ok := overlay[name]
+		if !ok {
+			if b, err = os.ReadFile(name); err != nil {
+				return nil
+			}
 		}
 		f, err := parser.ParseFile(name, b, parser.ParseComments)
 		if err != nil {

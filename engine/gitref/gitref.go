@@ -2,12 +2,16 @@
 // files, so a review can render the deployment as it was at the base of a
 // pull request next to the working tree's head, and finds merge bases.
 //
-// It runs the git binary. A ref is checked out with `git worktree add
-// --detach` rather than extracted with `git archive`: a worktree goes
-// through the same checkout path as the head (smudge filters such as Git
-// LFS, eol conversion) and ignores `export-ignore` attributes, which could
-// silently drop files from an archive, so base and head differ only by
-// their commits. Hooks are disabled for the checkout.
+// It runs the git binary. ReadFiles reads a directory of a commit
+// straight from the object store, writing nothing, when nothing could
+// make a checkout write other bytes (no attributes, no end-of-line
+// conversion, no links or submodules). Otherwise a ref is checked out with
+// `git worktree add --detach` rather than extracted with `git archive`: a
+// worktree goes through the same checkout path as the head (smudge
+// filters such as Git LFS, eol conversion) and ignores `export-ignore`
+// attributes, which could silently drop files from an archive, so base
+// and head differ only by their commits. Hooks are disabled for the
+// checkout.
 package gitref
 
 import (

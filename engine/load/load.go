@@ -41,8 +41,8 @@ type Deployment struct {
 
 	// RelaxedClosedness: evaluated with LoadWith's option of that name.
 	RelaxedClosedness bool
-	// RootOverlay is LoadWith's option of that name, for loading again.
-	RootOverlay map[string][]byte
+	// Overlay is LoadWith's option of that name, for loading again.
+	Overlay map[string][]byte
 
 	// files are the root package's parsed files (for DeclPos).
 	files []*ast.File
@@ -55,10 +55,12 @@ type Options struct {
 	// blueprint regression uses it, after checking every field the strict
 	// evaluation refused against the blueprint's schema.
 	RelaxedClosedness bool
-	// RootOverlay replaces files of the directory as read from disk
-	// (path → content): engine/fingerprint.PrunedRoot's root package
-	// without the releases nobody selected, same positions.
-	RootOverlay map[string][]byte
+	// Overlay replaces or adds files (absolute path → content) as CUE's
+	// loader reads them: engine/fingerprint.PrunedRoot's root package
+	// without the releases nobody selected (same positions), or a review
+	// base's CUE files read from git's object store, never written out.
+	// Files read outside the loader (values files) must be on disk.
+	Overlay map[string][]byte
 }
 
 // Load reads the deployment directory dir. Errors are classified as
@@ -99,9 +101,9 @@ func Parse(ctx context.Context, dir string) (*Parsed, error) {
 // only up to their imports (the package clause and import declarations):
 // enough to know the import graph and each package's files, which is all
 // a fingerprint needs of them, at a fraction of the cost. The root
-// package's files are parsed whole.
-func ParseImports(ctx context.Context, dir string) (*Parsed, error) {
-	return parse(ctx, dir, nil, true)
+// package's files are parsed whole. overlay is Options.Overlay.
+func ParseImports(ctx context.Context, dir string, overlay map[string][]byte) (*Parsed, error) {
+	return parse(ctx, dir, overlay, true)
 }
 
 func parse(ctx context.Context, dir string, rootOverlay map[string][]byte, importsOnly bool) (*Parsed, error) {
@@ -160,7 +162,7 @@ func parse(ctx context.Context, dir string, rootOverlay map[string][]byte, impor
 
 // LoadWith is Load with evaluation options.
 func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error) {
-	p, err := parse(ctx, dir, opts.RootOverlay, false)
+	p, err := parse(ctx, dir, opts.Overlay, false)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +179,7 @@ func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error
 		}
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("evaluating %s:\n%s", dir, msg))
 	}
-	d := &Deployment{Dir: abs, ModulePath: modulePath(insts[0]), Root: vals[0], Catalog: vals[1], Context: cctx, RelaxedClosedness: opts.RelaxedClosedness, RootOverlay: opts.RootOverlay, files: insts[0].Files}
+	d := &Deployment{Dir: abs, ModulePath: modulePath(insts[0]), Root: vals[0], Catalog: vals[1], Context: cctx, RelaxedClosedness: opts.RelaxedClosedness, Overlay: opts.Overlay, files: insts[0].Files}
 	if !d.Root.LookupPath(cue.ParsePath("releases")).Exists() {
 		return nil, fault.Validationf("%s: the root package declares no `releases`; declare `releases: [Name=string]: core.#ModuleRelease` and at least one release", dir)
 	}

@@ -117,7 +117,7 @@ func declaringBlueprint(rel cue.Value, comp, field, refused string) string {
 // refused was matched to a field of a blueprint schema, so relaxing
 // closedness accepts nothing the schemas do not declare.
 func (p *plan) withBlueprintWorkaround(key string, bp *blueprintRegression) (*Release, error) {
-	d, err := load.LoadWith(p.ctx, p.d.Dir, load.Options{RelaxedClosedness: true, RootOverlay: p.d.RootOverlay})
+	d, err := load.LoadWith(p.ctx, p.d.Dir, load.Options{RelaxedClosedness: true, Overlay: p.d.Overlay})
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ var (
 // as rendering them one after the other.
 func Render(ctx context.Context, opts Options) ([]*Release, error) {
 	// A selection of releases evaluates only what they reach.
-	lo := load.Options{RootOverlay: fingerprint.PrunedRoot(opts.Dir, opts.Releases)}
+	lo := load.Options{Overlay: fingerprint.PrunedRoot(opts.Dir, opts.Releases, nil)}
 	d, err := load.LoadWith(ctx, opts.Dir, lo)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,134 @@
+package gitref
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ErrNotPlain is returned by ReadFiles for a tree holding symbolic links
+// or submodules, which only a checkout reproduces.
+var ErrNotPlain = errors.New("the tree holds symbolic links or submodules")
+
+// ReadFiles returns the files under dir (a path relative to the
+// repository root, "" for all) at commit, read from git's object store and
+// keyed by their path relative to the repository root. Nothing is written
+// to disk, so a review's base costs what it reads, not a checkout of the
+// repository. A checkout may change what it writes (smudge filters such
+// as Git LFS, end-of-line conversion): where the repository can (a
+// .gitattributes in the tree, attributes configured, core.autocrlf or
+// core.eol set), ReadFiles returns ErrNotPlain and the caller checks out.
+func ReadFiles(ctx context.Context, repo, commit, dir string) (map[string][]byte, error) {
+	if filtered(ctx, repo, commit) {
+		return nil, ErrNotPlain
+	}
+	args := []string{"ls-tree", "-r", "-z", "--full-tree", commit}
+	if dir != "" && dir != "." {
+		args = append(args, "--", strings.TrimSuffix(dir, "/")+"/")
+	}
+	list, err := gitBytes(ctx, repo, nil, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s at %s: %w", dir, short(commit), err)
+	}
+	var paths []string
+	for _, rec := range bytes.Split(list, []byte{0}) {
+		if len(rec) == 0 {
+			continue
+		}
+		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
+		if !ok {
+			return nil, fmt.Errorf("listing %s at %s: unexpected line %q", dir, short(commit), rec)
+		}
+		fields := strings.Fields(string(meta))
+		if len(fields) != 3 || fields[1] != "blob" || fields[0] == "120000" {
+			return nil, ErrNotPlain
+		}
+		paths = append(paths, string(path))
+	}
+	out := make(map[string][]byte, len(paths))
+	if len(paths) == 0 {
+		return out, nil
+	}
+	var in bytes.Buffer
+	for _, p := range paths {
+		if strings.ContainsAny(p, "\n") {
+			return nil, ErrNotPlain
+		}
+		fmt.Fprintf(&in, "%s:%s\n", commit, p)
+	}
+	raw, err := gitBytes(ctx, repo, &in, "cat-file", "--batch")
+	if err != nil {
+		return nil, fmt.Errorf("reading %s at %s: %w", dir, short(commit), err)
+	}
+	r := bufio.NewReader(bytes.NewReader(raw))
+	for _, p := range paths {
+		header, err := r.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("reading %s at %s: %w", p, short(commit), err)
+		}
+		f := strings.Fields(header)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("reading %s at %s: %s", p, short(commit), strings.TrimSpace(header))
+		}
+		size, err := strconv.Atoi(f[2])
+		if err != nil {
+			return nil, fmt.Errorf("reading %s at %s: %q", p, short(commit), header)
+		}
+		b := make([]byte, size+1) // the content and its trailing newline
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, fmt.Errorf("reading %s at %s: %w", p, short(commit), err)
+		}
+		out[p] = b[:size]
+	}
+	return out, nil
+}
+
+// filtered reports whether a checkout of commit could write other bytes
+// than the objects hold.
+func filtered(ctx context.Context, repo, commit string) bool {
+	for _, key := range []string{"core.autocrlf", "core.eol", "core.attributesFile"} {
+		if v, err := git(ctx, repo, "config", "--get", key); err == nil && v != "" && v != "false" {
+			return true
+		}
+	}
+	if gitDir, err := git(ctx, repo, "rev-parse", "--git-common-dir"); err == nil {
+		if !filepath.IsAbs(gitDir) {
+			gitDir = filepath.Join(repo, gitDir)
+		}
+		if _, err := os.Stat(filepath.Join(gitDir, "info", "attributes")); err == nil {
+			return true
+		}
+	}
+	names, err := gitBytes(ctx, repo, nil, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit)
+	if err != nil {
+		return true
+	}
+	for _, n := range bytes.Split(names, []byte{0}) {
+		if filepath.Base(string(n)) == ".gitattributes" {
+			return true
+		}
+	}
+	return false
+}
+
+// gitBytes runs git with stdin and returns stdout untrimmed.
+func gitBytes(ctx context.Context, dir string, stdin io.Reader, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=" + os.DevNull}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	cmd.Stdin = stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
