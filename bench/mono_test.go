@@ -72,7 +72,7 @@ func TestBenchMonorepo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tree, err := fingerprint.Scan(p)
+			tree, err := fingerprint.Scan(ctx, p)
 			if err != nil {
 				t.Fatal(err)
 			}

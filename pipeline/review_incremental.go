@@ -41,7 +41,7 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 		if err != nil {
 			return nil, false
 		}
-		t, err := fingerprint.Scan(p)
+		t, err := fingerprint.Scan(ctx, p)
 		if err != nil || t.Sure() != nil {
 			return nil, false
 		}

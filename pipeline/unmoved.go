@@ -17,7 +17,7 @@ func fingerprints(ctx context.Context, sel Selection) map[string]string {
 	if err != nil {
 		return nil // the render reports it
 	}
-	tree, err := fingerprint.Scan(p)
+	tree, err := fingerprint.Scan(ctx, p)
 	if err != nil || tree.Sure() != nil {
 		return nil
 	}

@@ -1,45 +1,54 @@
 // Package fingerprint computes a release's input fingerprint: one hash of
-// everything its render in an environment reads, from what cue/load parses
-// and nothing evaluated, so equal fingerprints mean byte-identical renders
-// and a caller may skip the render (Bazel's action key, for CUE).
+// everything its render in an environment reads, so equal fingerprints
+// mean byte-identical renders and a caller may skip the render (Bazel's
+// action key, for CUE).
 //
-// A fingerprint covers, for release R in environment E:
-//   - the renderer: opm's version and commit (or, for a development build,
-//     the executable's size and modification time);
+// What a render reads is taken from what the loader and the evaluator
+// resolved, not guessed from syntax. A fingerprint of release R in
+// environment E covers:
+//   - the renderer: the Go build ID of the running executable
+//     (buildinfo.BuildID), so any change to opm's code, its dependencies
+//     (CUE and its standard library among them) or the embedded catalog
+//     moves every fingerprint;
 //   - the deployment's module file and every file of its root package;
-//   - every file of every package R's declaration can reach: the packages
-//     the root package's shared declarations import, those R's own
-//     `releases: R: …` declarations import, and everything they import in
-//     turn — local packages, registry modules and the embedded catalog by
-//     content, so a dependency's version is covered by what it contains;
-//   - E's name and the content of every values file E declares
-//     (valuesFiles, read syntactically), the -f files and in-memory values
-//     by content, R's key and a namespace override.
+//   - every file of every package in R's import closure as cue/load
+//     resolved it (local packages, registry modules, the catalog), named
+//     by import path and path inside the package — never by where the
+//     registry cache happens to be — and hashed by content, plus every
+//     file an @embed attribute of those files pulls in;
+//   - the values files of E as the evaluator reads environments[E].valuesFiles
+//     (the environments alone are evaluated, with every release pruned),
+//     the -f files and in-memory values by content, R's key, E's name and
+//     a namespace override.
 //
-// Where the syntax cannot show this for certain — a release declared by a
-// comprehension or under a dynamic label, a release that refers to
-// another, valuesFiles that are not literal paths, a file embedding
-// others (@embed) — the package says so (ErrUnsure) and the caller
-// renders: a fingerprint is never a guess.
+// Which packages are R's is the one thing read from syntax: the imports
+// the root package's shared declarations use, plus those R's own
+// `releases: R: …` declarations use. Where the syntax cannot show that
+// for certain — a release declared by a comprehension or under a dynamic
+// label, a declaration that refers to `releases` or to another release —
+// the package says so (ErrUnsure) and the caller renders. A fingerprint
+// is never a guess, and engine/reads checks each render's actual reads
+// against what the fingerprint covered (Verify).
 package fingerprint
 
 import (
-	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
+	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
-	"cuelang.org/go/cue/parser"
-	"cuelang.org/go/cue/token"
 
 	"github.com/opmodel/pipeline/buildinfo"
 	"github.com/opmodel/pipeline/engine/load"
@@ -49,54 +58,82 @@ import (
 // Prefix starts every fingerprint, naming its algorithm and format; a
 // change to what a fingerprint covers changes it, so no fingerprint of
 // an older opm ever equals a newer one.
-const Prefix = "inputs-sha256-v1:"
+const Prefix = "inputs-sha256-v2:"
 
-// ErrUnsure is wrapped by every error that means "the syntax does not
-// show what this release reads": not a failure, a reason to render.
-var ErrUnsure = errors.New("the inputs cannot be determined without evaluating")
+// ErrUnsure is wrapped by every error that means "what this release reads
+// cannot be determined without rendering it": not a failure, a reason to
+// render.
+var ErrUnsure = errors.New("the inputs cannot be determined without rendering")
+
+// Input is one thing a fingerprint covered: its name (machine-independent)
+// and the SHA-256 of its content, plus, for a file, where it was read.
+type Input struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	Hash string `json:"sha256"`
+	// Path is the file read, absolute; empty for what is not a file.
+	Path string `json:"-"`
+}
 
 // Tree is a parsed deployment directory, ready to fingerprint any of its
 // releases in any environment.
 type Tree struct {
+	ctx      context.Context
 	dir      string
 	renderer string
-	// base hashes what every release reads: module file, root package.
-	base []byte
+	// base is what every release reads: module file, root package.
+	base []Input
 	// shared are the packages the root package's declarations outside
 	// any release import; own the packages each release's declarations do.
 	shared []*build.Instance
 	own    map[string][]*build.Instance
-	// envFiles are the values files environments declare, "" for
-	// declarations every environment may take (a definition, a pattern).
-	envFiles map[string][]string
-	envs     []string
-	envsOK   bool              // envs are every environment declared
-	pkgs     map[string][]byte // package hash by import path, memoized
-	unsure   error
-	p        *load.Parsed
+	unsure error
+	p      *load.Parsed
+
+	// mu guards the memoized package inputs and the evaluated
+	// environments: a Tree may be asked from several goroutines.
+	mu   sync.Mutex
+	pkgs map[string]pkgInputs
+	envs *environments
 }
 
-// Scan parses dir (see load.Parse) and reads which release declarations
-// import what. An unreadable directory is an error; syntax the scan cannot
-// follow is not: Of then returns an ErrUnsure error.
-func Scan(p *load.Parsed) (*Tree, error) {
-	t := &Tree{dir: p.Dir, renderer: renderer(), envsOK: true, own: map[string][]*build.Instance{}, envFiles: map[string][]string{}, pkgs: map[string][]byte{}, p: p}
-	h := sha256.New()
-	mod, err := p.Source(filepath.Join(p.Dir, "cue.mod", "module.cue"))
+type pkgInputs struct {
+	inputs []Input
+	err    error
+}
+
+// environments are the evaluated environments: their names and each one's
+// valuesFiles (nil slice: none), or why they could not be read.
+type environments struct {
+	names []string
+	files map[string][]string
+	bad   map[string]error
+	err   error
+}
+
+// Scan parses what dir's root package declares (see load.ParseImports)
+// and hashes what every release reads. An unreadable directory is an
+// error; syntax the scan cannot follow is not: Of then returns an
+// ErrUnsure error.
+func Scan(ctx context.Context, p *load.Parsed) (*Tree, error) {
+	id, err := buildinfo.BuildID()
+	if err != nil {
+		return nil, fmt.Errorf("fingerprinting %s: identifying the renderer: %w", p.Dir, err)
+	}
+	bi := buildinfo.Read()
+	t := &Tree{ctx: context.WithoutCancel(ctx), dir: p.Dir, renderer: id + " " + bi.CUEVersion + " " + bi.Catalog,
+		own: map[string][]*build.Instance{}, pkgs: map[string]pkgInputs{}, p: p}
+	mod, err := p.Source(p.ModuleFile())
 	if err != nil {
 		return nil, fmt.Errorf("fingerprinting %s: %w", p.Dir, err)
 	}
-	writeField(h, "module.cue", mod)
-	if err := t.hashFiles(h, p.Root); err != nil {
-		return nil, err
+	t.base = append(t.base, fileInput("module", "cue.mod/module.cue", p.ModuleFile(), mod))
+	root, err := t.files(p.Root)
+	if err != nil {
+		t.unsure = err
 	}
-	t.base = h.Sum(nil)
+	t.base = append(t.base, root...)
 	t.scanRoot(p.Root)
-	for _, imp := range p.Root.Imports {
-		if t.inside(imp.Dir) {
-			t.scanValuesFiles(imp, false)
-		}
-	}
 	return t, nil
 }
 
@@ -110,11 +147,16 @@ func (t *Tree) Releases() []string {
 	return keys
 }
 
-// Environments are the environment names the root package declares by
-// name; ok is false when it may declare others the syntax does not show
-// (a comprehension, an embedding, a dynamic name).
+// Environments are the environments the deployment declares, as the
+// evaluator reads them (regular fields of `environments`; hidden fields
+// and definitions are never environments); ok is false when they could
+// not be evaluated.
 func (t *Tree) Environments() (names []string, ok bool) {
-	return slices.Clone(t.envs), t.envsOK && t.unsure == nil
+	e := t.evaluated()
+	if e.err != nil {
+		return nil, false
+	}
+	return slices.Clone(e.names), true
 }
 
 // Sure is nil when the scan could follow every declaration, else why not.
@@ -133,142 +175,237 @@ type Inputs struct {
 
 // Of returns the fingerprint of release key rendered with in.
 func (t *Tree) Of(key string, in Inputs) (string, error) {
+	inputs, err := t.Explain(key, in)
+	if err != nil {
+		return "", err
+	}
+	return Sum(inputs), nil
+}
+
+// Sum is the fingerprint of a list of inputs (Explain's).
+func Sum(inputs []Input) string {
+	h := sha256.New()
+	for _, in := range inputs {
+		writeField(h, in.Kind+" "+in.Name, []byte(in.Hash))
+	}
+	return Prefix + hex.EncodeToString(h.Sum(nil))
+}
+
+// Explain lists every input the fingerprint of release key rendered with
+// in covers, in the order they are hashed: what `opm … --explain` prints.
+func (t *Tree) Explain(key string, in Inputs) ([]Input, error) {
 	if t.unsure != nil {
-		return "", t.unsure
+		return nil, t.unsure
 	}
 	own, ok := t.own[key]
 	if !ok {
-		return "", fmt.Errorf("release %q is not declared by name in %s: %w", key, t.dir, ErrUnsure)
+		return nil, fmt.Errorf("release %q is not declared by name in %s: %w", key, t.dir, ErrUnsure)
 	}
-	h := sha256.New()
-	writeField(h, "renderer", []byte(t.renderer))
-	writeField(h, "base", t.base)
-	writeField(h, "release", []byte(key))
-	writeField(h, "environment", []byte(in.Environment))
-	writeField(h, "namespace", []byte(in.Namespace))
-	var pkgs []string
-	for _, inst := range append(slices.Clone(t.shared), own...) {
-		if !slices.Contains(pkgs, inst.ImportPath) {
-			pkgs = append(pkgs, inst.ImportPath)
-		}
+	out := []Input{
+		textInput("renderer", "opm", t.renderer),
+		textInput("release", "key", key),
+		textInput("environment", "name", in.Environment),
+		textInput("namespace", "override", in.Namespace),
 	}
-	slices.Sort(pkgs)
-	for _, path := range pkgs {
-		ph, err := t.pkgHash(t.instance(path))
-		if err != nil {
-			return "", err
-		}
-		writeField(h, "package "+path, ph)
-	}
-	var files []string
-	files = append(files, t.envFiles[""]...)
-	if in.Environment != "" {
-		files = append(files, t.envFiles[in.Environment]...)
-	}
-	for _, f := range files {
-		p := f
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(t.dir, f)
-		}
-		writeFile(h, "valuesFiles "+f, p)
-	}
-	for _, f := range in.ValuesFiles {
-		writeFile(h, "-f "+f, f)
-	}
-	for _, v := range in.Values {
-		writeField(h, "values "+v.Name+" "+strconv.FormatBool(v.Secret), v.Data)
-	}
-	return Prefix + hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// instance finds a package of the closure by import path.
-func (t *Tree) instance(path string) *build.Instance {
-	var find func(insts []*build.Instance) *build.Instance
-	seen := map[string]bool{}
-	find = func(insts []*build.Instance) *build.Instance {
-		for _, inst := range insts {
-			if inst.ImportPath == path {
-				return inst
-			}
-			if seen[inst.ImportPath] {
-				continue
-			}
-			seen[inst.ImportPath] = true
-			if found := find(inst.Imports); found != nil {
-				return found
-			}
-		}
-		return nil
-	}
-	return find(t.p.Root.Imports)
-}
-
-// pkgHash hashes a package's files and, recursively, its imports'.
-func (t *Tree) pkgHash(inst *build.Instance) ([]byte, error) {
-	if inst == nil {
-		return nil, fmt.Errorf("a package of %s was not loaded: %w", t.dir, ErrUnsure)
-	}
-	if h, ok := t.pkgs[inst.ImportPath]; ok {
-		return h, nil
-	}
-	h := sha256.New()
-	if err := t.hashFiles(h, inst); err != nil {
-		return nil, err
-	}
-	imps := slices.Clone(inst.Imports)
-	slices.SortFunc(imps, func(a, b *build.Instance) int { return strings.Compare(a.ImportPath, b.ImportPath) })
-	for _, imp := range imps {
-		ih, err := t.pkgHash(imp)
+	out = append(out, t.base...)
+	for _, inst := range t.closure(append(slices.Clone(t.shared), own...)) {
+		files, err := t.pkg(inst)
 		if err != nil {
 			return nil, err
 		}
-		writeField(h, "import "+imp.ImportPath, ih)
+		out = append(out, files...)
 	}
-	sum := h.Sum(nil)
-	t.pkgs[inst.ImportPath] = sum
-	return sum, nil
-}
-
-// hashFiles writes every file of inst, named relative to the deployment
-// directory when inside it (a base checked out elsewhere hashes the same).
-func (t *Tree) hashFiles(h io.Writer, inst *build.Instance) error {
-	files := make([]string, 0, len(inst.BuildFiles))
-	for _, f := range inst.BuildFiles {
-		files = append(files, f.Filename)
-	}
-	slices.Sort(files)
-	for _, f := range files {
-		b, err := t.p.Source(f)
+	if in.Environment != "" {
+		files, err := t.valuesFiles(in.Environment)
 		if err != nil {
-			return fmt.Errorf("fingerprinting %s: %w", f, err)
+			return nil, err
 		}
-		if strings.Contains(string(b), "@embed(") || strings.Contains(string(b), "@extern(") {
-			t.unsure = fmt.Errorf("%s embeds other files: %w", f, ErrUnsure)
+		for _, f := range files {
+			out = append(out, t.readInput("valuesFiles", f, t.abs(f)))
 		}
-		writeField(h, t.name(f), b)
 	}
-	return nil
+	for _, f := range in.ValuesFiles {
+		abs, _ := filepath.Abs(f)
+		out = append(out, t.readInput("-f", f, abs))
+	}
+	for _, v := range in.Values {
+		out = append(out, dataInput("values", v.Name+" secret="+strconv.FormatBool(v.Secret), v.Data))
+	}
+	return out, nil
 }
 
-func (t *Tree) name(f string) string {
-	if rel, err := filepath.Rel(t.dir, f); err == nil && !strings.HasPrefix(rel, "..") {
+func (t *Tree) abs(f string) string {
+	if filepath.IsAbs(f) {
+		return filepath.Clean(f)
+	}
+	return filepath.Join(t.dir, f)
+}
+
+// closure is every package reachable from insts, sorted by import path.
+func (t *Tree) closure(insts []*build.Instance) []*build.Instance {
+	seen := map[string]bool{}
+	var out []*build.Instance
+	var walk func(inst *build.Instance)
+	walk = func(inst *build.Instance) {
+		if inst == nil || seen[inst.ImportPath] {
+			return
+		}
+		seen[inst.ImportPath] = true
+		out = append(out, inst)
+		for _, imp := range inst.Imports {
+			walk(imp)
+		}
+	}
+	for _, inst := range insts {
+		walk(inst)
+	}
+	slices.SortFunc(out, func(a, b *build.Instance) int { return strings.Compare(a.ImportPath, b.ImportPath) })
+	return out
+}
+
+// pkg returns a package's file inputs, memoized.
+func (t *Tree) pkg(inst *build.Instance) ([]Input, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r, ok := t.pkgs[inst.ImportPath]; ok {
+		return r.inputs, r.err
+	}
+	in, err := t.files(inst)
+	t.pkgs[inst.ImportPath] = pkgInputs{in, err}
+	return in, err
+}
+
+// files are the inputs of one package: every file the loader resolved
+// for it and every file their @embed attributes pull in. Files are named
+// by the package's import path and their path relative to the package's
+// directory, so a base read elsewhere, or a registry cache in another
+// place, names them the same.
+func (t *Tree) files(inst *build.Instance) ([]Input, error) {
+	var out []Input
+	for _, bf := range inst.BuildFiles {
+		b, err := t.p.Source(bf.Filename)
+		if err != nil {
+			return nil, fmt.Errorf("fingerprinting %s: %w", bf.Filename, err)
+		}
+		out = append(out, fileInput("package", inst.ImportPath+"|"+relName(inst.Dir, bf.Filename), bf.Filename, b))
+		embedded, err := load.EmbeddedFiles(bf.Filename, b)
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", err, ErrUnsure)
+		}
+		for _, f := range embedded {
+			out = append(out, t.readInput("embed", inst.ImportPath+"|"+relName(inst.Dir, f), f))
+		}
+	}
+	slices.SortFunc(out, func(a, b Input) int { return strings.Compare(a.Kind+a.Name, b.Kind+b.Name) })
+	return out, nil
+}
+
+// relName is f relative to dir, with forward slashes.
+func relName(dir, f string) string {
+	if rel, err := filepath.Rel(dir, f); err == nil {
 		return filepath.ToSlash(rel)
 	}
-	return f
+	return filepath.ToSlash(f)
 }
 
-func (t *Tree) inside(dir string) bool {
-	rel, err := filepath.Rel(t.dir, dir)
-	return err == nil && !strings.HasPrefix(rel, "..")
+// evaluated evaluates the environments once, with every release pruned
+// from the root package.
+func (t *Tree) evaluated() *environments {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.envs != nil {
+		return t.envs
+	}
+	e := &environments{files: map[string][]string{}, bad: map[string]error{}}
+	t.envs = e
+	// Pruned of every release, the root builds only what the
+	// environments reach; where the syntax does not allow pruning, the
+	// whole root package is evaluated (slower, as sound).
+	overlay := pruneRoot(t.dir, nil, t.p.Overlay, true)
+	merged := map[string][]byte{}
+	for k, v := range t.p.Overlay {
+		merged[k] = v
+	}
+	for k, v := range overlay {
+		merged[k] = v
+	}
+	envs, err := load.Environments(t.ctx, t.dir, merged)
+	if err != nil {
+		e.err = fmt.Errorf("%v: %w", err, ErrUnsure)
+		return e
+	}
+	if e.names, err = load.FieldNames(envs); err != nil {
+		e.err = fmt.Errorf("reading the environments of %s: %v: %w", t.dir, err, ErrUnsure)
+		return e
+	}
+	for _, name := range e.names {
+		files, err := valuesFilesOf(envs.LookupPath(cue.MakePath(cue.Str(name), cue.Str("valuesFiles"))))
+		if err != nil {
+			e.bad[name] = fmt.Errorf("environment %q: %v: %w", name, err, ErrUnsure)
+			continue
+		}
+		e.files[name] = files
+	}
+	return e
+}
+
+// valuesFiles are the values files environment env declares, as evaluated.
+func (t *Tree) valuesFiles(env string) ([]string, error) {
+	e := t.evaluated()
+	if e.err != nil {
+		return nil, e.err
+	}
+	if err := e.bad[env]; err != nil {
+		return nil, err
+	}
+	if !slices.Contains(e.names, env) {
+		return nil, fmt.Errorf("environment %q is not declared in %s: %w", env, t.dir, ErrUnsure)
+	}
+	return e.files[env], nil
+}
+
+// valuesFilesOf reads a valuesFiles value the way engine/render does: a
+// list of paths, or a map from release key to such lists (every file of
+// every release counts: a fingerprint may cover more than one release
+// reads, never less).
+func valuesFilesOf(v cue.Value) ([]string, error) {
+	if !v.Exists() {
+		return nil, nil
+	}
+	var out []string
+	read := func(list cue.Value) error {
+		it, err := list.List()
+		if err != nil {
+			return fmt.Errorf("valuesFiles is not a list of paths: %w", err)
+		}
+		for it.Next() {
+			s, err := it.Value().String()
+			if err != nil {
+				return fmt.Errorf("a valuesFiles entry is not a concrete string: %w", err)
+			}
+			out = append(out, s)
+		}
+		return nil
+	}
+	if v.IncompleteKind() == cue.ListKind {
+		return out, read(v)
+	}
+	it, err := v.Fields()
+	if err != nil {
+		return nil, fmt.Errorf("valuesFiles is neither a list nor a map of lists: %w", err)
+	}
+	for it.Next() {
+		if err := read(it.Value()); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // scanRoot reads, per file of the root package, which declarations are
 // releases and which packages each part imports.
 func (t *Tree) scanRoot(root *build.Instance) {
 	t.scanFiles(root.Files, root)
-	t.scanValuesFiles(root, true)
-	slices.Sort(t.envs)
-	t.envs = slices.Compact(t.envs)
 }
 
 // scanFiles scans the root package's files; inst resolves imports to
@@ -290,7 +427,7 @@ func (t *Tree) scanFiles(files []*ast.File, inst *build.Instance) {
 			if st, ok := top.Value.(*ast.StructLit); ok {
 				for _, e := range st.Elts {
 					if rf, ok := e.(*ast.Field); ok {
-						if name, _, err := ast.LabelName(rf.Label); err == nil {
+						if name, ident, err := ast.LabelName(rf.Label); err == nil && !(ident && (strings.HasPrefix(name, "_") || strings.HasPrefix(name, "#"))) {
 							marks.one[rf.Value] = name
 						}
 					}
@@ -367,9 +504,6 @@ func (s *fileScan) scan() {
 				s.unsure(d, "a top-level field with a dynamic label")
 			case name == "releases":
 				shared = append(shared, s.releases(d.Value)...)
-			case name == "environments":
-				s.environments(d.Value)
-				shared = append(shared, d)
 			default:
 				shared = append(shared, d)
 			}
@@ -408,42 +542,21 @@ func (s *fileScan) releases(v ast.Expr) (shared []ast.Node) {
 			shared = append(shared, f)
 			continue
 		}
-		name, _, err := ast.LabelName(f.Label)
+		name, ident, err := ast.LabelName(f.Label)
 		if err != nil {
 			s.unsure(f, "a release with a dynamic name")
+			continue
+		}
+		if ident && (strings.HasPrefix(name, "_") || strings.HasPrefix(name, "#")) {
+			// A hidden field or a definition is no release: what it
+			// imports, every release may read.
+			shared = append(shared, f)
 			continue
 		}
 		imps := s.refs(f.Value, name)
 		s.t.own[name] = append(s.t.own[name], imps...)
 	}
 	return shared
-}
-
-// environments records the environments declared by name.
-func (s *fileScan) environments(v ast.Expr) {
-	st, ok := v.(*ast.StructLit)
-	if !ok {
-		s.t.envsOK = false
-		return
-	}
-	for _, d := range st.Elts {
-		f, ok := d.(*ast.Field)
-		if !ok {
-			if _, comment := d.(*ast.CommentGroup); !comment {
-				s.t.envsOK = false
-			}
-			continue
-		}
-		if _, pattern := f.Label.(*ast.ListLit); pattern {
-			continue
-		}
-		name, _, err := ast.LabelName(f.Label)
-		if err != nil {
-			s.t.envsOK = false
-			continue
-		}
-		s.t.envs = append(s.t.envs, name)
-	}
 }
 
 // refs returns the packages n refers to. A reference to `releases` or to
@@ -470,7 +583,9 @@ func (s *fileScan) refs(n ast.Node, key string) []*build.Instance {
 				s.unsure(id, "an import path that is not a string")
 				return true
 			}
-			if s.inst == nil {
+			if s.inst == nil || stdlib(path) {
+				// The standard library is part of CUE, which the
+				// renderer's build ID covers.
 				return true
 			}
 			if inst := s.inst.LookupImport(path); inst != nil {
@@ -501,133 +616,43 @@ func (s *fileScan) refs(n ast.Node, key string) []*build.Instance {
 	return out
 }
 
-// scanValuesFiles collects the literal paths of every valuesFiles field
-// of inst: by environment when declared under `environments: NAME:` of
-// the root package, else for every environment. An imported package may
-// have been parsed only up to its imports (load.ParseImports): a file
-// that mentions valuesFiles is parsed whole here.
-func (t *Tree) scanValuesFiles(inst *build.Instance, root bool) {
-	files := inst.Files
-	if !root {
-		files = nil
-		for _, bf := range inst.BuildFiles {
-			b, err := t.p.Source(bf.Filename)
-			if err != nil {
-				t.unsure = fmt.Errorf("reading %s: %w", bf.Filename, ErrUnsure)
-				return
-			}
-			if !bytes.Contains(b, []byte("valuesFiles")) {
-				continue
-			}
-			f, err := parser.ParseFile(bf.Filename, b)
-			if err != nil {
-				t.unsure = fmt.Errorf("parsing %s: %w", bf.Filename, ErrUnsure)
-				return
-			}
-			files = append(files, f)
-		}
-	}
-	for _, f := range files {
-		var path []string
-		ast.Walk(f, func(n ast.Node) bool {
-			fld, ok := n.(*ast.Field)
-			if !ok {
-				return true
-			}
-			name, _, err := ast.LabelName(fld.Label)
-			if _, pattern := fld.Label.(*ast.ListLit); pattern || err != nil {
-				name = "\x00"
-			}
-			if name == "valuesFiles" {
-				env := ""
-				if root && len(path) >= 2 && path[0] == "environments" && path[1] != "\x00" {
-					env = path[1]
-				}
-				paths, ok := literalPaths(fld.Value)
-				if !ok && t.unsure == nil {
-					t.unsure = fmt.Errorf("%s: valuesFiles that are not literal paths: %w", fld.Pos(), ErrUnsure)
-				}
-				t.envFiles[env] = append(t.envFiles[env], paths...)
-				return false
-			}
-			path = append(path, name)
-			return true
-		}, func(n ast.Node) {
-			// Only fields whose walk went on were pushed.
-			if _, ok := n.(*ast.Field); ok {
-				path = path[:len(path)-1]
-			}
-		})
-	}
-}
-
-// literalPaths reads a list of string literals, or a struct of such lists.
-func literalPaths(e ast.Expr) ([]string, bool) {
-	switch e := e.(type) {
-	case *ast.BasicLit:
-		if e.Kind != token.STRING {
-			return nil, false
-		}
-		s, err := strconv.Unquote(e.Value)
-		return []string{s}, err == nil
-	case *ast.ListLit:
-		var out []string
-		for _, x := range e.Elts {
-			p, ok := literalPaths(x)
-			if !ok {
-				return nil, false
-			}
-			out = append(out, p...)
-		}
-		return out, true
-	case *ast.StructLit:
-		var out []string
-		for _, d := range e.Elts {
-			f, ok := d.(*ast.Field)
-			if !ok {
-				if _, comment := d.(*ast.CommentGroup); comment {
-					continue
-				}
-				return nil, false
-			}
-			p, ok := literalPaths(f.Value)
-			if !ok {
-				return nil, false
-			}
-			out = append(out, p...)
-		}
-		return out, true
-	}
-	return nil, false
-}
-
-// renderer names the opm that renders: its release and commit, or, for a
-// build with local changes or none recorded, the executable itself.
-func renderer() string {
-	bi := buildinfo.Read()
-	id := bi.Version + " " + bi.Commit + " " + bi.CUEVersion + " " + bi.Catalog
-	if bi.Commit == "" || bi.Modified {
-		if exe, err := os.Executable(); err == nil {
-			if st, err := os.Stat(exe); err == nil {
-				id += fmt.Sprintf(" %s %d %d", exe, st.Size(), st.ModTime().UnixNano())
-			}
-		}
-	}
-	return id
-}
-
 func writeField(h io.Writer, name string, b []byte) {
 	fmt.Fprintf(h, "%s\x00%d\x00", name, len(b))
 	_, _ = h.Write(b)
 }
 
-// writeFile hashes a file's content; a file that cannot be read hashes as
-// such (the render fails on it, and a later file changes the fingerprint).
-func writeFile(h io.Writer, name, path string) {
+func sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+func textInput(kind, name, text string) Input { return Input{Kind: kind, Name: name, Hash: sum([]byte(text))} }
+
+func dataInput(kind, name string, b []byte) Input { return Input{Kind: kind, Name: name, Hash: sum(b)} }
+
+func fileInput(kind, name, path string, b []byte) Input {
+	return Input{Kind: kind, Name: name, Hash: sum(b), Path: path}
+}
+
+// readInput hashes a file read from disk; one that cannot be read hashes
+// as such (the render fails on it, and a file that appears later
+// changes the fingerprint).
+func (t *Tree) readInput(kind, name, path string) Input {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		writeField(h, name+" unreadable", []byte(err.Error()))
-		return
+		why := err.Error()
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			why = pe.Err.Error() // without the path, which is this machine's
+		}
+		return Input{Kind: kind, Name: name + " (unreadable)", Hash: sum([]byte(why)), Path: path}
 	}
-	writeField(h, name, b)
+	return fileInput(kind, name, path, b)
+}
+
+// stdlib reports whether an import path names a package of CUE's
+// standard library: its first element has no dot (CUE's own rule).
+func stdlib(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
 }

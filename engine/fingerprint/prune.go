@@ -28,7 +28,13 @@ import (
 // overlay (absolute path → content, as load.Options.Overlay) is read
 // instead of the disk where it has a file.
 func PrunedRoot(dir string, keep []string, overlay map[string][]byte) map[string][]byte {
-	if len(keep) == 0 {
+	return pruneRoot(dir, keep, overlay, false)
+}
+
+// pruneRoot is PrunedRoot; with none, an empty keep blanks every release
+// (what evaluating the environments alone needs).
+func pruneRoot(dir string, keep []string, overlay map[string][]byte, none bool) map[string][]byte {
+	if len(keep) == 0 && !none {
 		return nil
 	}
 	dir, err := filepath.Abs(dir)
@@ -71,7 +77,7 @@ func PrunedRoot(dir string, keep []string, overlay map[string][]byte) map[string
 		pkg = f.PackageName()
 		srcs[name], files = b, append(files, f)
 	}
-	t := &Tree{own: map[string][]*build.Instance{}, envFiles: map[string][]string{}, envsOK: true}
+	t := &Tree{own: map[string][]*build.Instance{}}
 	t.scanFiles(files, nil)
 	if t.unsure != nil {
 		return nil

@@ -24,6 +24,7 @@ import (
 
 	"github.com/opmodel/pipeline/catalog"
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/reads"
 )
 
 // Deployment is a loaded deployment directory.
@@ -61,6 +62,10 @@ type Options struct {
 	// base's CUE files read from git's object store, never written out.
 	// Files read outside the loader (values files) must be on disk.
 	Overlay map[string][]byte
+	// Reads, when set, records every file the load resolved: the module
+	// file, each file of every package built and what @embed pulls in
+	// (engine/reads, the fingerprint's safety net).
+	Reads *reads.Set
 }
 
 // Load reads the deployment directory dir. Errors are classified as
@@ -78,6 +83,9 @@ type Parsed struct {
 	Dir string
 	// Root is the root package, Catalog the catalog package.
 	Root, Catalog *build.Instance
+	// Overlay is the overlay the directory was parsed with (see
+	// Options.Overlay), for evaluating it again.
+	Overlay map[string][]byte
 	// sources are the bytes of files that are not on disk as read: the
 	// embedded catalog and the module file with the catalog pinned.
 	sources map[string][]byte
@@ -157,7 +165,7 @@ func parse(ctx context.Context, dir string, rootOverlay map[string][]byte, impor
 	if len(insts) != 2 {
 		return nil, fmt.Errorf("loading %s: expected 2 instances, got %d", dir, len(insts))
 	}
-	return &Parsed{Dir: abs, Root: insts[0], Catalog: insts[1], sources: sources}, nil
+	return &Parsed{Dir: abs, Root: insts[0], Catalog: insts[1], Overlay: rootOverlay, sources: sources}, nil
 }
 
 // LoadWith is Load with evaluation options.
@@ -167,6 +175,11 @@ func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error
 		return nil, err
 	}
 	abs, insts := p.Dir, []*build.Instance{p.Root, p.Catalog}
+	if opts.Reads != nil {
+		if err := p.record(opts.Reads); err != nil {
+			return nil, err
+		}
+	}
 	cctx := cuecontext.New()
 	if opts.RelaxedClosedness {
 		cctx = cuecontext.New(cuecontext.CUE_DEBUG("opendef"))
