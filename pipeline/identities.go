@@ -21,15 +21,19 @@ import (
 // written is no cache: the identities are evaluated.
 type identityCache struct{ dir string }
 
-func newIdentityCache() identityCache {
+func newIdentityCache() identityCache { return identityCache{dir: cacheDir("identities")} }
+
+// cacheDir is where opm keeps the cache named sub: under OPM_CACHE_DIR,
+// else the user cache directory; "" when there is none (no cache).
+func cacheDir(sub string) string {
 	if d := os.Getenv("OPM_CACHE_DIR"); d != "" {
-		return identityCache{dir: filepath.Join(d, "identities")}
+		return filepath.Join(d, sub)
 	}
 	d, err := os.UserCacheDir()
 	if err != nil {
-		return identityCache{}
+		return ""
 	}
-	return identityCache{dir: filepath.Join(d, "opm", "identities")}
+	return filepath.Join(d, "opm", sub)
 }
 
 // cachedIdentity is what an entry holds.

@@ -45,6 +45,7 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 		if err != nil || t.Sure() != nil {
 			return nil, false
 		}
+		t.UseCache(cacheDir("environments"))
 		envs, exact := t.Environments()
 		if !exact {
 			return nil, false

@@ -21,6 +21,7 @@ func fingerprints(ctx context.Context, sel Selection) map[string]string {
 	if err != nil || tree.Sure() != nil {
 		return nil
 	}
+	tree.UseCache(cacheDir("environments"))
 	keys := ro.Releases
 	if len(keys) == 0 {
 		keys = tree.Releases()

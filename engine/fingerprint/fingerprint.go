@@ -95,6 +95,8 @@ type Tree struct {
 	mu   sync.Mutex
 	pkgs map[string]pkgInputs
 	envs *environments
+	// cacheDir keeps evaluated environments (UseCache).
+	cacheDir string
 }
 
 type pkgInputs struct {
@@ -316,12 +318,32 @@ func (t *Tree) evaluated() *environments {
 	if t.envs != nil {
 		return t.envs
 	}
-	e := &environments{files: map[string][]string{}, bad: map[string]error{}}
-	t.envs = e
+	t.mu.Unlock()
 	// Pruned of every release, the root builds only what the
 	// environments reach; where the syntax does not allow pruning, the
 	// whole root package is evaluated (slower, as sound).
-	overlay := pruneRoot(t.dir, nil, t.p.Overlay, true)
+	pruned := pruneRoot(t.dir, nil, t.p.Overlay, true)
+	reach := t.shared
+	if pruned == nil || t.unsure != nil {
+		reach = t.p.Root.Imports
+	}
+	key := t.envKey(reach)
+	e, ok := t.cachedEnvironments(key)
+	if !ok {
+		e = t.evaluateEnvironments(pruned)
+		t.storeEnvironments(key, e)
+	}
+	t.mu.Lock()
+	if t.envs == nil {
+		t.envs = e
+	}
+	return t.envs
+}
+
+// evaluateEnvironments evaluates the environments, the root package read
+// through overlay (pruned of every release, or nil).
+func (t *Tree) evaluateEnvironments(overlay map[string][]byte) *environments {
+	e := &environments{files: map[string][]string{}, bad: map[string]error{}}
 	merged := map[string][]byte{}
 	for k, v := range t.p.Overlay {
 		merged[k] = v

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -146,4 +147,43 @@ func write(t *testing.T, dir, file, content string) {
 	p := filepath.Join(dir, file)
 	assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 	assert.NilError(t, os.WriteFile(p, []byte(content), 0o644))
+}
+
+// The evaluated environments are cached by what their evaluation reads:
+// a hit gives the same fingerprint, a corrupt entry is a miss (never an
+// error or a wrong answer), and a change to a values file declaration
+// misses.
+func TestEnvironmentCacheIsVerifiedOnRead(t *testing.T) {
+	deploytest.Registry(t, lib("v0.1.0", "hello"))
+	dir, cache := fixture(t), t.TempDir()
+	in := fingerprint.Inputs{Environment: "prod"}
+	cached := func() string {
+		t.Helper()
+		p, err := load.ParseImports(t.Context(), dir, nil)
+		assert.NilError(t, err)
+		tree, err := fingerprint.Scan(t.Context(), p)
+		assert.NilError(t, err)
+		tree.UseCache(cache)
+		fp, err := tree.Of("web", in)
+		assert.NilError(t, err)
+		return fp
+	}
+	cold := cached()
+	entries, err := filepath.Glob(filepath.Join(cache, "*.json"))
+	assert.NilError(t, err)
+	assert.Equal(t, len(entries), 1)
+	assert.Equal(t, cached(), cold, "a hit")
+	assert.Equal(t, cold, of(t, dir, "web", in), "the cache changes nothing")
+
+	// Tampered: the entry says prod reads no values file.
+	b, err := os.ReadFile(entries[0])
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(entries[0], []byte(strings.Replace(string(b), `"secrets/prod.yaml"`, ``, 1)), 0o644))
+	assert.Equal(t, cached(), cold, "a corrupt entry is a miss")
+	assert.NilError(t, os.WriteFile(entries[0], b[:len(b)/2], 0o644))
+	assert.Equal(t, cached(), cold, "a truncated entry is a miss")
+
+	edit(t, dir, "deploy.cue", `valuesFiles: ["secrets/prod.yaml"]`, `valuesFiles: ["secrets/prod.yaml", "secrets/more.yaml"]`)
+	write(t, dir, "secrets/more.yaml", "tier: gold\n")
+	assert.Assert(t, cached() != cold)
 }

@@ -1,0 +1,108 @@
+package fingerprint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"cuelang.org/go/cue/build"
+)
+
+// The evaluated environments are a pure function of what their
+// evaluation reads: the renderer (which embeds the catalog), the module
+// file, the root package and the packages its shared declarations
+// import. envKey hashes exactly those, so a cached evaluation under that
+// key is the evaluation (Go's build cache: an action ID, an output,
+// verified on read). A review's two sides with the same root package, and
+// every later run on the same inputs, evaluate the environments once.
+
+// envEntry is a cache entry: the evaluation's result, and the SHA-256 of
+// it as written, checked on read (a truncated or corrupt entry is a miss).
+type envEntry struct {
+	Key   string              `json:"key"`
+	Names []string            `json:"names"`
+	Files map[string][]string `json:"files"`
+	Bad   map[string]string   `json:"bad,omitempty"`
+	Sum   string              `json:"sum"`
+}
+
+func (e *envEntry) digest() string {
+	c := *e
+	c.Sum = ""
+	b, _ := json.Marshal(c)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// envKey is the cache key of the environments' evaluation, which reads
+// the root package and the packages reach leads to; "" when they cannot
+// be hashed (then nothing is cached).
+func (t *Tree) envKey(reach []*build.Instance) string {
+	inputs := []Input{textInput("renderer", "opm", t.renderer)}
+	inputs = append(inputs, t.base...)
+	for _, inst := range t.closure(reach) {
+		files, err := t.pkg(inst)
+		if err != nil {
+			return ""
+		}
+		inputs = append(inputs, files...)
+	}
+	return strings.TrimPrefix(Sum(inputs), Prefix)
+}
+
+// UseCache keeps evaluated environments under dir (created on first
+// write); "" keeps them in memory only.
+func (t *Tree) UseCache(dir string) { t.cacheDir = dir }
+
+func (t *Tree) cachedEnvironments(key string) (*environments, bool) {
+	if t.cacheDir == "" || key == "" {
+		return nil, false
+	}
+	b, err := os.ReadFile(filepath.Join(t.cacheDir, key+".json"))
+	if err != nil {
+		return nil, false
+	}
+	var e envEntry
+	if json.Unmarshal(b, &e) != nil || e.Key != key || e.Sum != e.digest() {
+		return nil, false
+	}
+	out := &environments{names: e.Names, files: e.Files, bad: map[string]error{}}
+	if out.files == nil {
+		out.files = map[string][]string{}
+	}
+	for name, why := range e.Bad {
+		out.bad[name] = fmt.Errorf("%s: %w", why, ErrUnsure)
+	}
+	return out, true
+}
+
+// storeEnvironments writes e under key, atomically; an evaluation that
+// failed as a whole is not cached (it is retried, and reported by the
+// render).
+func (t *Tree) storeEnvironments(key string, e *environments) {
+	if t.cacheDir == "" || key == "" || e.err != nil {
+		return
+	}
+	entry := envEntry{Key: key, Names: slices.Clone(e.names), Files: e.files, Bad: map[string]string{}}
+	for name, err := range e.bad {
+		entry.Bad[name] = strings.TrimSuffix(err.Error(), ": "+ErrUnsure.Error())
+	}
+	entry.Sum = entry.digest()
+	b, err := json.Marshal(entry)
+	if err != nil || os.MkdirAll(t.cacheDir, 0o700) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(t.cacheDir, ".env-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(b)
+	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(t.cacheDir, key+".json")) != nil {
+		_ = os.Remove(tmp.Name())
+	}
+}
