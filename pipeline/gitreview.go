@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -115,6 +116,28 @@ func readBase(ctx context.Context, repo, dir, commit string) (root, baseDir stri
 			overlay[abs] = b
 			continue
 		}
+		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return "", "", nil, done, fmt.Errorf("reading the base: %w", err)
+		}
+		if err := os.WriteFile(abs, b, 0o644); err != nil {
+			return "", "", nil, done, fmt.Errorf("reading the base: %w", err)
+		}
+	}
+	// Values files may live beside the deployment directory (valuesFiles:
+	// ["../shared/x.yaml"]): the repository's YAML and JSON files outside
+	// it are written too, as a checkout would have them.
+	outside, err := gitref.ReadFilesOutside(ctx, repo, commit, filepath.ToSlash(rel), func(p string) bool {
+		switch strings.ToLower(path.Ext(p)) {
+		case ".yaml", ".yml", ".json":
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		return "", "", nil, done, err
+	}
+	for p, b := range outside {
+		abs := filepath.Join(root, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 			return "", "", nil, done, fmt.Errorf("reading the base: %w", err)
 		}

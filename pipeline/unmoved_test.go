@@ -216,3 +216,44 @@ func TestIdentityCacheServesTheFastPath(t *testing.T) {
 	assert.Equal(t, res.Releases[0].Namespace, ns)
 	assert.Equal(t, res.Releases[0].Counts.Unchanged, 3)
 }
+
+// The inventory's newest change edited by hand — one entry removed — and
+// that object deleted: the skip must not trust the entries (they no
+// longer agree with the change's seal), and the full path re-creates the
+// object.
+func TestApplySkipDistrustsAnInventoryEditedByHand(t *testing.T) {
+	ns, dir := devRelease(t)
+	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}}
+	apply := func() pipeline.AppliedRelease {
+		t.Helper()
+		res, err := pipeline.Apply(t.Context(), opts)
+		assert.NilError(t, err)
+		assert.Equal(t, len(res.Releases), 1)
+		return res.Releases[0]
+	}
+	first := apply()
+	for i := 0; i < 3 && !apply().InputsIdentical; i++ {
+		// Controllers annotate what was created; a later apply records it.
+	}
+	assert.Assert(t, apply().InputsIdentical, "the skip is taken before the edit")
+
+	inv, c := latestChange(t, first)
+	var kept []inventory.Entry
+	removed := ""
+	for _, e := range c.Inventory.Entries {
+		if e.Kind == "ConfigMap" && removed == "" {
+			removed = e.Name
+			continue
+		}
+		kept = append(kept, e)
+	}
+	assert.Assert(t, removed != "", "the release has a ConfigMap")
+	c.Inventory.Entries = kept
+	assert.NilError(t, inventory.Write(t.Context(), clientset(t), inv))
+	assert.NilError(t, clientset(t).CoreV1().ConfigMaps(ns).Delete(t.Context(), removed, metav1.DeleteOptions{}))
+
+	again := apply()
+	assert.Check(t, !again.InputsIdentical, "a skip trusted an inventory edited by hand: %s", report.AppliedLine(again))
+	_, err := clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), removed, metav1.GetOptions{})
+	assert.NilError(t, err, "the deleted ConfigMap was not re-created")
+}

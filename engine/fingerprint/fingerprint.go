@@ -648,7 +648,9 @@ func sum(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-func textInput(kind, name, text string) Input { return Input{Kind: kind, Name: name, Hash: sum([]byte(text))} }
+func textInput(kind, name, text string) Input {
+	return Input{Kind: kind, Name: name, Hash: sum([]byte(text))}
+}
 
 func dataInput(kind, name string, b []byte) Input { return Input{Kind: kind, Name: name, Hash: sum(b)} }
 

@@ -25,8 +25,23 @@ var ErrNotPlain = errors.New("the tree holds symbolic links or submodules")
 // repository. A checkout may change what it writes (smudge filters such
 // as Git LFS, end-of-line conversion): where the repository can (a
 // .gitattributes in the tree, attributes configured, core.autocrlf or
-// core.eol set), ReadFiles returns ErrNotPlain and the caller checks out.
+// core.eol set, a user's or the system's attributes file), ReadFiles
+// returns ErrNotPlain and the caller checks out.
 func ReadFiles(ctx context.Context, repo, commit, dir string) (map[string][]byte, error) {
+	return readFiles(ctx, repo, commit, dir, nil)
+}
+
+// ReadFilesOutside is ReadFiles for the files of the whole repository
+// outside dir that keep reports true for (by path relative to the
+// repository root): a deployment's values files may live beside it.
+func ReadFilesOutside(ctx context.Context, repo, commit, dir string, keep func(path string) bool) (map[string][]byte, error) {
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	return readFiles(ctx, repo, commit, "", func(p string) bool {
+		return (dir == "" || dir == "." || !strings.HasPrefix(p, prefix)) && keep(p)
+	})
+}
+
+func readFiles(ctx context.Context, repo, commit, dir string, keep func(string) bool) (map[string][]byte, error) {
 	if filtered(ctx, repo, commit) {
 		return nil, ErrNotPlain
 	}
@@ -46,6 +61,9 @@ func ReadFiles(ctx context.Context, repo, commit, dir string) (map[string][]byte
 		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
 		if !ok {
 			return nil, fmt.Errorf("listing %s at %s: unexpected line %q", dir, short(commit), rec)
+		}
+		if keep != nil && !keep(string(path)) {
+			continue
 		}
 		fields := strings.Fields(string(meta))
 		if len(fields) != 3 || fields[1] != "blob" || fields[0] == "120000" {
@@ -96,6 +114,24 @@ func ReadFiles(ctx context.Context, repo, commit, dir string) (map[string][]byte
 func filtered(ctx context.Context, repo, commit string) bool {
 	for _, key := range []string{"core.autocrlf", "core.eol", "core.attributesFile"} {
 		if v, err := git(ctx, repo, "config", "--get", key); err == nil && v != "" && v != "false" {
+			return true
+		}
+	}
+	// Attributes git reads without being configured to: the user's
+	// ($XDG_CONFIG_HOME/git/attributes, ~/.config/git/attributes) and the
+	// system's (/etc/gitattributes, unless GIT_ATTR_NOSYSTEM).
+	var global []string
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		global = append(global, filepath.Join(x, "git", "attributes"))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		global = append(global, filepath.Join(home, ".config", "git", "attributes"))
+	}
+	if os.Getenv("GIT_ATTR_NOSYSTEM") == "" {
+		global = append(global, "/etc/gitattributes")
+	}
+	for _, f := range global {
+		if st, err := os.Stat(f); err == nil && st.Size() > 0 {
 			return true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -182,15 +183,42 @@ func DropApplied(inv *Inventory) {
 	}
 }
 
+// Seal records how many entries c has and their digest, as written.
+func (c *Change) Seal() {
+	c.Objects, c.EntriesDigest = len(c.Inventory.Entries), entriesDigest(c.Inventory.Entries)
+}
+
+// Sealed reports whether c's entries are the ones its apply wrote: the
+// recorded count and digest agree with them, and the change has a
+// manifest digest. A change recorded before seals existed is not.
+func (c *Change) Sealed() bool {
+	return c.Objects == len(c.Inventory.Entries) && c.EntriesDigest != "" &&
+		c.EntriesDigest == entriesDigest(c.Inventory.Entries) && strings.HasPrefix(c.ManifestDigest, "sha256:")
+}
+
+// entriesDigest hashes each entry's identity, API version and the hash
+// of the object applied, in order: 128 bits, unpadded base64.
+func entriesDigest(entries []Entry) string {
+	h := sha256.New()
+	for _, e := range entries {
+		applied := ""
+		if e.Applied != nil {
+			applied = e.Applied.Hash
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\n", e.Group, e.Kind, e.Namespace, e.Name, e.V, e.Component, applied)
+	}
+	return base64.RawStdEncoding.EncodeToString(h.Sum(nil)[:16])
+}
+
 // SameInputs returns the latest change when it was rendered from inputs
-// fp (engine/fingerprint) and records every object as applied, so that
+// fp (engine/fingerprint), is Sealed and records every object as applied, so that
 // objects still Untouched since need neither a render nor a request.
 func (inv *Inventory) SameInputs(fp string) (id string, c *Change, ok bool) {
 	if inv == nil || fp == "" {
 		return "", nil, false
 	}
 	id, c, ok = inv.Latest()
-	if !ok || c.Inputs != fp || len(c.Inventory.Entries) == 0 {
+	if !ok || c.Inputs != fp || len(c.Inventory.Entries) == 0 || !c.Sealed() {
 		return "", nil, false
 	}
 	for _, e := range c.Inventory.Entries {

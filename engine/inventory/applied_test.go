@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -168,4 +169,36 @@ func TestUnchangedSinceAppliedByLiveHash(t *testing.T) {
 	entries, err = WithApplied([]manifest.Resource{r}, map[manifest.ID]LiveState{r.ID(): {RV: "100", Object: stale}})
 	assert.NilError(t, err)
 	assert.Equal(t, entries[0].Applied.Live, "")
+}
+
+// A change's seal holds while its entries are the ones written; removing,
+// adding or editing an entry, or a change recorded without a seal, breaks it.
+func TestSealedChangeDetectsEditedEntries(t *testing.T) {
+	entries := []Entry{
+		{Kind: "ConfigMap", Namespace: "a", Name: "one", V: "v1", Applied: &Applied{RV: "1", Hash: "h1"}},
+		{Kind: "Secret", Namespace: "a", Name: "two", V: "v1", Applied: &Applied{RV: "2", Hash: "h2"}},
+	}
+	c := Change{ManifestDigest: "sha256:00", Inventory: EntryList{Entries: slices.Clone(entries)}}
+	if c.Sealed() {
+		t.Fatal("a change without a seal is sealed")
+	}
+	c.Seal()
+	if !c.Sealed() {
+		t.Fatal("a sealed change is not")
+	}
+	for name, edit := range map[string]func(c *Change){
+		"an entry removed":   func(c *Change) { c.Inventory.Entries = c.Inventory.Entries[1:] },
+		"an entry added":     func(c *Change) { c.Inventory.Entries = append(c.Inventory.Entries, Entry{Kind: "Service", Name: "x"}) },
+		"a name edited":      func(c *Change) { c.Inventory.Entries[0].Name = "other" },
+		"an applied hash":    func(c *Change) { c.Inventory.Entries[1].Applied = &Applied{RV: "2", Hash: "hX"} },
+		"the count edited":   func(c *Change) { c.Objects++ },
+		"no manifest digest": func(c *Change) { c.ManifestDigest = "" },
+	} {
+		e := c
+		e.Inventory.Entries = slices.Clone(c.Inventory.Entries)
+		edit(&e)
+		if e.Sealed() {
+			t.Errorf("%s: still sealed", name)
+		}
+	}
 }

@@ -102,6 +102,11 @@ type Change struct {
 	// a later apply with the same one may skip rendering. Empty when the
 	// syntax could not tell, and for older changes.
 	Inputs string `json:"inputs,omitempty"`
+	// Objects and EntriesDigest seal the entries as the apply wrote them
+	// (Seal): a skip trusts a change only while they agree, so an entry
+	// removed or edited by hand sends the next apply down the full path.
+	Objects       int    `json:"objects,omitempty"`
+	EntriesDigest string `json:"entriesDigest,omitempty"`
 }
 
 // EntryList is the inventory of one change.
@@ -195,6 +200,7 @@ func (inv *Inventory) SetLatestEntries(entries []Entry, now time.Time) error {
 		return fmt.Errorf("inventory %s/%s has no change to update", inv.Namespace(), inv.name)
 	}
 	c.Inventory.Entries = entries
+	c.Seal()
 	inv.Metadata.LastTransitionTime = now.UTC().Format(time.RFC3339)
 	return nil
 }

@@ -308,7 +308,7 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 // change is what the inventory records for this apply.
 func (r *run) change(entries []inventory.Entry) inventory.Change {
 	m := r.rel.Module
-	return inventory.Change{
+	c := inventory.Change{
 		Module:         inventory.ModuleRef{Path: m.Path, Version: m.Version, Name: m.Name, Local: m.Version == ""},
 		Values:         r.rel.ValuesText,
 		ManifestDigest: r.rel.ManifestDigest,
@@ -316,6 +316,8 @@ func (r *run) change(entries []inventory.Entry) inventory.Change {
 		Source:         r.opts.Source,
 		Inputs:         r.rel.Fingerprint,
 	}
+	c.Seal()
+	return c
 }
 
 // checkSize encodes the inventory this apply would write at worst (every
