@@ -172,7 +172,10 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	var unmoved []AppliedRelease
 	if !opts.NoSkip && sel.fingerprints != nil {
 		var rest []string
-		unmoved, rest = applyUnmoved(ctx, opts, sel, ro)
+		var err error
+		if unmoved, rest, err = applyUnmoved(ctx, opts, sel, ro); err != nil {
+			return nil, err
+		}
 		if len(unmoved) > 0 && len(rest) == 0 {
 			return &ApplyResult{Releases: unmoved}, nil
 		}

@@ -47,7 +47,10 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	// One key for the whole output: equal Secret values mask equally.
 	m := diff.NewMasker()
 	sel := opts.Selection
-	unmoved, order, prefetched := diffUnmoved(ctx, cl, opts, m)
+	unmoved, order, prefetched, err := diffUnmoved(ctx, cl, opts, m)
+	if err != nil {
+		return nil, err
+	}
 	if len(order) > 0 {
 		var rest []string
 		for _, k := range order {
@@ -98,16 +101,16 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 // then overlaps (preview.StartPrefetch). order is every selected key (nil
 // when the identities could not be evaluated: the render then reports
 // why).
-func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Masker) (unmoved map[string]ReleaseChanges, order []string, prefetched map[string]*preview.Prefetch) {
+func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Masker) (unmoved map[string]ReleaseChanges, order []string, prefetched map[string]*preview.Prefetch, err error) {
 	fps := fingerprints(ctx, opts.Selection)
 	if fps == nil {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	sel := opts.Selection
 	sel.fingerprints = fps
 	ids, err := identities(ctx, sel)
 	if err != nil {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	unmoved, prefetched = map[string]ReleaseChanges{}, map[string]*preview.Prefetch{}
 	for _, id := range ids {
@@ -129,6 +132,9 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 			continue
 		}
 		latest, c, _ := pv.Inventory.Latest()
+		if err := verifySkip(ctx, sel, id.Key, latest, c.ManifestDigest); err != nil {
+			return nil, nil, nil, err
+		}
 		rc := ReleaseChanges{
 			Name: id.Name, Namespace: id.Namespace, Environment: id.Environment, ReleaseID: id.ReleaseID,
 			Head:            Revision{ManifestDigest: c.ManifestDigest, ChangeID: latest},
@@ -149,7 +155,7 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 		}
 		unmoved[id.Key] = rc
 	}
-	return unmoved, order, prefetched
+	return unmoved, order, prefetched, nil
 }
 
 func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts DiffOptions, m *diff.Masker, pf *preview.Prefetch) (ReleaseChanges, error) {

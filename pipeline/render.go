@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"sigs.k8s.io/yaml"
 
@@ -65,12 +66,22 @@ func (s Selection) renderOptions() render.Options {
 		dir = "."
 	}
 	o := render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles, Namespace: s.NamespaceOverride,
-		Keys: encrypted.Keys{AgeIdentities: s.AgeKeys}}
+		Keys: encrypted.Keys{AgeIdentities: s.AgeKeys}, VerifyInputs: os.Getenv(EnvVerifyInputs) != ""}
 	for _, v := range s.SecretValues {
 		o.Values = append(o.Values, values.Input{Name: v.Name, Data: v.Data, Secret: true})
 	}
 	return o
 }
+
+// EnvVerifyInputs, set to anything, makes every render trace the files it
+// reads and fail when one is not covered by the input fingerprints (see
+// docs/incremental.md); the tests run with it.
+const EnvVerifyInputs = "OPM_VERIFY_INPUTS"
+
+// EnvVerifySkips, set to anything, makes apply, diff and review render
+// what they would skip as well and fail loudly when the skip would have
+// been wrong (Go's GODEBUG=gocacheverify, for renders).
+const EnvVerifySkips = "OPM_VERIFY_SKIPS"
 
 // RenderOptions are the options of Render.
 type RenderOptions struct {

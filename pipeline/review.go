@@ -118,7 +118,37 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 			}
 		}
 	}
+	if err := verifyUnchanged(ctx, opts, cs); err != nil {
+		return nil, err
+	}
 	return cs, nil
+}
+
+// verifyUnchanged, with OPM_VERIFY_SKIPS set, reviews again rendering
+// every pair and fails loudly when a pair the fingerprints called
+// unchanged renders differently on the two sides.
+func verifyUnchanged(ctx context.Context, opts ReviewOptions, cs *ChangeSet) error {
+	if os.Getenv(EnvVerifySkips) == "" || opts.NoSkip || len(cs.Unchanged) == 0 {
+		return nil
+	}
+	o := opts
+	o.NoSkip = true
+	full, err := Review(ctx, o)
+	if err != nil {
+		return fmt.Errorf("%s: reviewing every pair: %w", EnvVerifySkips, err)
+	}
+	for _, u := range cs.Unchanged {
+		for _, r := range full.Releases {
+			if r.Name != u.Release || r.Environment != u.Environment {
+				continue
+			}
+			if r.Error != "" || r.Counts.Changed() {
+				return fmt.Errorf("%s: release %s (environment %q) was skipped as unchanged (inputs identical on both sides), but rendering both sides shows %s: "+
+					"the skip was wrong. This is a bug in opm; --no-skip renders regardless", EnvVerifySkips, u.Release, u.Environment, cmp.Or(r.Error, "changes"))
+			}
+		}
+	}
+	return nil
 }
 
 // groupByWave gives each release its environment's group and wave and,

@@ -2,10 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/reconcile"
+	"github.com/opmodel/pipeline/engine/render"
 )
 
 // fingerprints returns the input fingerprint of every selected release
@@ -44,10 +47,10 @@ func fingerprints(ctx context.Context, sel Selection) map[string]string {
 // objects nobody touched is reported unchanged without a render. rest
 // are the keys that need the full apply; with done empty, every release
 // does.
-func applyUnmoved(ctx context.Context, opts ApplyOptions, sel Selection, ro reconcile.Options) (done []AppliedRelease, rest []string) {
+func applyUnmoved(ctx context.Context, opts ApplyOptions, sel Selection, ro reconcile.Options) (done []AppliedRelease, rest []string, err error) {
 	ids, err := identities(ctx, sel)
 	if err != nil {
-		return nil, sel.Releases // the full path reports it
+		return nil, sel.Releases, nil // the full path reports it
 	}
 	cls := newClusters(opts.ClusterOptions)
 	for _, id := range ids {
@@ -63,6 +66,9 @@ func applyUnmoved(ctx context.Context, opts ApplyOptions, sel Selection, ro reco
 			rest = append(rest, id.Key)
 			continue
 		}
+		if err := verifySkip(ctx, sel, id.Key, r.ChangeID, r.ManifestDigest); err != nil {
+			return nil, nil, err
+		}
 		id.ChangeID, id.ManifestDigest = r.ChangeID, r.ManifestDigest
 		ar := AppliedRelease{RenderedRelease: newRenderedRelease(id).masked(), Operation: "apply", key: id.Key,
 			Cluster: ClusterRef{Server: cl.Server, Context: cl.Context},
@@ -73,5 +79,25 @@ func applyUnmoved(ctx context.Context, opts ApplyOptions, sel Selection, ro reco
 			opts.ReleaseDone(ar)
 		}
 	}
-	return done, rest
+	return done, rest, nil
+}
+
+// verifySkip, with OPM_VERIFY_SKIPS set, renders release key anyway (its
+// reads traced) and fails loudly when the render differs from the change
+// a skip reported: the skip would have been wrong. Without it, nothing.
+func verifySkip(ctx context.Context, sel Selection, key, changeID, digest string) error {
+	if os.Getenv(EnvVerifySkips) == "" {
+		return nil
+	}
+	ro := sel.renderOptions()
+	ro.Releases, ro.VerifyInputs = []string{key}, true
+	rels, err := render.Render(ctx, ro)
+	if err != nil {
+		return fmt.Errorf("%s: verifying the skip of release %s: %w", EnvVerifySkips, key, err)
+	}
+	if rels[0].ChangeID != changeID || rels[0].ManifestDigest != digest {
+		return fmt.Errorf("%s: release %s (environment %q) was skipped as unchanged (inputs identical, recorded change %s), but it renders change %s: "+
+			"the skip was wrong and no uncovered input was traced. This is a bug in opm; --no-skip renders regardless", EnvVerifySkips, key, sel.Environment, changeID, rels[0].ChangeID)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,13 +18,19 @@ import (
 
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/internal/kubetest"
+	"github.com/opmodel/pipeline/pipeline"
 )
 
 // env is the real API server of this package's cluster tests (the
 // package's only TestMain: commands that talk to a cluster share it).
 var env *kubetest.Env
 
-func TestMain(m *testing.M) { kubetest.Main(m, &env) }
+// Every render in these tests checks that it read nothing its input
+// fingerprint does not cover (engine/reads): the safety net under skips.
+func TestMain(m *testing.M) {
+	os.Setenv(pipeline.EnvVerifyInputs, "1")
+	kubetest.Main(m, &env)
+}
 
 func serviceExists(t *testing.T, ns, name string) bool {
 	t.Helper()

@@ -187,3 +187,20 @@ func TestEnvironmentCacheIsVerifiedOnRead(t *testing.T) {
 	write(t, dir, "secrets/more.yaml", "tier: gold\n")
 	assert.Assert(t, cached() != cold)
 }
+
+// Verify names a file a render read that the fingerprint did not cover,
+// and passes what it did cover.
+func TestVerifyNamesAnUncoveredRead(t *testing.T) {
+	deploytest.Registry(t, lib("v0.1.0", "hello"))
+	dir := fixture(t)
+	p, err := load.ParseImports(t.Context(), dir, nil)
+	assert.NilError(t, err)
+	tree, err := fingerprint.Scan(t.Context(), p)
+	assert.NilError(t, err)
+	in := fingerprint.Inputs{Environment: "prod"}
+	covered := []string{filepath.Join(dir, "deploy.cue"), filepath.Join(dir, "web", "web.cue"), filepath.Join(dir, "secrets", "prod.yaml"), filepath.Join(dir, "cue.mod", "module.cue")}
+	assert.NilError(t, tree.Verify([]string{"web"}, in, covered))
+	err = tree.Verify([]string{"web"}, in, append(covered, filepath.Join(dir, "api", "api.cue")))
+	assert.ErrorContains(t, err, filepath.Join(dir, "api", "api.cue"))
+	assert.NilError(t, tree.Verify([]string{"web", "api"}, in, append(covered, filepath.Join(dir, "api", "api.cue"))))
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/reads"
 	"github.com/opmodel/pipeline/engine/suggest"
 	"github.com/opmodel/pipeline/engine/values"
 )
@@ -62,6 +63,12 @@ type Options struct {
 	// CUE context of its own); one per core when < 1, 1 renders them one
 	// after the other.
 	Parallelism int
+	// VerifyInputs traces every file the render reads (engine/reads) and
+	// fails it when one is not covered by the selected releases' input
+	// fingerprints: the safety net under every skip (OPM_VERIFY_INPUTS).
+	VerifyInputs bool
+	// reads is the trace VerifyInputs records into.
+	reads *reads.Set
 }
 
 var (
@@ -77,8 +84,20 @@ var (
 // its own loaded deployment (its own CUE context); the result is the same
 // as rendering them one after the other.
 func Render(ctx context.Context, opts Options) ([]*Release, error) {
+	if opts.VerifyInputs && opts.reads == nil {
+		opts.reads = reads.New()
+		rels, err := Render(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		keys := make([]string, 0, len(rels))
+		for _, r := range rels {
+			keys = append(keys, r.Key)
+		}
+		return rels, verifyReads(ctx, opts, keys)
+	}
 	// A selection of releases evaluates only what they reach.
-	lo := load.Options{Overlay: fingerprint.PrunedRoot(opts.Dir, opts.Releases, nil)}
+	lo := load.Options{Overlay: fingerprint.PrunedRoot(opts.Dir, opts.Releases, nil), Reads: opts.reads}
 	d, err := load.LoadWith(ctx, opts.Dir, lo)
 	if err != nil {
 		return nil, err
@@ -157,6 +176,7 @@ func prepare(ctx context.Context, d *load.Deployment, opts Options) (*plan, erro
 	inputs := make([]values.Input, 0, len(opts.ValuesFiles)+len(opts.Values))
 	for _, f := range opts.ValuesFiles {
 		inputs = append(inputs, values.Input{Name: f})
+		opts.reads.Add(f)
 	}
 	for _, in := range append(inputs, opts.Values...) {
 		s, err := values.Read(d.Context, in, opts.Keys)

@@ -35,6 +35,7 @@ func (p *plan) envValuesFiles() (map[string][]*values.Set, error) {
 			if !filepath.IsAbs(path) {
 				path = filepath.Join(p.d.Dir, rel)
 			}
+			p.opts.reads.Add(path)
 			s, err := values.Read(p.d.Context, values.Input{Name: path}, p.opts.Keys)
 			if err != nil {
 				return fault.Wrap(readKind(err), fmt.Errorf("environment %q, valuesFiles entry %q (at %s): %w", p.opts.Environment, rel, it.Value().Pos(), err))
