@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -27,5 +29,32 @@ func TestVerifySkipFailsAWrongSkip(t *testing.T) {
 	}
 	if err := verifySkip(t.Context(), sel, "app", rels.Releases[0].ChangeID, rels.Releases[0].ManifestDigest); err != nil {
 		t.Fatalf("a right skip: %v", err)
+	}
+}
+
+// Explain lists what the fingerprint covers, the environment's values
+// files as evaluated among them, and sums to the fingerprint apply uses.
+func TestExplainListsEveryInput(t *testing.T) {
+	dir := deploytest.HealthyDir(t, "environments: dev: {namespace: \"dev\", valuesFiles: [\"dev.yaml\"]}\nreleases: app: #module: appmodule\n")
+	if err := os.WriteFile(filepath.Join(dir, "dev.yaml"), []byte("stamp: one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sel := Selection{Dir: dir, Environment: "dev"}
+	ex, err := Explain(t.Context(), sel)
+	if err != nil || len(ex) != 1 {
+		t.Fatalf("Explain: %v, %v", ex, err)
+	}
+	var kinds []string
+	for _, in := range ex[0].Inputs {
+		kinds = append(kinds, in.Kind+" "+in.Name)
+	}
+	all := strings.Join(kinds, "\n")
+	for _, want := range []string{"valuesFiles dev.yaml", "module cue.mod/module.cue", "package test.example/deploy/app|app.cue", "renderer go:"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("Explain lists no %q:\n%s", want, all)
+		}
+	}
+	if fp := fingerprints(t.Context(), sel); fp["app"] != ex[0].Fingerprint {
+		t.Errorf("Explain's fingerprint %s is not apply's %s", ex[0].Fingerprint, fp["app"])
 	}
 }

@@ -204,10 +204,10 @@ func (t *Tree) Explain(key string, in Inputs) ([]Input, error) {
 		return nil, fmt.Errorf("release %q is not declared by name in %s: %w", key, t.dir, ErrUnsure)
 	}
 	out := []Input{
-		textInput("renderer", "opm", t.renderer),
-		textInput("release", "key", key),
-		textInput("environment", "name", in.Environment),
-		textInput("namespace", "override", in.Namespace),
+		textInput("renderer", t.renderer, t.renderer),
+		textInput("release", key, key),
+		textInput("environment", in.Environment, in.Environment),
+		textInput("namespace", in.Namespace, in.Namespace),
 	}
 	out = append(out, t.base...)
 	for _, inst := range t.closure(append(slices.Clone(t.shared), own...)) {

@@ -1,0 +1,59 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/opmodel/pipeline/engine/fingerprint"
+	"github.com/opmodel/pipeline/engine/load"
+)
+
+// Explanation is why a release × environment may or may not be skipped:
+// its input fingerprint and every input it covers, hash by hash (what Go's
+// GODEBUG=gocachehash=1 prints for its build cache), or why it has none.
+type Explanation struct {
+	Release     string              `json:"release"`
+	Environment string              `json:"environment,omitempty"`
+	Fingerprint string              `json:"fingerprint,omitempty"`
+	Inputs      []fingerprint.Input `json:"inputs,omitempty"`
+	// Unsure says why there is no fingerprint: such a release always renders.
+	Unsure string `json:"unsure,omitempty"`
+}
+
+// Explain lists, for every selected release in the selection's
+// environment, what its input fingerprint covers. A skip by apply or diff
+// happened when the fingerprint equals the inventory's newest change's
+// `inputs` (opm inventory shows it); a review skipped a pair when both
+// sides' fingerprints are equal.
+func Explain(ctx context.Context, sel Selection) ([]Explanation, error) {
+	ro := sel.renderOptions()
+	p, err := load.ParseImports(ctx, ro.Dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := fingerprint.Scan(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	tree.UseCache(cacheDir("environments"))
+	keys := ro.Releases
+	if len(keys) == 0 {
+		keys = tree.Releases()
+	}
+	in := fingerprint.Inputs{Environment: ro.Environment, ValuesFiles: ro.ValuesFiles, Values: ro.Values, Namespace: ro.Namespace}
+	out := make([]Explanation, 0, len(keys))
+	for _, k := range keys {
+		e := Explanation{Release: k, Environment: ro.Environment}
+		inputs, err := tree.Explain(k, in)
+		if err != nil {
+			e.Unsure = err.Error()
+		} else {
+			e.Fingerprint, e.Inputs = fingerprint.Sum(inputs), inputs
+		}
+		out = append(out, e)
+	}
+	if len(out) == 0 && tree.Sure() != nil {
+		return nil, fmt.Errorf("explaining %s: %w", ro.Dir, tree.Sure())
+	}
+	return out, nil
+}
