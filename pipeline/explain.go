@@ -49,6 +49,13 @@ func Explain(ctx context.Context, sel Selection) ([]Explanation, error) {
 			e.Unsure = err.Error()
 		} else {
 			e.Fingerprint, e.Inputs = fingerprint.Sum(inputs), inputs
+			for i, in := range inputs {
+				if in.Secret {
+					// The hash of a secret, and a fingerprint over it,
+					// would confirm a guessed value offline.
+					e.Inputs[i].Hash, e.Fingerprint = "(secret)", "(sealed: the release reads secret values)"
+				}
+			}
 		}
 		out = append(out, e)
 	}

@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,5 +59,21 @@ func TestExplainListsEveryInput(t *testing.T) {
 	}
 	if fp := fingerprints(t.Context(), sel); fp["app"] != ex[0].Fingerprint {
 		t.Errorf("Explain's fingerprint %s is not apply's %s", ex[0].Fingerprint, fp["app"])
+	}
+}
+
+// A secret in-memory values file: explain prints neither its hash nor a
+// fingerprint over it (either would confirm a guessed value offline).
+func TestExplainSealsSecretInputs(t *testing.T) {
+	dir := deploytest.HealthyDir(t, "environments: dev: namespace: \"dev\"\nreleases: app: #module: appmodule\n")
+	canary := "stamp: canary-4711\n"
+	ex, err := Explain(t.Context(), Selection{Dir: dir, Environment: "dev", SecretValues: []SecretValues{{Name: "s", Data: []byte(canary)}}})
+	if err != nil || len(ex) != 1 {
+		t.Fatalf("Explain: %v, %v", ex, err)
+	}
+	b, _ := json.Marshal(ex)
+	sum := sha256.Sum256([]byte(canary))
+	if strings.Contains(string(b), hex.EncodeToString(sum[:])) || strings.Contains(string(b), "inputs-sha256") {
+		t.Fatalf("explain published the secret's hash or a fingerprint over it: %s", b)
 	}
 }

@@ -44,7 +44,7 @@ fails naming the release when the skip would have been wrong.`,
 				}
 				fmt.Fprintf(w, "release %s (env %s): %s\n", e.Release, orDash(e.Environment), e.Fingerprint)
 				for _, in := range e.Inputs {
-					fmt.Fprintf(w, "  %s  %-11s %s\n", in.Hash[:16], in.Kind, in.Name)
+					fmt.Fprintf(w, "  %-16.16s  %-11s %s\n", in.Hash, in.Kind, in.Name)
 				}
 			}
 			return nil

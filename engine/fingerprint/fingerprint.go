@@ -73,6 +73,10 @@ type Input struct {
 	Hash string `json:"sha256"`
 	// Path is the file read, absolute; empty for what is not a file.
 	Path string `json:"-"`
+	// Secret: the content is secret (an in-memory secret values file): its
+	// hash, and the fingerprint over it, would let a reader confirm a
+	// guessed value offline, so neither is ever printed.
+	Secret bool `json:"secret,omitempty"`
 }
 
 // Tree is a parsed deployment directory, ready to fingerprint any of its
@@ -231,7 +235,9 @@ func (t *Tree) Explain(key string, in Inputs) ([]Input, error) {
 		out = append(out, t.readInput("-f", f, abs))
 	}
 	for _, v := range in.Values {
-		out = append(out, dataInput("values", v.Name+" secret="+strconv.FormatBool(v.Secret), v.Data))
+		in := dataInput("values", v.Name+" secret="+strconv.FormatBool(v.Secret), v.Data)
+		in.Secret = v.Secret
+		out = append(out, in)
 	}
 	return out, nil
 }
