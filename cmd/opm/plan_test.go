@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -36,7 +37,11 @@ func TestRefusedApplyChangesNothing(t *testing.T) {
 		// Controllers keep writing the Deployment's status, which moves its
 		// resourceVersion; what opm wrote is its generation (spec) and its
 		// own managed-fields entry (labels, annotations and spec it owns).
-		out["deployment"] = fmt.Sprint(dep.Generation, dep.Labels, dep.Annotations)
+		// The deployment controller adds its revision annotation when it
+		// gets to it, maybe after the first snapshot: it is not opm's.
+		ann := maps.Clone(dep.Annotations)
+		delete(ann, "deployment.kubernetes.io/revision")
+		out["deployment"] = fmt.Sprint(dep.Generation, dep.Labels, ann)
 		for _, m := range dep.ManagedFields {
 			if m.Manager == "opm" && m.Subresource == "" {
 				out["deployment"] += " " + m.Time.String() + " " + string(m.FieldsV1.Raw)
