@@ -78,7 +78,7 @@ func TestBenchMonorepo(t *testing.T) {
 				t.Fatal(err)
 			}
 			tree.UseCache(cache)
-			if _, err := tree.Of(c.release, fingerprint.Inputs{Environment: envFor(c.name)}); err != nil {
+			if _, err := tree.Of(t.Context(), c.release, fingerprint.Inputs{Environment: envFor(c.name)}); err != nil {
 				t.Fatal(err)
 			}
 			return time.Since(start)

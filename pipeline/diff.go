@@ -132,7 +132,7 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 			continue
 		}
 		latest, c, _ := pv.Inventory.Latest()
-		if err := verifySkip(ctx, sel, id.Key, latest, c.ManifestDigest); err != nil {
+		if err := verifySkip(ctx, cluster, sel, id.Key, latest, c.ManifestDigest); err != nil {
 			return nil, nil, nil, err
 		}
 		rc := ReleaseChanges{

@@ -44,7 +44,7 @@ func Explain(ctx context.Context, sel Selection) ([]Explanation, error) {
 	out := make([]Explanation, 0, len(keys))
 	for _, k := range keys {
 		e := Explanation{Release: k, Environment: ro.Environment}
-		inputs, err := tree.Explain(k, in)
+		inputs, err := tree.Explain(ctx, k, in)
 		if err != nil {
 			e.Unsure = err.Error()
 		} else {

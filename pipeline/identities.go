@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/opmodel/pipeline/engine/cachefile"
 	"github.com/opmodel/pipeline/engine/render"
 )
 
@@ -75,17 +76,10 @@ func (c identityCache) put(r *render.Release) {
 	}
 	b, err := json.Marshal(cachedIdentity{Key: r.Key, Name: r.Name, Namespace: r.Namespace, Environment: r.Environment,
 		ReleaseID: r.ReleaseID, Module: r.Module, Cluster: r.Cluster})
-	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(c.dir, ".identity-*")
 	if err != nil {
 		return
 	}
-	_, werr := tmp.Write(b)
-	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), c.path(r.Fingerprint)) != nil {
-		_ = os.Remove(tmp.Name())
-	}
+	_ = cachefile.Write(c.dir, filepath.Base(c.path(r.Fingerprint)), b) // no cache is a slower run, not a failure
 }
 
 // identities returns the selected releases' identities, sorted by key:

@@ -91,7 +91,7 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	// One key for the whole output: equal Secret values mask equally.
 	opts.masker = diff.NewMasker()
 	cs := &ChangeSet{Operation: "review", Releases: []ReleaseChanges{}}
-	cs.Unchanged = identicalUnits(opts, head, base, envs, keys)
+	cs.Unchanged = identicalUnits(ctx, opts, head, base, envs, keys)
 	if scanned && len(cs.Unchanged) < len(envs)*len(keys) {
 		// Something is rendered: evaluate the scanned sides first, so the
 		// renders (some concurrent) only read them, and only as far as

@@ -46,7 +46,7 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 			return nil, false
 		}
 		t.UseCache(cacheDir("environments"))
-		envs, exact := t.Environments()
+		envs, exact := t.Environments(ctx)
 		if !exact {
 			return nil, false
 		}
@@ -80,7 +80,7 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 // identicalUnits finds the release × environment units both sides
 // declare with equal input fingerprints, marks them on the head side so
 // nothing renders them, and returns them in review order.
-func identicalUnits(opts ReviewOptions, head, base *reviewSide, envs, keys []string) []UnchangedRelease {
+func identicalUnits(ctx context.Context, opts ReviewOptions, head, base *reviewSide, envs, keys []string) []UnchangedRelease {
 	if head.tree == nil || base.tree == nil {
 		return nil
 	}
@@ -93,8 +93,8 @@ func identicalUnits(opts ReviewOptions, head, base *reviewSide, envs, keys []str
 				continue
 			}
 			in := fingerprint.Inputs{Environment: env, ValuesFiles: ro.ValuesFiles, Values: ro.Values}
-			h, herr := head.tree.Of(key, in)
-			b, berr := base.tree.Of(key, in)
+			h, herr := head.tree.Of(ctx, key, in)
+			b, berr := base.tree.Of(ctx, key, in)
 			if herr != nil || berr != nil || h != b {
 				continue
 			}

@@ -196,7 +196,7 @@ func TestStatusWithoutInventoryUsesLabels(t *testing.T) {
 	res, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Name: "app", Namespace: ns}, ClusterOptions: cluster(t)})
 	assert.NilError(t, err)
 	assert.Equal(t, res.Releases[0].Discovery, "labels")
-	assert.Equal(t, len(healthOf(res)), 3)
+	assert.Equal(t, len(healthOf(res)), 3, "%v", healthOf(res))
 }
 
 func TestStatusNeedsNamespaceWithName(t *testing.T) {

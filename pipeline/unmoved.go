@@ -6,9 +6,11 @@ import (
 	"os"
 
 	"github.com/opmodel/pipeline/engine/fingerprint"
+	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/reconcile"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/scope"
 )
 
 // fingerprints returns the input fingerprint of every selected release
@@ -32,7 +34,7 @@ func fingerprints(ctx context.Context, sel Selection) map[string]string {
 	in := fingerprint.Inputs{Environment: ro.Environment, ValuesFiles: ro.ValuesFiles, Values: ro.Values, Namespace: ro.Namespace}
 	out := make(map[string]string, len(keys))
 	for _, k := range keys {
-		fp, err := tree.Of(k, in)
+		fp, err := tree.Of(ctx, k, in)
 		if err != nil {
 			return nil
 		}
@@ -66,7 +68,7 @@ func applyUnmoved(ctx context.Context, opts ApplyOptions, sel Selection, ro reco
 			rest = append(rest, id.Key)
 			continue
 		}
-		if err := verifySkip(ctx, sel, id.Key, r.ChangeID, r.ManifestDigest); err != nil {
+		if err := verifySkip(ctx, cl, sel, id.Key, r.ChangeID, r.ManifestDigest); err != nil {
 			return nil, nil, err
 		}
 		id.ChangeID, id.ManifestDigest = r.ChangeID, r.ManifestDigest
@@ -83,9 +85,11 @@ func applyUnmoved(ctx context.Context, opts ApplyOptions, sel Selection, ro reco
 }
 
 // verifySkip, with OPM_VERIFY_SKIPS set, renders release key anyway (its
-// reads traced) and fails loudly when the render differs from the change
-// a skip reported: the skip would have been wrong. Without it, nothing.
-func verifySkip(ctx context.Context, sel Selection, key, changeID, digest string) error {
+// reads traced), lets cl decide its objects' scope as the full path does
+// (nil: the render's own decision), and fails loudly when the result
+// differs from the change a skip reported: the skip would have been
+// wrong. Without it, nothing.
+func verifySkip(ctx context.Context, cl *kube.Cluster, sel Selection, key, changeID, digest string) error {
 	if os.Getenv(EnvVerifySkips) == "" {
 		return nil
 	}
@@ -94,6 +98,11 @@ func verifySkip(ctx context.Context, sel Selection, key, changeID, digest string
 	rels, err := render.Render(ctx, ro)
 	if err != nil {
 		return fmt.Errorf("%s: verifying the skip of release %s: %w", EnvVerifySkips, key, err)
+	}
+	if cl != nil {
+		if _, err := scope.Resolve(ctx, cl.Mapper, rels[0]); err != nil {
+			return fmt.Errorf("%s: verifying the skip of release %s: %w", EnvVerifySkips, key, err)
+		}
 	}
 	if rels[0].ChangeID != changeID || rels[0].ManifestDigest != digest {
 		return fmt.Errorf("%s: release %s (environment %q) was skipped as unchanged (inputs identical, recorded change %s), but it renders change %s: "+

@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue/build"
+
+	"github.com/opmodel/pipeline/engine/cachefile"
+	"github.com/opmodel/pipeline/engine/load"
 )
 
 // The evaluated environments are a pure function of what their
@@ -45,7 +48,7 @@ func (e *envEntry) digest() string {
 func (t *Tree) envKey(reach []*build.Instance) string {
 	inputs := []Input{textInput("renderer", "opm", t.renderer)}
 	inputs = append(inputs, t.base...)
-	for _, inst := range t.closure(reach) {
+	for _, inst := range load.Closure(reach...) {
 		files, err := t.pkg(inst)
 		if err != nil {
 			return ""
@@ -94,15 +97,8 @@ func (t *Tree) storeEnvironments(key string, e *environments) {
 	}
 	entry.Sum = entry.digest()
 	b, err := json.Marshal(entry)
-	if err != nil || os.MkdirAll(t.cacheDir, 0o700) != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(t.cacheDir, ".env-*")
 	if err != nil {
 		return
 	}
-	_, werr := tmp.Write(b)
-	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(t.cacheDir, key+".json")) != nil {
-		_ = os.Remove(tmp.Name())
-	}
+	_ = cachefile.Write(t.cacheDir, key+".json", b) // no cache is a slower run, not a failure
 }

@@ -82,7 +82,6 @@ type Input struct {
 // Tree is a parsed deployment directory, ready to fingerprint any of its
 // releases in any environment.
 type Tree struct {
-	ctx      context.Context
 	dir      string
 	renderer string
 	// base is what every release reads: module file, root package.
@@ -127,7 +126,7 @@ func Scan(ctx context.Context, p *load.Parsed) (*Tree, error) {
 		return nil, fmt.Errorf("fingerprinting %s: identifying the renderer: %w", p.Dir, err)
 	}
 	bi := buildinfo.Read()
-	t := &Tree{ctx: context.WithoutCancel(ctx), dir: p.Dir, renderer: id + " " + bi.CUEVersion + " " + bi.Catalog,
+	t := &Tree{dir: p.Dir, renderer: id + " " + bi.CUEVersion + " " + bi.Catalog,
 		own: map[string][]*build.Instance{}, pkgs: map[string]pkgInputs{}, p: p}
 	mod, err := p.Source(p.ModuleFile())
 	if err != nil {
@@ -157,8 +156,8 @@ func (t *Tree) Releases() []string {
 // evaluator reads them (regular fields of `environments`; hidden fields
 // and definitions are never environments); ok is false when they could
 // not be evaluated.
-func (t *Tree) Environments() (names []string, ok bool) {
-	e := t.evaluated()
+func (t *Tree) Environments(ctx context.Context) (names []string, ok bool) {
+	e := t.evaluated(ctx)
 	if e.err != nil {
 		return nil, false
 	}
@@ -180,8 +179,8 @@ type Inputs struct {
 }
 
 // Of returns the fingerprint of release key rendered with in.
-func (t *Tree) Of(key string, in Inputs) (string, error) {
-	inputs, err := t.Explain(key, in)
+func (t *Tree) Of(ctx context.Context, key string, in Inputs) (string, error) {
+	inputs, err := t.Explain(ctx, key, in)
 	if err != nil {
 		return "", err
 	}
@@ -198,8 +197,8 @@ func Sum(inputs []Input) string {
 }
 
 // Explain lists every input the fingerprint of release key rendered with
-// in covers, in the order they are hashed: what `opm … --explain` prints.
-func (t *Tree) Explain(key string, in Inputs) ([]Input, error) {
+// in covers, in the order they are hashed: what `opm explain` prints.
+func (t *Tree) Explain(ctx context.Context, key string, in Inputs) ([]Input, error) {
 	if t.unsure != nil {
 		return nil, t.unsure
 	}
@@ -214,7 +213,7 @@ func (t *Tree) Explain(key string, in Inputs) ([]Input, error) {
 		textInput("namespace", in.Namespace, in.Namespace),
 	}
 	out = append(out, t.base...)
-	for _, inst := range t.closure(append(slices.Clone(t.shared), own...)) {
+	for _, inst := range load.Closure(append(slices.Clone(t.shared), own...)...) {
 		files, err := t.pkg(inst)
 		if err != nil {
 			return nil, err
@@ -222,7 +221,7 @@ func (t *Tree) Explain(key string, in Inputs) ([]Input, error) {
 		out = append(out, files...)
 	}
 	if in.Environment != "" {
-		files, err := t.valuesFiles(in.Environment)
+		files, err := t.valuesFiles(ctx, in.Environment)
 		if err != nil {
 			return nil, err
 		}
@@ -247,28 +246,6 @@ func (t *Tree) abs(f string) string {
 		return filepath.Clean(f)
 	}
 	return filepath.Join(t.dir, f)
-}
-
-// closure is every package reachable from insts, sorted by import path.
-func (t *Tree) closure(insts []*build.Instance) []*build.Instance {
-	seen := map[string]bool{}
-	var out []*build.Instance
-	var walk func(inst *build.Instance)
-	walk = func(inst *build.Instance) {
-		if inst == nil || seen[inst.ImportPath] {
-			return
-		}
-		seen[inst.ImportPath] = true
-		out = append(out, inst)
-		for _, imp := range inst.Imports {
-			walk(imp)
-		}
-	}
-	for _, inst := range insts {
-		walk(inst)
-	}
-	slices.SortFunc(out, func(a, b *build.Instance) int { return strings.Compare(a.ImportPath, b.ImportPath) })
-	return out
 }
 
 // pkg returns a package's file inputs, memoized.
@@ -318,7 +295,7 @@ func relName(dir, f string) string {
 
 // evaluated evaluates the environments once, with every release pruned
 // from the root package.
-func (t *Tree) evaluated() *environments {
+func (t *Tree) evaluated(ctx context.Context) *environments {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.envs != nil {
@@ -336,7 +313,7 @@ func (t *Tree) evaluated() *environments {
 	key := t.envKey(reach)
 	e, ok := t.cachedEnvironments(key)
 	if !ok {
-		e = t.evaluateEnvironments(pruned)
+		e = t.evaluateEnvironments(ctx, pruned)
 		t.storeEnvironments(key, e)
 	}
 	t.mu.Lock()
@@ -348,7 +325,7 @@ func (t *Tree) evaluated() *environments {
 
 // evaluateEnvironments evaluates the environments, the root package read
 // through overlay (pruned of every release, or nil).
-func (t *Tree) evaluateEnvironments(overlay map[string][]byte) *environments {
+func (t *Tree) evaluateEnvironments(ctx context.Context, overlay map[string][]byte) *environments {
 	e := &environments{files: map[string][]string{}, bad: map[string]error{}}
 	merged := map[string][]byte{}
 	for k, v := range t.p.Overlay {
@@ -357,7 +334,7 @@ func (t *Tree) evaluateEnvironments(overlay map[string][]byte) *environments {
 	for k, v := range overlay {
 		merged[k] = v
 	}
-	envs, err := load.Environments(t.ctx, t.dir, merged)
+	envs, err := load.Environments(ctx, t.dir, merged)
 	if err != nil {
 		e.err = fmt.Errorf("%v: %w", err, ErrUnsure)
 		return e
@@ -378,8 +355,8 @@ func (t *Tree) evaluateEnvironments(overlay map[string][]byte) *environments {
 }
 
 // valuesFiles are the values files environment env declares, as evaluated.
-func (t *Tree) valuesFiles(env string) ([]string, error) {
-	e := t.evaluated()
+func (t *Tree) valuesFiles(ctx context.Context, env string) ([]string, error) {
+	e := t.evaluated(ctx)
 	if e.err != nil {
 		return nil, e.err
 	}

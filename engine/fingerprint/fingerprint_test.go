@@ -97,7 +97,7 @@ func of(t *testing.T, dir, key string, in fingerprint.Inputs) string {
 	assert.NilError(t, err)
 	tree, err := fingerprint.Scan(t.Context(), p)
 	assert.NilError(t, err)
-	fp, err := tree.Of(key, in)
+	fp, err := tree.Of(t.Context(), key, in)
 	assert.NilError(t, err)
 	assert.Assert(t, strings.HasPrefix(fp, fingerprint.Prefix))
 	return fp
@@ -235,7 +235,7 @@ func TestFingerprintIsRefusedWhereTheSyntaxCannotTell(t *testing.T) {
 			assert.NilError(t, err)
 			tree, err := fingerprint.Scan(t.Context(), p)
 			assert.NilError(t, err)
-			_, err = tree.Of("web", fingerprint.Inputs{Environment: "prod"})
+			_, err = tree.Of(t.Context(), "web", fingerprint.Inputs{Environment: "prod"})
 			assert.Assert(t, errors.Is(err, fingerprint.ErrUnsure), "%v", err)
 		})
 	}

@@ -107,7 +107,7 @@ func TestHiddenEnvironmentFieldsAreNotEnvironments(t *testing.T) {
 	assert.NilError(t, err)
 	tree, err := fingerprint.Scan(t.Context(), p)
 	assert.NilError(t, err)
-	envs, ok := tree.Environments()
+	envs, ok := tree.Environments(t.Context())
 	assert.Assert(t, ok)
 	assert.DeepEqual(t, envs, []string{"prod", "staging"})
 }
@@ -136,9 +136,9 @@ func TestUnresolvableEmbedIsUnsure(t *testing.T) {
 	assert.NilError(t, err)
 	tree, err := fingerprint.Scan(t.Context(), p)
 	assert.NilError(t, err)
-	_, err = tree.Of("web", fingerprint.Inputs{Environment: "staging"})
+	_, err = tree.Of(t.Context(), "web", fingerprint.Inputs{Environment: "staging"})
 	assert.Assert(t, errors.Is(err, fingerprint.ErrUnsure), "%v", err)
-	_, err = tree.Of("api", fingerprint.Inputs{Environment: "staging"})
+	_, err = tree.Of(t.Context(), "api", fingerprint.Inputs{Environment: "staging"})
 	assert.NilError(t, err, "a release that does not import the package keeps its fingerprint")
 }
 
@@ -164,7 +164,7 @@ func TestEnvironmentCacheIsVerifiedOnRead(t *testing.T) {
 		tree, err := fingerprint.Scan(t.Context(), p)
 		assert.NilError(t, err)
 		tree.UseCache(cache)
-		fp, err := tree.Of("web", in)
+		fp, err := tree.Of(t.Context(), "web", in)
 		assert.NilError(t, err)
 		return fp
 	}
@@ -199,8 +199,8 @@ func TestVerifyNamesAnUncoveredRead(t *testing.T) {
 	assert.NilError(t, err)
 	in := fingerprint.Inputs{Environment: "prod"}
 	covered := []string{filepath.Join(dir, "deploy.cue"), filepath.Join(dir, "web", "web.cue"), filepath.Join(dir, "secrets", "prod.yaml"), filepath.Join(dir, "cue.mod", "module.cue")}
-	assert.NilError(t, tree.Verify([]string{"web"}, in, covered))
-	err = tree.Verify([]string{"web"}, in, append(covered, filepath.Join(dir, "api", "api.cue")))
+	assert.NilError(t, tree.Verify(t.Context(), []string{"web"}, in, covered))
+	err = tree.Verify(t.Context(), []string{"web"}, in, append(covered, filepath.Join(dir, "api", "api.cue")))
 	assert.ErrorContains(t, err, filepath.Join(dir, "api", "api.cue"))
-	assert.NilError(t, tree.Verify([]string{"web", "api"}, in, append(covered, filepath.Join(dir, "api", "api.cue"))))
+	assert.NilError(t, tree.Verify(t.Context(), []string{"web", "api"}, in, append(covered, filepath.Join(dir, "api", "api.cue"))))
 }

@@ -1,6 +1,7 @@
 package fingerprint
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -15,10 +16,10 @@ import (
 // missed a change to it. The embedded catalog is the renderer's own
 // (its build ID covers it). Releases without a fingerprint (ErrUnsure)
 // are never skipped, so a render including one is not checked.
-func (t *Tree) Verify(keys []string, in Inputs, read []string) error {
+func (t *Tree) Verify(ctx context.Context, keys []string, in Inputs, read []string) error {
 	covered := map[string]bool{}
 	for _, k := range keys {
-		inputs, err := t.Explain(k, in)
+		inputs, err := t.Explain(ctx, k, in)
 		if errors.Is(err, ErrUnsure) {
 			return nil
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/build"
@@ -18,11 +19,11 @@ import (
 	"github.com/opmodel/pipeline/engine/reads"
 )
 
-// Closure is every package the root package reaches, the root first, then
-// the others sorted by import path: what the loader resolved, local and
-// registry packages and the catalog alike (the standard library is part
-// of CUE, not a package the loader reads).
-func (p *Parsed) Closure() []*build.Instance {
+// Closure is every package insts reach, themselves included, each once,
+// sorted by import path: what the loader resolved, local and registry
+// packages and the catalog alike (the standard library is part of CUE,
+// not a package the loader reads).
+func Closure(insts ...*build.Instance) []*build.Instance {
 	seen := map[string]bool{}
 	var out []*build.Instance
 	var walk func(inst *build.Instance)
@@ -36,20 +37,11 @@ func (p *Parsed) Closure() []*build.Instance {
 			walk(imp)
 		}
 	}
-	walk(p.Root)
-	walk(p.Catalog)
-	slices.SortFunc(out[1:], func(a, b *build.Instance) int { return cmpString(a.ImportPath, b.ImportPath) })
-	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+	for _, inst := range insts {
+		walk(inst)
 	}
-	return 0
+	slices.SortFunc(out, func(a, b *build.Instance) int { return strings.Compare(a.ImportPath, b.ImportPath) })
+	return out
 }
 
 // ModuleFile is the path of the deployment's module file.
@@ -58,7 +50,7 @@ func (p *Parsed) ModuleFile() string { return filepath.Join(p.Dir, "cue.mod", "m
 // record adds every file the load resolved to r.
 func (p *Parsed) record(r *reads.Set) error {
 	r.Add(p.ModuleFile())
-	for _, inst := range p.Closure() {
+	for _, inst := range Closure(p.Root, p.Catalog) {
 		for _, bf := range inst.BuildFiles {
 			r.Add(bf.Filename)
 			src, err := p.Source(bf.Filename)

@@ -21,5 +21,5 @@ func verifyReads(ctx context.Context, opts Options, keys []string) error {
 		return fmt.Errorf("verifying what the render read: %w", err)
 	}
 	in := fingerprint.Inputs{Environment: opts.Environment, ValuesFiles: opts.ValuesFiles, Values: opts.Values, Namespace: opts.Namespace}
-	return tree.Verify(keys, in, opts.reads.Paths())
+	return tree.Verify(ctx, keys, in, opts.reads.Paths())
 }
