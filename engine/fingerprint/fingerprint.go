@@ -305,22 +305,37 @@ func (t *Tree) evaluated(ctx context.Context) *environments {
 	// Pruned of every release, the root builds only what the
 	// environments reach; where the syntax does not allow pruning, the
 	// whole root package is evaluated (slower, as sound).
+	// Pruning can also leave the root invalid (a let only the releases
+	// used is then unreferenced): the whole root is evaluated then too.
 	pruned := pruneRoot(t.dir, nil, t.p.Overlay, true)
-	reach := t.shared
-	if pruned == nil || t.unsure != nil {
-		reach = t.p.Root.Imports
-	}
-	key := t.envKey(reach)
-	e, ok := t.cachedEnvironments(key)
-	if !ok {
-		e = t.evaluateEnvironments(ctx, pruned)
-		t.storeEnvironments(key, e)
+	e, ok := t.environmentsWith(ctx, pruned)
+	if !ok && pruned != nil {
+		e, _ = t.environmentsWith(ctx, nil)
 	}
 	t.mu.Lock()
 	if t.envs == nil {
 		t.envs = e
 	}
 	return t.envs
+}
+
+// environmentsWith evaluates the environments with the root package read
+// through pruned (nil: the whole root), from the cache when it has them;
+// ok is false when the evaluation failed.
+func (t *Tree) environmentsWith(ctx context.Context, pruned map[string][]byte) (*environments, bool) {
+	reach := t.shared
+	if pruned == nil || t.unsure != nil {
+		reach = t.p.Root.Imports
+	}
+	// Both ways evaluate the same environments from the same inputs: one
+	// key serves either.
+	key := t.envKey(reach)
+	if e, ok := t.cachedEnvironments(key); ok {
+		return e, true
+	}
+	e := t.evaluateEnvironments(ctx, pruned)
+	t.storeEnvironments(key, e)
+	return e, e.err == nil
 }
 
 // evaluateEnvironments evaluates the environments, the root package read

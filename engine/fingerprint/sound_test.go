@@ -204,3 +204,14 @@ func TestVerifyNamesAnUncoveredRead(t *testing.T) {
 	assert.ErrorContains(t, err, filepath.Join(dir, "api", "api.cue"))
 	assert.NilError(t, tree.Verify(t.Context(), []string{"web", "api"}, in, append(covered, filepath.Join(dir, "api", "api.cue"))))
 }
+
+// A let only a release uses leaves the root invalid once releases are
+// pruned (CUE refuses an unreferenced let): the environments are then
+// evaluated from the whole root, and fingerprints stay (found by
+// FuzzSkipsAreSound).
+func TestLetUsedOnlyByAReleaseKeepsFingerprints(t *testing.T) {
+	deploytest.Registry(t, lib("v0.1.0", "hello"))
+	dir := fixture(t)
+	edit(t, dir, "deploy.cue", "releases: web: #module: webmodule", "let level = \"gold\"\nreleases: web: {#module: webmodule, values: tier: level}")
+	moves(t, dir, "web", "prod", func() { edit(t, dir, "secrets/prod.yaml", "gold", "platinum") })
+}
