@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/gitref"
+	"github.com/opmodel/pipeline/engine/load"
 )
 
 // reviewGit is Review with BaseRefs: the first ref that resolves is merged
@@ -36,6 +37,10 @@ func reviewGit(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	}
 	o := opts
 	root, baseDir, overlay, done, err := readBase(ctx, repo, dir, base)
+	var scanned *fingerprint.Tree
+	if err == nil && !opts.NoSkip {
+		scanned, err = completeBase(ctx, repo, base, root, baseDir, overlay)
+	}
 	if err != nil || opts.NoSkip {
 		// A checkout reproduces what reading objects cannot (symbolic
 		// links, submodules); NoSkip reviews the way it always did.
@@ -45,10 +50,10 @@ func reviewGit(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 		if root, baseDir, done, err = checkoutDir(ctx, repo, dir, base); err != nil {
 			return nil, err
 		}
-		overlay = nil
+		overlay, scanned = nil, nil
 	}
 	defer done()
-	o.BaseRefs, o.BaseDir, o.baseOverlay = nil, baseDir, overlay
+	o.BaseRefs, o.BaseDir, o.baseOverlay, o.baseTree = nil, baseDir, overlay, scanned
 	cs, err := Review(ctx, o)
 	if err != nil {
 		return nil, err
@@ -123,34 +128,74 @@ func readBase(ctx context.Context, repo, dir, commit string) (root, baseDir stri
 			return "", "", nil, done, fmt.Errorf("reading the base: %w", err)
 		}
 	}
-	// Values files may live beside the deployment directory (valuesFiles:
-	// ["../shared/x.yaml"]): the repository's YAML and JSON files outside
-	// it are written too, as a checkout would have them.
-	outside, err := gitref.ReadFilesOutside(ctx, repo, commit, filepath.ToSlash(rel), func(p string) bool {
-		switch strings.ToLower(path.Ext(p)) {
-		case ".yaml", ".yml", ".json":
-			return true
-		}
-		return false
-	})
-	if err != nil {
-		return "", "", nil, done, err
-	}
-	for p, b := range outside {
-		abs := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			return "", "", nil, done, fmt.Errorf("reading the base: %w", err)
-		}
-		if err := os.WriteFile(abs, b, 0o644); err != nil {
-			return "", "", nil, done, fmt.Errorf("reading the base: %w", err)
-		}
-	}
 	if len(files) > 0 {
 		if err := os.MkdirAll(baseDir, 0o755); err != nil {
 			return "", "", nil, done, fmt.Errorf("reading the base: %w", err)
 		}
 	}
 	return root, baseDir, overlay, done, nil
+}
+
+// completeBase makes a base read from git's objects (readBase) what a
+// checkout would be for the render: its environments are evaluated once
+// (fingerprint.Tree, which the review then reuses) and the values files
+// they name outside the deployment directory, inside the repository, are
+// read from git and written where a checkout puts them. Its cost follows
+// those files, not the repository. An error means the base cannot be
+// read this way (its environments do not evaluate): the caller checks out.
+func completeBase(ctx context.Context, repo, commit, root, baseDir string, overlay map[string][]byte) (*fingerprint.Tree, error) {
+	if _, err := os.Stat(baseDir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil // a new deployment: nothing to read
+	}
+	p, err := load.ParseImports(ctx, baseDir, overlay)
+	if err != nil {
+		return nil, err
+	}
+	t, err := fingerprint.Scan(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	t.UseCache(cacheDir("environments"))
+	envs, ok := t.Environments(ctx)
+	if !ok {
+		return nil, fmt.Errorf("the base's environments cannot be evaluated")
+	}
+	var outside []string
+	for _, env := range envs {
+		files, err := t.ValuesFiles(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			abs := f
+			if !filepath.IsAbs(abs) {
+				abs = filepath.Join(baseDir, f)
+			}
+			inDir, err := filepath.Rel(baseDir, abs)
+			if err == nil && !strings.HasPrefix(inDir, "..") {
+				continue // written by readBase
+			}
+			inRepo, err := filepath.Rel(root, abs)
+			if err != nil || strings.HasPrefix(inRepo, "..") {
+				continue // outside the repository: the same file for both sides
+			}
+			outside = append(outside, filepath.ToSlash(inRepo))
+		}
+	}
+	got, err := gitref.ReadPaths(ctx, repo, commit, outside)
+	if err != nil {
+		return nil, err
+	}
+	for rel, b := range got {
+		abs := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return nil, fmt.Errorf("reading the base: %w", err)
+		}
+		if err := os.WriteFile(abs, b, 0o644); err != nil {
+			return nil, fmt.Errorf("reading the base: %w", err)
+		}
+	}
+	return t, nil
 }
 
 // checkoutDir checks commit of repo out into a temporary worktree and

@@ -54,6 +54,8 @@ type ReviewOptions struct {
 	// baseOverlay holds the base's CUE files when they were read from
 	// git rather than checked out (see reviewGit).
 	baseOverlay map[string][]byte
+	// baseTree is the base as already scanned (see completeBase).
+	baseTree *fingerprint.Tree
 }
 
 // Review compares two versions of a deployment directory without a

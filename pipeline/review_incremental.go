@@ -27,7 +27,7 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 	if opts.NoSkip {
 		return nil, nil, false
 	}
-	scan := func(name, dir string, required bool, overlay map[string][]byte) (*reviewSide, bool) {
+	scan := func(name, dir string, required bool, overlay map[string][]byte, scanned *fingerprint.Tree) (*reviewSide, bool) {
 		s := &reviewSide{name: name, dir: dir, overlay: overlay}
 		if !required {
 			if dir == "" {
@@ -37,15 +37,20 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 				return s, true
 			}
 		}
-		p, err := load.ParseImports(ctx, dir, overlay)
-		if err != nil {
+		t := scanned
+		if t == nil {
+			p, err := load.ParseImports(ctx, dir, overlay)
+			if err != nil {
+				return nil, false
+			}
+			if t, err = fingerprint.Scan(ctx, p); err != nil {
+				return nil, false
+			}
+			t.UseCache(cacheDir("environments"))
+		}
+		if t.Sure() != nil {
 			return nil, false
 		}
-		t, err := fingerprint.Scan(ctx, p)
-		if err != nil || t.Sure() != nil {
-			return nil, false
-		}
-		t.UseCache(cacheDir("environments"))
 		envs, exact := t.Environments(ctx)
 		if !exact {
 			return nil, false
@@ -54,10 +59,10 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 		return s, true
 	}
 	// One side after the other: cue/load parses in parallel already.
-	if head, ok = scan("head", opts.Selection.renderOptions().Dir, true, nil); !ok {
+	if head, ok = scan("head", opts.Selection.renderOptions().Dir, true, nil, nil); !ok {
 		return nil, nil, false
 	}
-	if base, ok = scan("base", opts.BaseDir, false, opts.baseOverlay); !ok {
+	if base, ok = scan("base", opts.BaseDir, false, opts.baseOverlay, opts.baseTree); !ok {
 		return nil, nil, false
 	}
 	// Groups are read by evaluating environments: leave them to the load.

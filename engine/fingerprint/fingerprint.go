@@ -221,7 +221,7 @@ func (t *Tree) Explain(ctx context.Context, key string, in Inputs) ([]Input, err
 		out = append(out, files...)
 	}
 	if in.Environment != "" {
-		files, err := t.valuesFiles(ctx, in.Environment)
+		files, err := t.ValuesFiles(ctx, in.Environment)
 		if err != nil {
 			return nil, err
 		}
@@ -369,8 +369,9 @@ func (t *Tree) evaluateEnvironments(ctx context.Context, overlay map[string][]by
 	return e
 }
 
-// valuesFiles are the values files environment env declares, as evaluated.
-func (t *Tree) valuesFiles(ctx context.Context, env string) ([]string, error) {
+// ValuesFiles are the values files environment env declares, as the
+// evaluator reads environments[env].valuesFiles (paths as written).
+func (t *Tree) ValuesFiles(ctx context.Context, env string) ([]string, error) {
 	e := t.evaluated(ctx)
 	if e.err != nil {
 		return nil, e.err

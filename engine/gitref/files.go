@@ -28,30 +28,39 @@ var ErrNotPlain = errors.New("the tree holds symbolic links or submodules")
 // core.eol set, a user's or the system's attributes file), ReadFiles
 // returns ErrNotPlain and the caller checks out.
 func ReadFiles(ctx context.Context, repo, commit, dir string) (map[string][]byte, error) {
-	return readFiles(ctx, repo, commit, dir, nil)
+	var pathspecs []string
+	if dir != "" && dir != "." {
+		pathspecs = []string{strings.TrimSuffix(dir, "/") + "/"}
+	}
+	return readFiles(ctx, repo, commit, dir, pathspecs, nil)
 }
 
-// ReadFilesOutside is ReadFiles for the files of the whole repository
-// outside dir that keep reports true for (by path relative to the
-// repository root): a deployment's values files may live beside it.
-func ReadFilesOutside(ctx context.Context, repo, commit, dir string, keep func(path string) bool) (map[string][]byte, error) {
-	prefix := strings.TrimSuffix(dir, "/") + "/"
-	return readFiles(ctx, repo, commit, "", func(p string) bool {
-		return (dir == "" || dir == "." || !strings.HasPrefix(p, prefix)) && keep(p)
-	})
+// ReadPaths is ReadFiles for the given files (paths relative to the
+// repository root); a path that does not exist at commit is left out.
+// A review reads the values files its base's environments name beside
+// the deployment directory this way: what it costs follows them, not
+// the repository's size.
+func ReadPaths(ctx context.Context, repo, commit string, paths []string) (map[string][]byte, error) {
+	if len(paths) == 0 {
+		return map[string][]byte{}, nil
+	}
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[p] = true
+	}
+	// Pathspecs may match more than the paths (a "*" in a name): keep
+	// exactly the paths asked for.
+	return readFiles(ctx, repo, commit, strings.Join(paths, ", "), paths, func(p string) bool { return want[p] })
 }
 
-func readFiles(ctx context.Context, repo, commit, dir string, keep func(string) bool) (map[string][]byte, error) {
+func readFiles(ctx context.Context, repo, commit, what string, pathspecs []string, keep func(string) bool) (map[string][]byte, error) {
 	if filtered(ctx, repo, commit) {
 		return nil, ErrNotPlain
 	}
-	args := []string{"ls-tree", "-r", "-z", "--full-tree", commit}
-	if dir != "" && dir != "." {
-		args = append(args, "--", strings.TrimSuffix(dir, "/")+"/")
-	}
+	args := append([]string{"ls-tree", "-r", "-z", "--full-tree", commit, "--"}, pathspecs...)
 	list, err := gitBytes(ctx, repo, nil, args...)
 	if err != nil {
-		return nil, fmt.Errorf("listing %s at %s: %w", dir, short(commit), err)
+		return nil, fmt.Errorf("listing %s at %s: %w", what, short(commit), err)
 	}
 	var paths []string
 	for _, rec := range bytes.Split(list, []byte{0}) {
@@ -60,7 +69,7 @@ func readFiles(ctx context.Context, repo, commit, dir string, keep func(string) 
 		}
 		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
 		if !ok {
-			return nil, fmt.Errorf("listing %s at %s: unexpected line %q", dir, short(commit), rec)
+			return nil, fmt.Errorf("listing %s at %s: unexpected line %q", what, short(commit), rec)
 		}
 		if keep != nil && !keep(string(path)) {
 			continue
@@ -84,7 +93,7 @@ func readFiles(ctx context.Context, repo, commit, dir string, keep func(string) 
 	}
 	raw, err := gitBytes(ctx, repo, &in, "cat-file", "--batch")
 	if err != nil {
-		return nil, fmt.Errorf("reading %s at %s: %w", dir, short(commit), err)
+		return nil, fmt.Errorf("reading %s at %s: %w", what, short(commit), err)
 	}
 	r := bufio.NewReader(bytes.NewReader(raw))
 	for _, p := range paths {

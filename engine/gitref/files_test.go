@@ -62,3 +62,15 @@ func TestReadFiles(t *testing.T) {
 	_, err = ReadFiles(ctx, dir, "HEAD", "deploy")
 	assert.Assert(t, errors.Is(err, ErrNotPlain), "%v", err)
 }
+
+// ReadPaths gives exactly the files asked for that exist at the commit.
+func TestReadPaths(t *testing.T) {
+	ctx := context.Background()
+	dir, c := repo(t)
+	got, err := ReadPaths(ctx, dir, c["f1"], []string{"deploy/values.cue", "deploy/missing.yaml"})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, got, map[string][]byte{"deploy/values.cue": []byte("name: \"f1\"\n")})
+	got, err = ReadPaths(ctx, dir, c["f1"], nil)
+	assert.NilError(t, err)
+	assert.Equal(t, len(got), 0)
+}
