@@ -100,6 +100,11 @@ func recorded(t *testing.T, cs kubernetes.Interface, ns string) (string, []strin
 	assert.Equal(t, len(list.Items), 1)
 	inv, err := inventory.Decode(&list.Items[0])
 	assert.NilError(t, err)
+	// Whichever run wrote last, its change is sealed: the next skip may
+	// trust it, and only it.
+	_, latest, ok := inv.Latest()
+	assert.Assert(t, ok)
+	assert.Assert(t, latest.Sealed(), "the newest change is not sealed: objects=%d entriesDigest=%q", latest.Objects, latest.EntriesDigest)
 	var out []string
 	for _, e := range inv.LatestEntries() {
 		out = append(out, e.Kind+"/"+e.Name)
