@@ -128,6 +128,9 @@ type ReleaseChanges struct {
 	// the other side's (review) or the recorded change's with nothing on
 	// the cluster moved (diff); every object is unchanged.
 	InputsIdentical bool `json:"inputsIdentical,omitempty"`
+
+	// key is the release's key in `releases` (Name may differ).
+	key string
 }
 
 // ChangeSet is the result of Diff and Review: every selected release.

@@ -141,7 +141,7 @@ func verifyUnchanged(ctx context.Context, opts ReviewOptions, cs *ChangeSet) err
 	}
 	for _, u := range cs.Unchanged {
 		for _, r := range full.Releases {
-			if r.Name != u.Release || r.Environment != u.Environment {
+			if r.key != u.Release || r.Environment != u.Environment {
 				continue
 			}
 			if r.Error != "" || r.Counts.Changed() {
@@ -397,7 +397,7 @@ func reviewRelease(ctx context.Context, opts ReviewOptions, head, base *reviewSi
 // compareRelease builds the review of one release × environment from both
 // sides' renders.
 func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) ReleaseChanges {
-	rc := ReleaseChanges{Name: key, Environment: env, Objects: []ObjectChange{}}
+	rc := ReleaseChanges{Name: key, key: key, Environment: env, Objects: []ObjectChange{}}
 	headRel, baseRel := head.rel, base.rel
 	var errs []error
 	for _, e := range []error{head.err, base.err} {
