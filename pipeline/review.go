@@ -198,9 +198,10 @@ type reviewSide struct {
 	envs     []string
 	// tree is the side as parsed, when its fingerprints can be trusted.
 	tree *fingerprint.Tree
-	// overlay prunes the side to the releases that are rendered
+	// overlay holds the side's files read from git (nil: all on disk);
+	// pruned prunes the side to the releases that are rendered
 	// (fingerprint.PrunedRoot); nil loads everything.
-	overlay map[string][]byte
+	overlay, pruned map[string][]byte
 	// identical (head side only) are the env × release units whose input
 	// fingerprints are equal on both sides: unchanged, never rendered.
 	identical map[string]bool
@@ -213,14 +214,14 @@ func (s *reviewSide) load(ctx context.Context) {
 	if s.d != nil || s.err != nil || !s.present {
 		return
 	}
-	l := loadReviewSide(ctx, s.name, s.dir, true, s.overlay)
+	l := loadReviewSide(ctx, s.name, s.dir, true, s.overlay, s.pruned)
 	s.d, s.err = l.d, l.err
 }
 
 // loadReviewSide loads dir. A missing base directory is an empty side (the
 // deployment is new), not an error.
-func loadReviewSide(ctx context.Context, name, dir string, required bool, overlay map[string][]byte) *reviewSide {
-	s := &reviewSide{name: name, dir: dir, overlay: overlay}
+func loadReviewSide(ctx context.Context, name, dir string, required bool, overlay, pruned map[string][]byte) *reviewSide {
+	s := &reviewSide{name: name, dir: dir, overlay: overlay, pruned: pruned}
 	if !required {
 		if dir == "" {
 			return s
@@ -230,7 +231,7 @@ func loadReviewSide(ctx context.Context, name, dir string, required bool, overla
 		}
 	}
 	s.present = true
-	d, err := load.LoadWith(ctx, dir, load.Options{Overlay: overlay})
+	d, err := load.LoadWith(ctx, dir, load.Options{Overlay: overlay, Pruned: pruned})
 	if err != nil {
 		s.err = fmt.Errorf("loading the %s: %w", name, err)
 		return s

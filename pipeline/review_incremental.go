@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -125,14 +124,6 @@ func pruneSides(head, base *reviewSide, envs, keys []string) {
 				}
 			}
 		}
-		pruned := fingerprint.PrunedRoot(side.dir, rendered, side.overlay)
-		if pruned != nil {
-			merged := maps.Clone(side.overlay)
-			if merged == nil {
-				merged = map[string][]byte{}
-			}
-			maps.Copy(merged, pruned)
-			side.overlay = merged
-		}
+		side.pruned = fingerprint.PrunedRoot(side.dir, rendered, side.overlay)
 	}
 }

@@ -18,8 +18,8 @@ type reviewed struct {
 // than one render may run at once: each gets its own CUE context, and the
 // review cannot start before both are read.
 func loadReviewSides(ctx context.Context, opts ReviewOptions) (head, base *reviewSide) {
-	loadHead := func() { head = loadReviewSide(ctx, "head", opts.Selection.renderOptions().Dir, true, nil) }
-	loadBase := func() { base = loadReviewSide(ctx, "base", opts.BaseDir, false, opts.baseOverlay) }
+	loadHead := func() { head = loadReviewSide(ctx, "head", opts.Selection.renderOptions().Dir, true, nil, nil) }
+	loadBase := func() { base = loadReviewSide(ctx, "base", opts.BaseDir, false, opts.baseOverlay, nil) }
 	if render.Workers(2, opts.Parallelism) < 2 {
 		loadHead()
 		loadBase()
@@ -97,7 +97,7 @@ func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, 
 						continue
 					}
 					if own[s] == nil {
-						own[s] = loadReviewSide(ctx, sides[s].name, dirs[s], s == 0, sides[s].overlay)
+						own[s] = loadReviewSide(ctx, sides[s].name, dirs[s], s == 0, sides[s].overlay, sides[s].pruned)
 					}
 					renders[i][s] = own[s].renderFor(ctx, key, env, opts.Selection)
 				}

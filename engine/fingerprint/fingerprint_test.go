@@ -281,3 +281,15 @@ func readFile(t *testing.T, dir, name string) string {
 	assert.NilError(t, err)
 	return string(b)
 }
+
+// A let only another release uses is unreferenced once that release is
+// pruned away: CUE refuses such a root, and the render of the selection
+// loads the whole root instead (found by FuzzSkipsAreSound).
+func TestPrunedRootThatDoesNotBuildFallsBackToTheWholeRoot(t *testing.T) {
+	deploytest.Registry(t, lib("v0.1.0", "hello"))
+	dir := fixture(t)
+	edit(t, dir, "deploy.cue", "releases: api: {#module: apimodule}", "let level = \"gold\"\nreleases: api: {#module: apimodule, values: tier: level}")
+	assert.Assert(t, fingerprint.PrunedRoot(dir, []string{"web"}, nil) != nil, "the premise: web's selection is pruned")
+	r := renderOne(t, dir, "web", "prod")
+	assert.Assert(t, r.ManifestDigest != "")
+}

@@ -10,6 +10,7 @@ package load
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,6 +63,11 @@ type Options struct {
 	// base's CUE files read from git's object store, never written out.
 	// Files read outside the loader (values files) must be on disk.
 	Overlay map[string][]byte
+	// Pruned replaces root package files on top of Overlay with
+	// engine/fingerprint.PrunedRoot's version: an optimisation, so when
+	// the pruned root does not build (a let only the removed releases
+	// used is then unreferenced), the load is done again without it.
+	Pruned map[string][]byte
 	// Reads, when set, records every file the load resolved: the module
 	// file, each file of every package built and what @embed pulls in
 	// (engine/reads, the fingerprint's safety net).
@@ -170,6 +176,18 @@ func parse(ctx context.Context, dir string, rootOverlay map[string][]byte, impor
 
 // LoadWith is Load with evaluation options.
 func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error) {
+	if opts.Pruned != nil {
+		pruned := opts
+		pruned.Overlay, pruned.Pruned = maps.Clone(opts.Overlay), nil
+		if pruned.Overlay == nil {
+			pruned.Overlay = map[string][]byte{}
+		}
+		maps.Copy(pruned.Overlay, opts.Pruned)
+		if d, err := LoadWith(ctx, dir, pruned); err == nil {
+			return d, nil
+		}
+		opts.Pruned = nil
+	}
 	p, err := parse(ctx, dir, opts.Overlay, false)
 	if err != nil {
 		return nil, err
