@@ -409,6 +409,30 @@ func (m *Opm) Plan(
 	return jsonOf(p), nil
 }
 
+// Explain lists, per selected release, its input fingerprint and every
+// input it covers with its SHA-256, or why it has none (`opm explain -o
+// json`): how to check why apply, diff or review skipped a render.
+func (m *Opm) Explain(
+	ctx context.Context,
+	// +optional
+	env string,
+	// Releases to select (repeat the flag); default all of the environment.
+	// +optional
+	release []string,
+	// +optional
+	values []*dagger.File,
+) (string, error) {
+	sel, err := m.selection(ctx, env, release, values)
+	if err != nil {
+		return "", err
+	}
+	ex, err := pipeline.Explain(ctx, sel)
+	if err != nil {
+		return "", err
+	}
+	return jsonOf(ex), nil
+}
+
 // Prune deletes what the releases no longer render, without applying.
 // +cache="never"
 func (m *Opm) Prune(
