@@ -16,6 +16,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -30,19 +31,33 @@ import (
 
 	"github.com/opmodel/pipeline/buildinfo"
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/pipeline"
 	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	action := githubactions.New()
+	ctx, action, flush := newAction(ctx, os.Getenv, os.Stdout)
 	err := run(ctx, action, http.DefaultClient)
 	stop()
 	if err != nil {
 		action.Errorf("%s", err)
+	}
+	_ = flush()
+	if err != nil {
 		os.Exit(1)
 	}
+}
+
+// newAction returns the Action's toolkit writing its log to w through the
+// run's redactor (engine/redact), which ctx then carries: the seal key is
+// read first, so the redactor seals with it from the first line on.
+func newAction(ctx context.Context, getenv githubactions.GetenvFunc, w io.Writer) (context.Context, *githubactions.Action, func() error) {
+	probe := githubactions.New(githubactions.WithGetenv(getenv), githubactions.WithWriter(io.Discard))
+	red := redact.New(pipeline.NewSealer(input(probe, "seal-key")))
+	out := red.Writer(w)
+	return redact.With(ctx, red), githubactions.New(githubactions.WithGetenv(getenv), githubactions.WithWriter(out)), out.Flush
 }
 
 // config is the Action's inputs, parsed.
@@ -88,17 +103,23 @@ func run(ctx context.Context, action *githubactions.Action, httpClient *http.Cli
 	}
 	// Mask before anything else can print: the runner then hides these
 	// strings in the log, and red removes them from everything we write.
-	red := newRedactor(cfg.kubeconfig)
+	base := redact.From(ctx)
+	if base == nil {
+		base = redact.New(pipeline.NewSealer(cfg.sealKey))
+		ctx = redact.With(ctx, base)
+	}
+	red := newRedactor(base, cfg.kubeconfig)
 	red.addSecretInputs(cfg.valuesSecret, cfg.sopsAgeKey, cfg.sealKey)
 	for _, s := range red.secrets {
 		action.AddMask(s)
 	}
+	red.register()
 	gh, err := action.Context()
 	if err != nil {
 		return fmt.Errorf("reading the workflow context: %w", err)
 	}
 	r := &runner{action: action, cfg: cfg, gh: gh, ev: parseEvent(gh), red: red, http: httpClient, info: buildinfo.Read(),
-		sealer: pipeline.NewSealer(cfg.sealKey)}
+		sealer: base.Sealer()}
 	r.infof("%s", r.info)
 	if r.workspace, err = workspace(action); err != nil {
 		return err

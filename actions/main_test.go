@@ -13,7 +13,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sethvargo/go-githubactions"
 	"gotest.tools/v3/assert"
 
 	"github.com/opmodel/pipeline/actions/internal/fakegithub"
@@ -167,11 +166,10 @@ func (h *harness) run() error {
 	for _, f := range []string{"GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"} {
 		assert.NilError(h.t, os.WriteFile(h.env[f], nil, 0o644))
 	}
-	action := githubactions.New(
-		githubactions.WithGetenv(func(k string) string { return h.env[k] }),
-		githubactions.WithWriter(&h.stdout),
-	)
-	return run(h.t.Context(), action, h.srv.Client())
+	ctx, action, flush := newAction(h.t.Context(), func(k string) string { return h.env[k] }, &h.stdout)
+	err := run(ctx, action, h.srv.Client())
+	assert.NilError(h.t, flush())
+	return err
 }
 
 // outputs parses GITHUB_OUTPUT as the runner does (name=value and

@@ -3,19 +3,26 @@ package main
 import (
 	"cmp"
 	"encoding/base64"
-	"errors"
 	"slices"
 	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/opmodel/pipeline/engine/redact"
 )
 
-// redactor removes kubeconfig material from text the Action writes. The
-// runner masks the same strings in the log (AddMask), but the comment,
+// redactor is the Action's side of the one redaction point
+// (engine/redact): everything the Action writes (log, outputs, summary,
+// comments, issues) passes through it. The pipeline registers what it
+// renders and reads (secret values and what derives from them, the
+// identifiers of releases holding secrets, names that carry a secret);
+// the Action adds kubeconfig material and its own secret inputs. The
+// runner masks the same inputs in the log (AddMask), but the comment,
 // summary and outputs are not logs: an error naming the API server's URL
 // must not reach a public pull request.
 type redactor struct {
-	// secrets, longest first so a fragment never hides a longer one.
+	r *redact.Redactor
+	// secrets are the Action's own, longest first, for AddMask.
 	secrets []string
 }
 
@@ -23,8 +30,8 @@ type redactor struct {
 // wreck unrelated text ("v1", "true").
 const minSecret = 8
 
-func newRedactor(kubeconfig []byte) *redactor {
-	r := &redactor{}
+func newRedactor(red *redact.Redactor, kubeconfig []byte) *redactor {
+	r := &redactor{r: red}
 	if len(kubeconfig) == 0 {
 		return r
 	}
@@ -75,24 +82,12 @@ func newRedactor(kubeconfig []byte) *redactor {
 	return r
 }
 
-// text returns s with every secret replaced by ***.
-func (r *redactor) text(s string) string {
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, "***")
-	}
-	return s
-}
+// text returns s redacted: the Action's secrets become ***, and what the
+// pipeline registered is masked or sealed.
+func (r *redactor) text(s string) string { return r.r.String(s) }
 
 // error returns err with its message redacted (nil stays nil).
-func (r *redactor) error(err error) error {
-	if err == nil || len(r.secrets) == 0 {
-		return err
-	}
-	if msg := r.text(err.Error()); msg != err.Error() {
-		return errors.New(msg)
-	}
-	return err
-}
+func (r *redactor) error(err error) error { return r.r.Error(err) }
 
 // addSecretInputs masks the secret inputs: the age key and seal key whole,
 // and every line and scalar of the values secret (the runner masks line by
@@ -117,3 +112,8 @@ func (r *redactor) addSecretInputs(values []byte, keys ...string) {
 	}
 	slices.SortFunc(r.secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
 }
+
+// register hands the Action's secrets to the run's redactor: after the
+// runner was told to mask them (AddMask), since the commands that tell
+// it pass through the redactor too.
+func (r *redactor) register() { r.r.Literal("***", r.secrets...) }

@@ -21,6 +21,7 @@ import (
 	"dagger/opm/internal/dagger"
 
 	"github.com/opmodel/pipeline/buildinfo"
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/pipeline"
 	"github.com/opmodel/pipeline/pipeline/report"
 )
@@ -79,8 +80,9 @@ func New(
 	// +optional
 	sopsAgeKey *dagger.Secret,
 	// A key that seals the digests and change IDs of releases holding
-	// secret data in review Markdown, so they stay comparable across runs;
-	// without it, a random key per call seals them.
+	// secret data, and names that carry a secret, in everything a function
+	// returns, so they stay comparable across runs; without it, a random
+	// key per call seals them.
 	// +optional
 	sealKey *dagger.Secret,
 ) *Opm {
@@ -130,7 +132,9 @@ func (m *Opm) Render(
 	// Values files (CUE, JSON or YAML) merged last; need exactly one release.
 	// +optional
 	values []*dagger.File,
-) (*RenderResult, error) {
+) (ret *RenderResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	sel, err := m.selection(ctx, env, release, values)
 	if err != nil {
 		return nil, err
@@ -145,6 +149,13 @@ func (m *Opm) Render(
 	y, err := res.YAML()
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range res.Releases {
+		if r.Sensitive {
+			// The combined identifiers depend on the release's: as
+			// recomputable, so sealed alike.
+			redact.From(ctx).Sensitive(res.Digest(), res.ChangeID())
+		}
 	}
 	out := &RenderResult{Digest: res.Digest(), ChangeId: res.ChangeID(), ReleaseId: res.ReleaseID(), Json: jsonOf(res), ManifestsYaml: string(y)}
 	for _, r := range res.Releases {
@@ -169,12 +180,16 @@ type ChangesResult struct {
 // changes is the result of Diff and Review; the Markdown, made to be
 // published, shows releases holding secret data by sealed identifiers.
 func (m *Opm) changes(ctx context.Context, cs *pipeline.ChangeSet) (*ChangesResult, error) {
-	key, err := plaintext(ctx, m.SealKey)
-	if err != nil {
-		return nil, fmt.Errorf("reading sealKey: %w", err)
+	sealer := redact.From(ctx).Sealer()
+	if sealer == nil {
+		key, err := plaintext(ctx, m.SealKey)
+		if err != nil {
+			return nil, fmt.Errorf("reading sealKey: %w", err)
+		}
+		sealer = pipeline.NewSealer(key)
 	}
 	return &ChangesResult{HasChanges: cs.Counts.Changed(), Stale: cs.StaleObjects(),
-		Markdown: report.Markdown(cs.Sealed(pipeline.NewSealer(key)), report.MarkdownOptions{}), Text: report.Text(cs, false), Json: jsonOf(cs)}, nil
+		Markdown: report.Markdown(cs.Sealed(sealer), report.MarkdownOptions{}), Text: report.Text(cs, false), Json: jsonOf(cs)}, nil
 }
 
 // plaintext reads an optional secret into memory ("" when not given).
@@ -196,7 +211,9 @@ func (m *Opm) Review(
 	// Releases to select (repeat the flag); default all of the environment.
 	// +optional
 	release []string,
-) (*ChangesResult, error) {
+) (ret *ChangesResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	sel, err := m.selection(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
@@ -223,7 +240,9 @@ func (m *Opm) Diff(
 	release []string,
 	// +optional
 	values []*dagger.File,
-) (*ChangesResult, error) {
+) (ret *ChangesResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return nil, err
@@ -232,7 +251,7 @@ func (m *Opm) Diff(
 	if cs == nil {
 		return nil, err
 	}
-	failed(report.Text(cs, false), err)
+	failed(ctx, report.Text(cs, false), err)
 	out, serr := m.changes(ctx, cs)
 	if serr != nil {
 		return nil, serr
@@ -300,7 +319,9 @@ func (m *Opm) Apply(
 	// a group or list several): wave by wave, a wave's environments at once.
 	// +optional
 	group string,
-) (*ApplyResult, error) {
+) (ret *ApplyResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	if group != "" || strings.Contains(env, ",") {
 		return m.Rollout(ctx, env, group, release, dryRun, -1, 4, "5m", skipGates, false)
 	}
@@ -315,7 +336,7 @@ func (m *Opm) Apply(
 	res, err := pipeline.Apply(ctx, pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun, NoPrune: noPrune,
 		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Adopt: adopt, MaxHistory: maxHistory,
 		PruneGhosts: pruneGhosts, Locking: lk, SkipGates: skipGates, SkippedBy: "dagger opm module"})
-	return applied(res, err)
+	return applied(ctx, res, err)
 }
 
 // Rollout applies a fleet (env naming a group or several environments, or
@@ -353,7 +374,9 @@ func (m *Opm) Rollout(
 	// throwaway namespaces, once the wave is healthy.
 	// +optional
 	smoke bool,
-) (*ApplyResult, error) {
+) (ret *ApplyResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	sel, co, err := m.clusterInputs(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
@@ -379,7 +402,7 @@ func (m *Opm) Rollout(
 	for _, e := range rr.Environments {
 		res.Releases = append(res.Releases, e.Releases...)
 	}
-	out, aerr := applied(res, err)
+	out, aerr := applied(ctx, res, err)
 	if out != nil {
 		out.Rollout = report.RolloutTable(rr)
 		out.Json = jsonOf(rr)
@@ -396,7 +419,9 @@ func (m *Opm) Plan(
 	env string,
 	// +optional
 	group string,
-) (string, error) {
+) (ret string, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	sel, err := m.selection(ctx, env, nil, nil)
 	if err != nil {
 		return "", err
@@ -421,7 +446,9 @@ func (m *Opm) Explain(
 	release []string,
 	// +optional
 	values []*dagger.File,
-) (string, error) {
+) (ret string, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	sel, err := m.selection(ctx, env, release, values)
 	if err != nil {
 		return "", err
@@ -465,7 +492,9 @@ func (m *Opm) Prune(
 	// +optional
 	// +default="5m"
 	lockTimeout string,
-) (*ApplyResult, error) {
+) (ret *ApplyResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return nil, err
@@ -476,14 +505,14 @@ func (m *Opm) Prune(
 	}
 	res, err := pipeline.Prune(ctx, pipeline.PruneOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun,
 		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Ghosts: ghosts, Locking: lk})
-	return applied(res, err)
+	return applied(ctx, res, err)
 }
 
-func applied(res *pipeline.ApplyResult, err error) (*ApplyResult, error) {
+func applied(ctx context.Context, res *pipeline.ApplyResult, err error) (*ApplyResult, error) {
 	if res == nil {
 		return nil, err
 	}
-	failed(report.ApplySummary(res), err)
+	failed(ctx, report.ApplySummary(res), err)
 	return &ApplyResult{Summary: report.ApplySummary(res), Pruned: res.PrunedObjects(), Json: jsonOf(res)}, err
 }
 
@@ -509,7 +538,9 @@ func (m *Opm) Status(
 	// +optional
 	// +default="5m"
 	timeout string,
-) (*StatusResult, error) {
+) (ret *StatusResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	sel, co, err := m.clusterInputs(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
@@ -522,7 +553,7 @@ func (m *Opm) Status(
 	if res == nil {
 		return nil, err
 	}
-	failed(report.StatusTable(res), err)
+	failed(ctx, report.StatusTable(res), err)
 	return &StatusResult{Healthy: res.Healthy, Table: report.StatusTable(res), Json: jsonOf(res)}, err
 }
 
@@ -558,7 +589,9 @@ func (m *Opm) Delete(
 	// +optional
 	// +default="5m"
 	lockTimeout string,
-) (*DeleteResult, error) {
+) (ret *DeleteResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	sel, co, err := m.clusterInputs(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
@@ -572,7 +605,7 @@ func (m *Opm) Delete(
 	if res == nil {
 		return nil, err
 	}
-	failed(report.DeleteSummary(res), err)
+	failed(ctx, report.DeleteSummary(res), err)
 	return &DeleteResult{Summary: report.DeleteSummary(res), Json: jsonOf(res)}, err
 }
 
@@ -592,7 +625,9 @@ func (m *Opm) RBAC(
 	env string,
 	// +optional
 	release []string,
-) (*RBACResult, error) {
+) (ret *RBACResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	sel, co, err := m.clusterInputs(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
@@ -624,7 +659,9 @@ func (m *Opm) History(
 	env string,
 	// +optional
 	release []string,
-) (*HistoryResult, error) {
+) (ret *HistoryResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	sel, co, err := m.clusterInputs(ctx, env, release, nil)
 	if err != nil {
 		return nil, err
@@ -664,7 +701,9 @@ func (m *Opm) Rollback(
 	// +optional
 	// +default=10
 	maxHistory int,
-) (*ApplyResult, error) {
+) (ret *ApplyResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	sel, co, err := m.clusterInputs(ctx, env, []string{release}, values)
 	if err != nil {
 		return nil, err
@@ -724,7 +763,9 @@ func (m *Opm) Repair(
 	// +optional
 	// +default="5m"
 	lockTimeout string,
-) (string, error) {
+) (ret string, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return "", err
@@ -751,7 +792,9 @@ func (m *Opm) Unlock(
 	// The release id, when several releases share the name.
 	// +optional
 	releaseId string,
-) (string, error) {
+) (ret string, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	co, err := m.cluster(ctx)
 	if err != nil {
 		return "", err
@@ -864,10 +907,30 @@ func (m *Opm) cluster(ctx context.Context) (pipeline.ClusterOptions, error) {
 // failed prints what an operation did before it failed: Dagger drops the
 // result of a function that returns an error, so this is the only way the
 // caller sees what was applied and what was not.
-func failed(text string, err error) {
+func failed(ctx context.Context, text string, err error) {
 	if err != nil && text != "" {
-		fmt.Fprintln(os.Stderr, text)
+		fmt.Fprintln(os.Stderr, redact.From(ctx).String(text))
 	}
+}
+
+// redacting returns ctx carrying this call's redactor (engine/redact), the
+// one point every returned value, file and log line passes through; a
+// call made by another function keeps its caller's.
+func (m *Opm) redacting(ctx context.Context) context.Context {
+	if redact.From(ctx) != nil {
+		return ctx
+	}
+	// An unreadable seal key seals with a random key of this call.
+	key, _ := plaintext(ctx, m.SealKey)
+	return redact.With(ctx, redact.New(pipeline.NewSealer(key)))
+}
+
+// publish redacts what a function returns: every string of the result,
+// however deep (a File's content is one), and the error.
+func publish(ctx context.Context, ret any, err *error) {
+	red := redact.From(ctx)
+	*err = red.Error(*err)
+	red.Value(ret)
 }
 
 func export(ctx context.Context, dir *dagger.Directory, name string) (string, error) {
@@ -944,7 +1007,9 @@ func (m *Opm) Smoke(
 	// +optional
 	// +default="5m"
 	timeout string,
-) (*SmokeResult, error) {
+) (ret *SmokeResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
 	d, err := time.ParseDuration(timeout)
 	if err != nil {
 		return nil, fmt.Errorf("timeout %q: %w", timeout, err)

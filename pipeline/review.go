@@ -20,6 +20,7 @@ import (
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/suggest"
+	"github.com/opmodel/pipeline/engine/taint"
 )
 
 // ReviewOptions are the options of Review.
@@ -440,14 +441,7 @@ func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) 
 	if rc.Reach != nil && rc.BaseReach != nil && !rc.Reach.Equal(rc.BaseReach) {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("this change moves where release %s writes: %s → %s", key, rc.BaseReach, rc.Reach))
 	}
-	var secrets []string
-	for _, r := range []*render.Release{headRel, baseRel} {
-		if r != nil {
-			secrets = append(secrets, r.Secrets...)
-		}
-	}
-	opts.masker = opts.masker.WithSecrets(secrets)
-	if err := reviewCompare(&rc, baseRes, headRes, opts); err != nil {
+	if err := reviewCompare(&rc, baseRes, headRes, secretFieldsOf(baseRel), secretFieldsOf(headRel), opts); err != nil {
 		rc.Error = err.Error()
 		rc.Objects = []ObjectChange{}
 		rc.Counts = Counts{}
@@ -462,13 +456,17 @@ func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) 
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf(
 			"the head renders no objects for release %s: applying it would prune all %d objects the base rendered, so apply refuses without --force", key, len(baseRes)))
 	}
-	rc.redact(secrets)
+	for _, r := range []*render.Release{headRel, baseRel} {
+		if r != nil {
+			rc.redact(r.Secrets)
+		}
+	}
 	return rc
 }
 
 // reviewCompare classifies head objects against base objects by
 // Kubernetes identity, then adds the stale set in delete order.
-func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, opts ReviewOptions) error {
+func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, baseFields, headFields map[manifest.ID][]taint.Field, opts ReviewOptions) error {
 	baseByID := make(map[manifest.ID]manifest.Resource, len(baseRes))
 	for _, r := range baseRes {
 		baseByID[r.ID()] = r
@@ -476,7 +474,7 @@ func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, opt
 	for _, r := range headRes {
 		oc := ObjectChange{Object: reviewRef(inventory.EntryOf(r))}
 		before := baseByID[r.ID()].Object // nil when the base lacks it
-		text, err := diff.Unified(before, r.Object, reviewDiffOptions(r.ID(), opts.masker))
+		text, err := diff.Unified(before, r.Object, reviewDiffOptions(r.ID(), opts.masker.ForObject(headFields[r.ID()], baseFields[r.ID()])))
 		if err != nil {
 			return err
 		}
@@ -494,7 +492,7 @@ func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, opt
 	}
 	for _, e := range inventory.Stale(inventory.Entries(baseRes), inventory.Entries(headRes)) {
 		oc := ObjectChange{Object: reviewRef(e), Change: Stale}
-		text, err := diff.Unified(baseByID[e.ID()].Object, nil, reviewDiffOptions(e.ID(), opts.masker))
+		text, err := diff.Unified(baseByID[e.ID()].Object, nil, reviewDiffOptions(e.ID(), opts.masker.ForObject(baseFields[e.ID()])))
 		if err != nil {
 			return err
 		}
@@ -507,6 +505,20 @@ func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, opt
 		rc.Counts.Add(Stale)
 	}
 	return nil
+}
+
+// secretFieldsOf maps each object of rel to the fields a secret reaches.
+func secretFieldsOf(rel *render.Release) map[manifest.ID][]taint.Field {
+	if rel == nil || len(rel.SecretFields) == 0 {
+		return nil
+	}
+	out := make(map[manifest.ID][]taint.Field, len(rel.Resources))
+	for i, r := range rel.Resources {
+		if i < len(rel.SecretFields) && len(rel.SecretFields[i]) > 0 {
+			out[r.ID()] = rel.SecretFields[i]
+		}
+	}
+	return out
 }
 
 func reviewDiffOptions(id manifest.ID, m *diff.Masker) diff.Options {

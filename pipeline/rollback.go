@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"github.com/opmodel/pipeline/engine/redact"
+
 	"cmp"
 	"context"
 	"fmt"
@@ -65,6 +67,13 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 		return nil, err
 	}
 	cur, inv := found[0].rel, found[0].inv
+	if _, ok := inv.Changes[opts.To]; !ok {
+		// A sealed change ID, as public outputs show a release that holds
+		// secret data, under this run's seal key.
+		if id, ok := redact.From(ctx).Unseal(opts.To, inv.Index); ok {
+			opts.To = id
+		}
+	}
 	change, ok := inv.Changes[opts.To]
 	if !ok {
 		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("release %s has no change %s in its inventory %s/%s; it records: %s",

@@ -59,14 +59,15 @@ func (r *ApplyResult) Sealed(s *manifest.Sealer) *ApplyResult {
 }
 
 // redact removes secret values (from SOPS files or secret inputs) from the
-// diffs and warnings of rc: they may flow into objects other than Secrets
-// (a ConfigMap, an env var), whose diffs are shown as they are.
+// free text of rc: warnings, which may quote a value. Diffs are masked by
+// path where they are made (engine/diff, engine/taint), never by text: a
+// public field that equals a secret stays readable, so the mask is no
+// oracle.
 func (rc *ReleaseChanges) redact(secrets []string) {
 	if len(secrets) == 0 {
 		return
 	}
 	for i := range rc.Objects {
-		rc.Objects[i].Diff = values.Redact(rc.Objects[i].Diff, secrets)
 		rc.Objects[i].Warning = values.Redact(rc.Objects[i].Warning, secrets)
 	}
 	for i := range rc.Warnings {

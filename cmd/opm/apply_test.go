@@ -29,6 +29,13 @@ var env *kubetest.Env
 // fingerprint does not cover (engine/reads): the safety net under skips.
 func TestMain(m *testing.M) {
 	os.Setenv(pipeline.EnvVerifyInputs, "1")
+	// The seal key opm creates for its user goes to a directory of this
+	// run (in the system's temporary directory: kubetest.Main exits).
+	cfg, err := os.MkdirTemp("", "opm-config-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", cfg)
 	kubetest.Main(m, &env)
 }
 

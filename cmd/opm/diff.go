@@ -90,16 +90,15 @@ func isTerminal(w any) bool {
 }
 
 // printChangeSet writes a diff's or review's change set as json, markdown
-// (the Action's comment, with this build's footer) or text. Markdown is
-// for publishing, so releases holding secret data show sealed digests and
-// change IDs, keyed by OPM_SEAL_KEY when set.
+// (the Action's comment, with this build's footer) or text. In every
+// format, releases holding secret data show sealed digests and change IDs
+// (the redactor every output passes through, see run).
 func printChangeSet(out io.Writer, output string, cs *pipeline.ChangeSet) error {
 	switch output {
 	case "json":
 		return writeJSON(out, cs)
 	case "markdown":
-		sealed := cs.Sealed(pipeline.NewSealer(os.Getenv(sealKeyEnv)))
-		fmt.Fprint(out, report.Markdown(sealed, report.ReportMarkdownOptions(buildinfo.Read().Footer())))
+		fmt.Fprint(out, report.Markdown(cs, report.ReportMarkdownOptions(buildinfo.Read().Footer())))
 	default:
 		fmt.Fprint(out, report.Text(cs, isTerminal(out)))
 	}

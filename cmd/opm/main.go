@@ -15,7 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/internal/gctune"
+	"github.com/opmodel/pipeline/pipeline"
 )
 
 func main() {
@@ -29,7 +31,36 @@ func main() {
 // run executes the CLI with args and returns the process exit code:
 // 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not found,
 // 6 conflict, 7 configuration.
+//
+// Everything the CLI prints passes through one redactor (engine/redact),
+// which the engine tells what must not be published as it renders and
+// reads inventories; only render's stdout, the operator's own manifests,
+// bypasses it (see docs/secrets.md).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	red := redact.New(pipeline.NewSealer(sealKey(os.Getenv)))
+	out, errOut := red.Writer(stdout), red.Writer(stderr)
+	defer func() {
+		_ = out.Flush()
+		_ = errOut.Flush()
+	}()
+	ctx = redact.With(ctx, red)
+	ctx = context.WithValue(ctx, operatorOutKey{}, stdout)
+	return execute(ctx, args, out, errOut)
+}
+
+// operatorOutKey holds the unredacted stdout, for render alone.
+type operatorOutKey struct{}
+
+// operatorOut is where render writes manifests: stdout as it is, because
+// `opm render | kubectl apply -f -` needs the Secret values it renders.
+func operatorOut(cmd *cobra.Command) io.Writer {
+	if w, ok := cmd.Context().Value(operatorOutKey{}).(io.Writer); ok {
+		return w
+	}
+	return cmd.OutOrStdout()
+}
+
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

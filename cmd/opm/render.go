@@ -29,13 +29,13 @@ with every release, its identity, digest, change ID, values and resources.`,
 				return err
 			}
 			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), res)
+				return writeJSON(operatorOut(cmd), res)
 			}
 			y, err := res.YAML()
 			if err != nil {
 				return err
 			}
-			if _, err := cmd.OutOrStdout().Write(y); err != nil {
+			if _, err := operatorOut(cmd).Write(y); err != nil {
 				return err
 			}
 			for _, r := range res.Releases {

@@ -22,13 +22,18 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/opmodel/pipeline/engine/taint"
 )
 
 // Options tune Unified.
@@ -52,20 +57,24 @@ const MaskPrefix = "(masked, hmac:"
 // Masker turns Secret values into markers keyed by a random per-run key.
 type Masker struct {
 	key []byte
-	// secrets are values from secret sources (SOPS files, secret inputs)
-	// that may flow into any object: a field holding one is masked on both
-	// sides of a diff, as a Secret's values are.
-	secrets []string
+	// fields are the fields of one object a secret reaches (engine/taint):
+	// masked on both sides of its diff, as a Secret's values are.
+	fields []taint.Field
 }
 
-// WithSecrets returns a Masker with m's key that also masks every field,
-// in any object, whose value holds one of secrets (equal to it, or
-// containing one of 4 characters or more); m itself is unchanged.
-func (m *Masker) WithSecrets(secrets []string) *Masker {
-	if len(secrets) == 0 {
+// ForObject returns a Masker with m's key that also masks fields (of the
+// rendered object, from each render compared) on both sides of a diff: a
+// rotated secret is masked in the live object too, though only the new
+// value is traced. m itself is unchanged.
+func (m *Masker) ForObject(fields ...[]taint.Field) *Masker {
+	var all []taint.Field
+	for _, fs := range fields {
+		all = append(all, fs...)
+	}
+	if len(all) == 0 {
 		return m
 	}
-	return &Masker{key: m.key, secrets: secrets}
+	return &Masker{key: m.key, fields: all}
 }
 
 // NewMasker returns a Masker with a fresh random key.
@@ -104,20 +113,14 @@ func Unified(before, after *unstructured.Unstructured, opts Options) (string, er
 		m = NewMasker()
 	}
 	na, nb := Normalize(before, m), Normalize(after, m)
-	if len(m.secrets) > 0 {
-		// One set of paths for both sides: a rotated secret is masked in
-		// the live object too, though only the new value is known.
-		paths := map[string][]string{}
-		for _, o := range []*unstructured.Unstructured{na, nb} {
-			if o != nil {
-				secretPaths(o.Object, nil, m.secrets, paths)
-			}
+	if len(m.fields) > 0 {
+		var desired map[string]any
+		if nb != nil {
+			desired = nb.Object
 		}
 		for _, o := range []*unstructured.Unstructured{na, nb} {
 			if o != nil {
-				for _, p := range paths {
-					maskPath(o.Object, p, m)
-				}
+				o.Object = m.maskFields(o.Object, desired)
 			}
 		}
 	}
@@ -171,56 +174,52 @@ func toYAML(obj *unstructured.Unstructured) (string, error) {
 	return string(b), nil
 }
 
-// secretPaths adds to out the path of every string leaf of v that holds
-// one of secrets.
-func secretPaths(v any, path []string, secrets []string, out map[string][]string) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			secretPaths(e, append(path[:len(path):len(path)], k), secrets, out)
+// maskFields masks m.fields in obj: values by their marker, keys that
+// carry a secret by the marker of the key. Beside a key that carries a
+// secret, every key the desired object does not have is masked too: the
+// live object's key may carry the secret before it rotated.
+func (m *Masker) maskFields(obj, desired map[string]any) map[string]any {
+	text := func(v any) []byte {
+		if s, ok := v.(string); ok {
+			return []byte(s)
 		}
-	case []any:
-		for i, e := range x {
-			secretPaths(e, append(path[:len(path):len(path)], fmt.Sprint(i)), secrets, out)
+		b, _ := json.Marshal(v)
+		return b
+	}
+	fields := slices.Clone(m.fields)
+	for _, f := range m.fields {
+		if !f.Key {
+			continue
 		}
-	case string:
-		for _, sec := range secrets {
-			if x == sec || (len(sec) >= 4 && strings.Contains(x, sec)) {
-				out[strings.Join(path, "\x00")] = path
-				return
+		parent := f.Path[:len(f.Path)-1]
+		here, _ := at(obj, parent).(map[string]any)
+		want, _ := at(desired, parent).(map[string]any)
+		for k := range here {
+			if _, ok := want[k]; !ok {
+				fields = append(fields, taint.Field{Path: append(slices.Clone(parent), k), Key: true})
 			}
 		}
 	}
+	out := taint.Mask(obj, fields, func(v any) any { return m.Mask(text(v)) }, func(k string) string { return m.Mask([]byte(k)) })
+	return out.(map[string]any)
 }
 
-// maskPath replaces the string at path, if there is one, by its marker.
-func maskPath(v any, path []string, m *Masker) {
-	for i, k := range path {
+func at(v any, path []string) any {
+	for _, k := range path {
 		switch x := v.(type) {
 		case map[string]any:
-			if i == len(path)-1 {
-				if s, ok := x[k].(string); ok {
-					x[k] = m.Mask([]byte(s))
-				}
-				return
-			}
 			v = x[k]
 		case []any:
-			var idx int
-			if _, err := fmt.Sscan(k, &idx); err != nil || idx < 0 || idx >= len(x) {
-				return
+			n, err := strconv.Atoi(k)
+			if err != nil || n < 0 || n >= len(x) {
+				return nil
 			}
-			if i == len(path)-1 {
-				if s, ok := x[idx].(string); ok {
-					x[idx] = m.Mask([]byte(s))
-				}
-				return
-			}
-			v = x[idx]
+			v = x[n]
 		default:
-			return
+			return nil
 		}
 	}
+	return v
 }
 
 // Normalize returns a copy of obj without server-managed fields and with

@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"github.com/opmodel/pipeline/engine/taint"
+
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -175,24 +177,27 @@ func TestNonSecretsAreNotMasked(t *testing.T) {
 	assert.Assert(t, is.Contains(y, "k: visible"))
 }
 
-// A value from a secret source in a ConfigMap is masked on both sides,
-// the old (rotated) one too, and a change still shows as a change.
-func TestSecretsMaskedInAnyObject(t *testing.T) {
+// The fields a secret reaches in a ConfigMap are masked on both sides, the
+// old (rotated) value too, and a change still shows as a change; a key
+// that carries the secret is masked, and so is the live side's old key.
+// A public field equal to the secret's text stays readable (no oracle).
+func TestSecretFieldsMaskedInAnyObject(t *testing.T) {
 	cm := func(token string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"},
-			"data": map[string]any{"token": token, "url": "https://u:" + token + "@h", "plain": "visible"},
+			"data": map[string]any{"token": token, "url": "https://u:" + token + "@h", "plain": "visible", "public": "tok-new-77", "k-" + token: "v"},
 		}}
 	}
-	m := NewMasker().WithSecrets([]string{"tok-new-77"})
+	fields := []taint.Field{{Path: []string{"data", "k-tok-new-77"}, Key: true}, {Path: []string{"data", "token"}}, {Path: []string{"data", "url"}}}
+	m := NewMasker().ForObject(fields)
 	out, err := Unified(cm("tok-old-11"), cm("tok-new-77"), Options{Masker: m})
 	assert.NilError(t, err)
-	for _, v := range []string{"tok-old-11", "tok-new-77"} {
-		assert.Assert(t, !strings.Contains(out, v), out)
-	}
+	assert.Assert(t, !strings.Contains(out, "tok-old-11"), out)
 	assert.Assert(t, strings.Contains(out, "-  token: (masked, hmac:"), out)
 	assert.Assert(t, strings.Contains(out, "+  token: (masked, hmac:"), out)
 	assert.Assert(t, strings.Contains(out, "plain: visible"), out)
+	assert.Assert(t, strings.Contains(out, "public: tok-new-77"), out)
+	assert.Assert(t, !strings.Contains(out, "k-tok-new-77"), out)
 	same, err := Unified(cm("tok-new-77"), cm("tok-new-77"), Options{Masker: m})
 	assert.NilError(t, err)
 	assert.Equal(t, same, "")

@@ -25,6 +25,12 @@ type Entry struct {
 	// change carries it (see applied.go). Optional: readers that do not
 	// know it ignore it, and an entry without it is simply never skipped.
 	Applied *Applied `json:"applied,omitempty"`
+	// Secret: a field of the object carried a secret when it was applied
+	// (engine/taint); SecretName: its name did. Public outputs withhold
+	// such an object's content, and its name, once it is no longer
+	// rendered and only the inventory knows it.
+	Secret     bool `json:"secret,omitempty"`
+	SecretName bool `json:"secretName,omitempty"`
 }
 
 // ID returns the entry's Kubernetes identity.

@@ -37,7 +37,13 @@ func Find(ctx context.Context, cs kubernetes.Interface, namespace, name, release
 	case 0:
 		return nil, nil
 	case 1:
-		return Decode(&list.Items[0])
+		inv, err := Decode(&list.Items[0])
+		if err != nil {
+			registerCorrupt(ctx, &list.Items[0])
+			return nil, err
+		}
+		register(ctx, inv)
+		return inv, nil
 	}
 	names := make([]string, 0, len(list.Items))
 	for _, s := range list.Items {

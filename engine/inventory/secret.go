@@ -107,6 +107,23 @@ type Change struct {
 	// removed or edited by hand sends the next apply down the full path.
 	Objects       int    `json:"objects,omitempty"`
 	EntriesDigest string `json:"entriesDigest,omitempty"`
+	// Sensitive: the manifest digest and change ID depend on secret data,
+	// so public outputs show them sealed (engine/redact).
+	Sensitive bool `json:"sensitive,omitempty"`
+}
+
+// HoldsSecrets reports whether c's identifiers depend on secret data: it
+// says so, or (for changes recorded before it could) it lists a Secret.
+func (c *Change) HoldsSecrets() bool {
+	if c.Sensitive {
+		return true
+	}
+	for _, e := range c.Inventory.Entries {
+		if e.Group == "" && e.Kind == "Secret" || e.Secret || e.SecretName {
+			return true
+		}
+	}
+	return false
 }
 
 // EntryList is the inventory of one change.

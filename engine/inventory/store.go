@@ -1,6 +1,10 @@
 package inventory
 
 import (
+	"strings"
+
+	"github.com/opmodel/pipeline/engine/redact"
+
 	"context"
 	"errors"
 	"fmt"
@@ -38,7 +42,7 @@ func Read(ctx context.Context, cs kubernetes.Interface, rel Release) (*Inventory
 	s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil:
-		return decodeFor(s, rel)
+		return decodeFor(ctx, s, rel)
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("read inventory Secret %s/%s: %w", rel.Namespace, name, err)
 	}
@@ -51,7 +55,7 @@ func Read(ctx context.Context, cs kubernetes.Interface, rel Release) (*Inventory
 	case 0:
 		return nil, nil
 	case 1:
-		return decodeFor(&list.Items[0], rel)
+		return decodeFor(ctx, &list.Items[0], rel)
 	default:
 		names := make([]string, 0, len(list.Items))
 		for _, it := range list.Items {
@@ -61,11 +65,13 @@ func Read(ctx context.Context, cs kubernetes.Interface, rel Release) (*Inventory
 	}
 }
 
-func decodeFor(sec *corev1.Secret, rel Release) (*Inventory, error) {
+func decodeFor(ctx context.Context, sec *corev1.Secret, rel Release) (*Inventory, error) {
 	inv, err := Decode(sec)
 	if err != nil {
+		registerCorrupt(ctx, sec)
 		return nil, err
 	}
+	register(ctx, inv)
 	if inv.Metadata.ReleaseID != "" && inv.Metadata.ReleaseID != rel.ReleaseID {
 		return nil, fmt.Errorf("inventory Secret %s/%s belongs to release id %s, not %s", sec.Namespace, sec.Name, inv.Metadata.ReleaseID, rel.ReleaseID)
 	}
@@ -190,4 +196,38 @@ func Raw(ctx context.Context, cs kubernetes.Interface, rel Release) (*corev1.Sec
 		return nil, nil
 	}
 	return &list.Items[0], nil
+}
+
+// register tells the context's redactor (engine/redact) what of inv must
+// not be published: the identifiers of changes that hold secrets, and the
+// names of objects that carried one.
+func register(ctx context.Context, inv *Inventory) {
+	red := redact.From(ctx)
+	if red == nil || inv == nil {
+		return
+	}
+	for _, id := range inv.Index {
+		c, ok := inv.Changes[id]
+		if !ok || !c.HoldsSecrets() {
+			continue
+		}
+		red.Sensitive(c.ManifestDigest, id)
+		for _, e := range c.Inventory.Entries {
+			if e.SecretName {
+				red.Name(e.Name)
+			}
+		}
+	}
+}
+
+// registerCorrupt seals every change ID of an inventory that cannot be
+// decoded: nothing says which changes held secrets, and the error names
+// the key at fault.
+func registerCorrupt(ctx context.Context, sec *corev1.Secret) {
+	red := redact.From(ctx)
+	for k := range sec.Data {
+		if strings.HasPrefix(k, "change-") {
+			red.Sensitive("", k)
+		}
+	}
 }

@@ -104,10 +104,16 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	if m == nil {
 		m = diff.NewMasker()
 	}
-	// Values from secret sources may sit in any object, not only Secrets.
-	m = m.WithSecrets(rel.Secrets)
 
 	current := inventory.Entries(rel.Resources)
+	carriedSecret := map[manifest.ID]bool{}
+	if inv != nil {
+		for _, e := range inv.LatestEntries() {
+			if e.Secret || e.SecretName {
+				carriedSecret[e.ID()] = true
+			}
+		}
+	}
 
 	// The ghost scan (one LIST per type and selector) needs nothing from
 	// the previews: run it beside them.
@@ -145,7 +151,18 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 			continue
 		}
 		g.Go(func() error {
-			o, err := previewObject(gctx, client, r, live[i].Object, m)
+			om := m
+			if i < len(rel.SecretFields) {
+				// Values from secret sources may reach any object.
+				om = m.ForObject(rel.SecretFields[i])
+			}
+			o, err := previewObject(gctx, client, r, live[i].Object, om)
+			if err == nil && o.Diff != "" && carriedSecret[r.ID()] && (i >= len(rel.SecretFields) || len(rel.SecretFields[i]) == 0) {
+				// A secret reached the applied object and no longer
+				// reaches the render: only the live side holds it, at
+				// fields nothing traces now.
+				o.Diff, o.Warning = "", joinWarning(o.Warning, Withheld)
+			}
 			rendered[i] = o
 			return err
 		})
@@ -169,6 +186,9 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		return nil, fmt.Errorf("looking for ghosts of release %s: %w", rel.Name, err)
 	}
 	if opts.Ghosts {
+		if rel.Sensitive() {
+			m = nil // nothing says which of a ghost's fields a secret reached
+		}
 		if err := res.addGhosts(labelled, m, ids(current), ids(previous)); err != nil {
 			return nil, err
 		}
@@ -211,6 +231,11 @@ func (res *Result) addGhosts(labelled []*unstructured.Unstructured, m *diff.Mask
 	for _, u := range discover.Ghosts(labelled, known...) {
 		o := Object{ID: discover.IDOf(u), Version: u.GroupVersionKind().Version, Component: u.GetLabels()[manifest.LabelComponentName], Class: Ghost,
 			Warning: "carries this release's labels but is in neither the inventory nor the render (left by a failed apply?); apply --prune-ghosts or prune --ghosts deletes it"}
+		if m == nil {
+			o.Warning = joinWarning(o.Warning, Withheld)
+			res.Objects = append(res.Objects, o)
+			continue
+		}
 		var err error
 		if o.Diff, err = diff.Unified(u, nil, diff.Options{FromFile: "live", ToFile: "ghost", Masker: m}); err != nil {
 			return err
@@ -261,6 +286,9 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		if m == nil {
 			m = diff.NewMasker()
 		}
+		if c.HoldsSecrets() {
+			m = nil // nothing says which of a ghost's fields a secret reached
+		}
 		if err := res.addGhosts(labelled, m, ids(entries)); err != nil {
 			return nil, false, err
 		}
@@ -304,7 +332,9 @@ func previewStale(ctx context.Context, client *objects.Client, stale []inventory
 		g.Go(func() error {
 			o := Object{ID: e.ID(), Version: e.V, Component: e.Component, Class: Stale}
 			live, err := client.Get(gctx, e.ID().GroupKind().WithVersion(""), e.Namespace, e.Name)
-			if err == nil {
+			if err == nil && (e.Secret || e.SecretName) {
+				o.Warning = joinWarning(o.Warning, Withheld)
+			} else if err == nil {
 				o.Diff, err = diff.Unified(live, nil, diff.Options{FromFile: "live", ToFile: "pruned", Masker: m})
 			} else if isGone(err) {
 				o.Warning, err = joinWarning(o.Warning, "already gone from the cluster"), nil
@@ -317,6 +347,10 @@ func previewStale(ctx context.Context, client *objects.Client, stale []inventory
 	}
 	return out, g.Wait()
 }
+
+// Withheld replaces the diff of an object a secret reached where nothing
+// says which of its fields: the object is listed, its content is not.
+const Withheld = "content withheld: a secret reached this object, and which of its fields cannot be told"
 
 func joinWarning(a, b string) string {
 	if a == "" {

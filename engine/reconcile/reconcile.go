@@ -48,6 +48,7 @@ import (
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/taint"
 )
 
 // Options tune Apply and Prune.
@@ -315,7 +316,9 @@ func (r *run) change(entries []inventory.Entry) inventory.Change {
 		Inventory:      inventory.EntryList{Entries: entries},
 		Source:         r.opts.Source,
 		Inputs:         r.rel.Fingerprint,
+		Sensitive:      r.rel.Sensitive(),
 	}
+	markSecrets(c.Inventory.Entries, r.rel)
 	c.Seal()
 	return c
 }
@@ -753,4 +756,25 @@ func (e Event) Line() string {
 		s += ": " + o.Reason
 	}
 	return s
+}
+
+// markSecrets flags the entries of objects a secret reaches (engine/taint),
+// so that once they are no longer rendered the inventory still says their
+// content and name are not for public outputs.
+func markSecrets(entries []inventory.Entry, rel *render.Release) {
+	if len(rel.SecretFields) == 0 {
+		return
+	}
+	tainted := make(map[manifest.ID][]taint.Field, len(rel.Resources))
+	for i, res := range rel.Resources {
+		if i < len(rel.SecretFields) && len(rel.SecretFields[i]) > 0 {
+			tainted[res.ID()] = rel.SecretFields[i]
+		}
+	}
+	for i, e := range entries {
+		if fs, ok := tainted[e.ID()]; ok {
+			entries[i].Secret = true
+			entries[i].SecretName = taint.NameTainted(fs)
+		}
+	}
 }

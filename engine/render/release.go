@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/taint"
 )
 
 // Module describes the module a release deploys.
@@ -56,6 +57,11 @@ type Release struct {
 	Values     json.RawMessage `json:"values"`
 	ValuesText string          `json:"-"`
 	Secrets    []string        `json:"-"`
+	// SecretFields lists, per object of Resources (same index), the
+	// fields a secret reaches, found by rendering again with stand-ins
+	// (engine/taint); nil when the release has no secret source. A v1
+	// Secret's data is secret whether listed or not.
+	SecretFields [][]taint.Field `json:"-"`
 	// Resources are in apply order.
 	Resources      []manifest.Resource `json:"-"`
 	ManifestDigest string              `json:"manifestDigest"`

@@ -30,6 +30,7 @@ import (
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/reads"
 	"github.com/opmodel/pipeline/engine/suggest"
+	"github.com/opmodel/pipeline/engine/taint"
 	"github.com/opmodel/pipeline/engine/values"
 )
 
@@ -69,6 +70,9 @@ type Options struct {
 	VerifyInputs bool
 	// reads is the trace VerifyInputs records into.
 	reads *reads.Set
+	// untraced skips the second render that finds what secrets reach
+	// (traceSecrets): only for measuring what it costs.
+	untraced bool
 }
 
 var (
@@ -218,7 +222,10 @@ func (p *plan) render(key string) (*Release, error) {
 	r, err := p.renderOnce(key)
 	var bre *blueprintRegressionError
 	if err != nil && errors.As(err, &bre) && !p.d.RelaxedClosedness {
-		return p.withBlueprintWorkaround(key, bre.bp)
+		r, err = p.withBlueprintWorkaround(key, bre.bp)
+	}
+	if err == nil {
+		register(p.ctx, r)
 	}
 	return r, err
 }
@@ -234,7 +241,7 @@ func (p *plan) renderOnce(key string) (*Release, error) {
 	if p.env.Exists() {
 		rel = rel.FillPath(pathEnvironment, p.env)
 	}
-	return renderRelease(p.d, key, rel, p.filesFor(key), p.transformers, p.opts.IdentityOnly)
+	return renderRelease(p.d, key, rel, p.filesFor(key), p.transformers, p.opts.IdentityOnly, !p.opts.untraced)
 }
 
 func selectReleases(d *load.Deployment, want []string) ([]string, error) {
@@ -309,7 +316,7 @@ func releasePos(d *load.Deployment, key string) string {
 	return cmp.Or(d.DeclPos("releases", key), "releases."+key)
 }
 
-func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, identityOnly bool) (out *Release, err error) {
+func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, identityOnly, trace bool) (out *Release, err error) {
 	where := fmt.Sprintf("release %q", key)
 	envName := ""
 	if e := rel.LookupPath(pathEnvironment); e.Exists() {
@@ -369,24 +376,11 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 			}
 		}()
 	}
-	if r.Values, r.ValuesText, err = shownValues(d, effective, set); err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
-	}
-
-	module := rel.LookupPath(pathModule).FillPath(pathConfig, effective)
-	// A module that never declares #components is a mistake; one that
-	// declares `#components: {}` empties its releases on purpose (apply
-	// refuses that without --force).
-	if comps := module.LookupPath(pathComponents); !declaredByUser(comps) {
-		name, _ := module.LookupPath(cue.ParsePath("metadata.name")).String()
-		return nil, fault.Validationf("%s: module %q (%s) declares no #components, so it would render nothing; add one, e.g.\n"+
-			"      #components: web: {\n"+
-			"      \tcore.#Workload\n"+
-			"      \tspec: workload: {type: \"stateless\", container: image: \"nginx:1.27\"}\n"+
-			"      }", where, name, r.Module.Path)
+	comps, err := moduleComponents(rel, effective, where, r.Module.Path)
+	if err != nil {
+		return nil, err
 	}
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata")))}
-	comps := module.LookupPath(pathComponents)
 	limit, err := reachOf(rel, envName, meta.namespace)
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", where, err))
@@ -403,6 +397,29 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	}
 	r.Warnings = append(r.Warnings, warnings...)
 	manifest.Sort(r.Resources)
+	var valueFields []taint.Field
+	variant := variantOf(d, rel, rc, transformers, limit, where)
+	secretPaths := set.SecretPaths()
+	var reaching [][]string
+	if trace {
+		reaching = reachingSecrets(set, r.Resources, variant)
+	}
+	if trace && len(secretPaths)+len(reaching) > 0 {
+		// The second render with sentinels: what differs carries a secret.
+		valueFields, r.SecretFields, err = traceSecrets(set, append(secretPaths, reaching...), effective, r.Resources, variant)
+		if err != nil {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("secret-derived values could not be traced (%v): every field of every object is treated as secret", err))
+		}
+		for _, p := range reaching {
+			if v, ok := set.At(p); ok {
+				r.Secrets = append(r.Secrets, leafText(v))
+			}
+		}
+		r.Secrets = derivedSecrets(r.Secrets, r.Resources, r.SecretFields)
+	}
+	if r.Values, r.ValuesText, err = shownValues(d, effective, set, valueFields, len(r.SecretFields) > 0); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
 	if r.ManifestDigest, err = manifest.Digest(r.Resources); err != nil {
 		return nil, err
 	}
@@ -453,17 +470,27 @@ func effectiveValues(d *load.Deployment, rel cue.Value, where, key, envName stri
 
 // shownValues are the effective values as JSON and as CUE text, the forms
 // render prints and the change ID hashes; values from a secret source, and
-// any value that carries one, are shown as values.SecretMark, so neither
-// form nor the change ID's printed inputs hold a secret.
-func shownValues(d *load.Deployment, effective cue.Value, set *values.Set) (json.RawMessage, string, error) {
+// the fields a secret reaches (traceSecrets), are shown as
+// values.SecretMark, so neither form nor the change ID's printed inputs
+// hold a secret.
+func shownValues(d *load.Deployment, effective cue.Value, set *values.Set, derived []taint.Field, traced bool) (json.RawMessage, string, error) {
 	doc, err := effective.MarshalJSON()
 	if err != nil {
 		return nil, "", fmt.Errorf("encoding values: %w", err)
 	}
 	syntax := effective.Syntax(cue.Final(), cue.Concrete(true))
-	if set.HasSecrets() {
-		if doc, err = set.Mask(doc); err != nil {
-			return nil, "", err
+	if traced || set.HasSecrets() {
+		var v any
+		if err := json.Unmarshal(doc, &v); err != nil {
+			return nil, "", fmt.Errorf("masking secret values: %w", err)
+		}
+		fields := slices.Clone(derived)
+		for _, p := range set.SecretPaths() {
+			fields = append(fields, taint.Field{Path: p})
+		}
+		v = taint.Mask(v, fields, func(any) any { return values.SecretMark }, secretKey)
+		if doc, err = json.Marshal(v); err != nil {
+			return nil, "", fmt.Errorf("masking secret values: %w", err)
 		}
 		syntax = d.Context.CompileBytes(doc).Syntax(cue.Final(), cue.Concrete(true))
 	}
@@ -489,7 +516,7 @@ func describeValues(err error, set *values.Set, config cue.Value) string {
 				hint = "; " + s
 			}
 		}
-		if o, ok := set.Origin(p); ok {
+		if o, ok := set.Origin(valueLabels(path, slices.Index(path, "#config")+1)...); ok {
 			return fmt.Sprintf("values.%s (set by %s%s)", p, o.Source, hint), []token.Pos{o.Pos}
 		}
 		return "values." + p + hint, nil

@@ -33,11 +33,11 @@ func (s *Set) HasSecrets() bool {
 // its JSON form), longest first.
 func (s *Set) Secrets() []string {
 	var out []string
-	for p, o := range s.Origins {
+	for _, o := range s.Origins {
 		if !o.Secret {
 			continue
 		}
-		v, ok := lookup(s.Data, strings.Split(p, "."))
+		v, ok := lookup(s.Data, o.Path)
 		if !ok {
 			continue
 		}
@@ -83,75 +83,83 @@ func lookup(m map[string]any, path []string) (any, bool) {
 	return cur, true
 }
 
-// Mask returns the JSON document doc (the effective values, which may hold
-// module defaults and values derived from secrets) with every value that s
-// sets from a secret source replaced by SecretMark, and every other value
-// that equals a secret or embeds one of minContained characters or more.
-func (s *Set) Mask(doc []byte) ([]byte, error) {
-	secrets := s.Secrets()
-	if len(secrets) == 0 {
-		return doc, nil
-	}
-	var v any
-	if err := json.Unmarshal(doc, &v); err != nil {
-		return nil, fmt.Errorf("masking secret values: %w", err)
-	}
-	for p, o := range s.Origins {
-		if o.Secret {
-			v = setAt(v, strings.Split(p, "."))
+// SecretPaths returns the field paths set from a secret source, sorted.
+func (s *Set) SecretPaths() [][]string {
+	var out [][]string
+	for _, k := range slices.Sorted(maps.Keys(s.Origins)) {
+		if o := s.Origins[k]; o.Secret {
+			out = append(out, o.Path)
 		}
 	}
-	v = maskLeaves(v, secrets)
-	return json.Marshal(v)
+	return out
 }
 
-func setAt(v any, path []string) any {
+// WithSentinels returns a copy of s in which every value from a secret
+// source is replaced by a sentinel of the same shape that differs from it
+// everywhere it can (engine/taint.Sentinel): a render from it differs from
+// the real one exactly in what the secrets reach.
+func (s *Set) WithSentinels(sentinel func(any) any) *Set {
+	return s.Replaced(s.SecretPaths(), sentinel)
+}
+
+// Replaced returns a copy of s with the value at each of paths replaced by
+// f of it; paths s does not hold are ignored.
+func (s *Set) Replaced(paths [][]string, f func(any) any) *Set {
+	out := &Set{Data: deepCopy(s.Data).(map[string]any), Origins: maps.Clone(s.Origins)}
+	for _, p := range paths {
+		out.Data = replaceAt(out.Data, p, f).(map[string]any)
+	}
+	return out
+}
+
+// Leaves returns the path and value of every leaf (a scalar or a list)
+// of s that did not come from a secret source, sorted by path.
+func (s *Set) Leaves() (paths [][]string, vals []any) {
+	for _, k := range slices.Sorted(maps.Keys(s.Origins)) {
+		o := s.Origins[k]
+		if o.Secret {
+			continue
+		}
+		if v, ok := lookup(s.Data, o.Path); ok {
+			paths, vals = append(paths, o.Path), append(vals, v)
+		}
+	}
+	return paths, vals
+}
+
+// At returns the value at path.
+func (s *Set) At(path []string) (any, bool) { return lookup(s.Data, path) }
+
+func replaceAt(v any, path []string, f func(any) any) any {
+	if len(path) == 0 {
+		return f(v)
+	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v
 	}
-	if _, ok := m[path[0]]; !ok {
-		return v
+	if e, ok := m[path[0]]; ok {
+		m[path[0]] = replaceAt(e, path[1:], f)
 	}
-	if len(path) == 1 {
-		m[path[0]] = SecretMark
-		return v
-	}
-	m[path[0]] = setAt(m[path[0]], path[1:])
-	return v
+	return m
 }
 
-func maskLeaves(v any, secrets []string) any {
+func deepCopy(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
+		c := make(map[string]any, len(x))
 		for k, e := range x {
-			x[k] = maskLeaves(e, secrets)
+			c[k] = deepCopy(e)
 		}
+		return c
 	case []any:
+		c := make([]any, len(x))
 		for i, e := range x {
-			x[i] = maskLeaves(e, secrets)
+			c[i] = deepCopy(e)
 		}
-	case nil:
-	default:
-		text, ok := x.(string)
-		if !ok {
-			b, _ := json.Marshal(x)
-			text = string(b)
-		}
-		if text != SecretMark && holdsSecret(text, secrets) {
-			return SecretMark
-		}
+		return c
 	}
 	return v
-}
-
-func holdsSecret(text string, secrets []string) bool {
-	for _, sec := range secrets {
-		if text == sec || (len(sec) >= minContained && strings.Contains(text, sec)) {
-			return true
-		}
-	}
-	return false
 }
 
 // Redact removes secret values from a message (a CUE error quotes the

@@ -33,7 +33,7 @@ func TestReadDecryptsSopsFilesAndMarksTheirValuesSecret(t *testing.T) {
 	s, err := values.Read(cuecontext.New(), values.Input{Name: path}, encrypted.Keys{AgeIdentities: []string{key.Identity}})
 	assert.NilError(t, err)
 	assert.DeepEqual(t, s.Data, map[string]any{"db": map[string]any{"password": "pw-9f3k2", "port": 5432.0}})
-	o, ok := s.Origin("db.password")
+	o, ok := s.Origin("db", "password")
 	assert.Assert(t, ok && o.Secret)
 	assert.Assert(t, is.Contains(o.Source, "(sops)"))
 
@@ -54,18 +54,22 @@ func TestSecretInputIsSecretEvenInPlaintext(t *testing.T) {
 	assert.Assert(t, !strings.Contains(err.Error(), "abcd-1234"), "%v", err)
 }
 
-func TestMaskHidesSecretsAndWhatCarriesThem(t *testing.T) {
-	s := set(t, `{image: "app:1", replicas: 2}`, "release")
-	path, key := encryptedFile(t, "password: pw-9f3k2\npin: 7\n", "v.yaml")
+// A label may hold dots (Spring's property names): the secret's path is
+// one label, and the stand-in replaces exactly that value.
+func TestSecretPathsKeepDottedLabelsWhole(t *testing.T) {
+	s := set(t, `{spring: datasource: password: "public-default", image: "app:1"}`, "release")
+	path, key := encryptedFile(t, "\"spring.datasource.password\": pw-9f3k2\n", "v.yaml")
 	sec, err := values.Read(cuecontext.New(), values.Input{Name: path}, encrypted.Keys{AgeIdentities: []string{key.Identity}})
 	assert.NilError(t, err)
 	s.Merge(sec)
-	// The effective values: a module default derived from the secret, and
-	// unrelated values that merely contain the short PIN's digit.
-	doc := []byte(`{"image":"app:1","replicas":2,"password":"pw-9f3k2","pin":7,"dsn":"postgres://u:pw-9f3k2@db","port":8070}`)
-	out, err := s.Mask(doc)
-	assert.NilError(t, err)
-	assert.Equal(t, string(out), `{"dsn":"(secret)","image":"app:1","password":"(secret)","pin":"(secret)","port":8070,"replicas":2}`)
+	assert.DeepEqual(t, s.SecretPaths(), [][]string{{"spring.datasource.password"}})
+	assert.DeepEqual(t, s.Secrets(), []string{"pw-9f3k2"})
+	o, ok := s.Origin("spring", "datasource", "password")
+	assert.Assert(t, ok && !o.Secret, "the nested public field keeps its own origin")
+	got := s.WithSentinels(func(any) any { return "stand-in" })
+	assert.Equal(t, got.Data["spring.datasource.password"], "stand-in")
+	assert.Equal(t, s.Data["spring.datasource.password"], "pw-9f3k2", "the set is copied")
+	assert.DeepEqual(t, got.Data["spring"], s.Data["spring"])
 }
 
 func TestRedactKeepsPositions(t *testing.T) {

@@ -27,6 +27,10 @@ type Origin struct {
 	// Secret marks a value from a SOPS-encrypted file or a secret input:
 	// it is masked wherever values are shown and redacted from errors.
 	Secret bool
+	// Path is the value's field path, one label per element: labels may
+	// hold dots (`spring.datasource.password`), so a path is never a
+	// dotted string.
+	Path []string
 }
 
 // String renders the origin for error messages.
@@ -41,8 +45,12 @@ func (o Origin) String() string {
 // float64 or int64 numbers, nil) with the origin of every leaf.
 type Set struct {
 	Data    map[string]any
-	Origins map[string]Origin // keyed by dotted path
+	Origins map[string]Origin // keyed by PathKey(Origin.Path)
 }
+
+// PathKey is the map key of a field path: its labels joined by NUL, which
+// no CUE label holds, so "a.b" and ["a", "b"] never meet.
+func PathKey(path []string) string { return strings.Join(path, "\x00") }
 
 // Empty returns a set with no values.
 func Empty() *Set { return &Set{Data: map[string]any{}, Origins: map[string]Origin{}} }
@@ -101,7 +109,7 @@ func (s *Set) walk(v cue.Value, path []string, source string) (any, error) {
 	if err := json.Unmarshal(b, &out); err != nil {
 		return nil, err
 	}
-	s.Origins[strings.Join(path, ".")] = Origin{Source: source, Pos: v.Pos()}
+	s.Origins[PathKey(path)] = Origin{Source: source, Pos: v.Pos(), Path: slices.Clone(path)}
 	return out, nil
 }
 
@@ -120,7 +128,7 @@ func (s *Set) Merge(o *Set) {
 
 func replacedBy(p string, by map[string]Origin) bool {
 	for q := range by {
-		if p == q || strings.HasPrefix(p, q+".") {
+		if p == q || strings.HasPrefix(p, q+"\x00") {
 			return true
 		}
 	}
@@ -144,21 +152,17 @@ func merge(dst, src map[string]any) map[string]any {
 	return out
 }
 
-// Origin returns where the value at a dotted path (or its nearest set
-// ancestor or descendant) came from.
-func (s *Set) Origin(path string) (Origin, bool) {
-	for p := path; ; {
-		if o, ok := s.Origins[p]; ok {
+// Origin returns where the value at path (or its nearest set ancestor or
+// descendant) came from.
+func (s *Set) Origin(path ...string) (Origin, bool) {
+	for n := len(path); n > 0; n-- {
+		if o, ok := s.Origins[PathKey(path[:n])]; ok {
 			return o, true
 		}
-		i := strings.LastIndexByte(p, '.')
-		if i < 0 {
-			break
-		}
-		p = p[:i]
 	}
+	prefix := PathKey(path) + "\x00"
 	for _, p := range slices.Sorted(maps.Keys(s.Origins)) {
-		if strings.HasPrefix(p, path+".") {
+		if strings.HasPrefix(p, prefix) {
 			return s.Origins[p], true
 		}
 	}

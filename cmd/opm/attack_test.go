@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/opmodel/pipeline/engine/encrypted"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/internal/attacktest"
+	"github.com/opmodel/pipeline/internal/deploytest"
+)
+
+// The attacker reads the repository, CI logs, job summaries and pull
+// request comments; a canary and a PIN flow from a SOPS file, or from the
+// release's own values into a Secret, into a Secret, a ConfigMap (DSN,
+// base64, upper case), a checksum annotation, an object name and a dotted
+// key. Every command, in every output format, over a whole life cycle
+// (apply, rotate, review, rollback, smoke, prune, delete), prints nothing
+// that shows either value in any encoding, and no identifier against which
+// any of the 10 000 PINs could be confirmed. Render's stdout is the one
+// exception, the operator's manifests (docs/secrets.md).
+func TestAttackerLearnsNothingFromTheCLI(t *testing.T) {
+	for _, source := range []deploytest.AttackSource{deploytest.AttackSOPS, deploytest.AttackRepo} {
+		t.Run(string(source), func(t *testing.T) {
+			t.Setenv("SOPS_AGE_KEY", deploytest.SopsAgeKey())
+			ns := env.Namespace(t)
+			dir := deploytest.AttackDir(t, ns, source, deploytest.AttackCanary, deploytest.AttackPIN)
+			gitIn(t, dir, "init", "-q", "-b", "main")
+			gitIn(t, dir, "add", "-A")
+			gitIn(t, dir, "commit", "-q", "-m", "the PIN and the canary")
+			kc := "--kubeconfig=" + env.Kubeconfig
+			prod := []string{"--env", "production", kc}
+
+			var published strings.Builder
+			opm := func(args ...string) string {
+				t.Helper()
+				code, out, errOut := runOpm(t, args...)
+				assert.Assert(t, code == 0 || (code == 1 && (args[0] == "diff" || args[0] == "status")), "opm %v: exit %d\n%s%s", args, code, out, errOut)
+				if args[0] == "render" {
+					// The operator's manifests: only their summary is published.
+					out = ""
+				}
+				fmt.Fprintf(&published, "$ opm %s\n%s\n%s\n", strings.Join(args, " "), errOut, out)
+				return out
+			}
+			for _, o := range []string{"yaml", "json"} {
+				opm("render", dir, "--env", "production", "-o", o)
+			}
+			for _, o := range []string{"text", "json", "markdown"} {
+				opm(append([]string{"diff", dir, "-o", o}, prod...)...)
+			}
+			for _, o := range []string{"yaml", "json"} {
+				opm("rbac", dir, "--env", "audit", kc, "-o", o)
+			}
+			for _, o := range []string{"text", "json"} {
+				opm("plan", dir, "-o", o)
+				opm("explain", dir, "--env", "production", "-o", o)
+				opm(append([]string{"apply", dir, "--dry-run", "-o", o}, prod...)...)
+			}
+			opm(append([]string{"apply", dir}, prod...)...)
+			for _, o := range []string{"text", "json", "markdown"} {
+				opm(append([]string{"diff", dir, "-o", o}, prod...)...)
+			}
+
+			// The rotation, committed on a branch and reviewed against main.
+			gitIn(t, dir, "checkout", "-q", "-b", "rotate")
+			for name, content := range deploytest.AttackFiles(t, ns, source, deploytest.AttackCanary2, deploytest.AttackPIN2) {
+				assert.NilError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+			}
+			gitIn(t, dir, "commit", "-q", "-am", "rotate the PIN and the canary")
+			for _, o := range []string{"text", "json", "markdown"} {
+				opm("review", dir, "--base", "main", "--env", "production", "-o", o)
+				opm(append([]string{"diff", dir, "-o", o}, prod...)...)
+			}
+			opm(append([]string{"apply", dir, "-o", "json"}, prod...)...)
+			for _, o := range []string{"table", "json", "yaml"} {
+				opm(append([]string{"status", dir, "-o", o}, prod...)...)
+			}
+			for _, o := range []string{"table", "json"} {
+				opm("history", "pin", "-n", ns, kc, "-o", o)
+				opm(append([]string{"history", "attack", dir, "-o", o}, prod...)...)
+			}
+			// Back to the first change, named as history showed it.
+			var h struct {
+				Releases []struct {
+					Changes []struct {
+						ChangeID string `json:"changeId"`
+					} `json:"changes"`
+				} `json:"releases"`
+			}
+			assert.NilError(t, json.Unmarshal([]byte(opm(append([]string{"history", "pin", dir, "-o", "json"}, prod...)...)), &h))
+			changes := h.Releases[0].Changes
+			assert.Equal(t, len(changes), 2)
+			assert.Assert(t, strings.HasPrefix(changes[1].ChangeID, manifest.SealedChangePrefix), "history shows %s", changes[1].ChangeID)
+			opm(append([]string{"rollback", "pin", dir, "--to", changes[1].ChangeID, "-o", "json"}, prod...)...)
+			opm(append([]string{"rollback", "pin", dir, "--to", changes[0].ChangeID}, prod...)...)
+			for _, o := range []string{"text", "json", "markdown"} {
+				opm("smoke", dir, "--env", "production", kc, "-o", o)
+			}
+			for _, o := range []string{"text", "json"} {
+				opm(append([]string{"prune", dir, "--dry-run", "-o", o}, prod...)...)
+				opm(append([]string{"delete", dir, "--dry-run", "-o", o}, prod...)...)
+			}
+			opm(append([]string{"delete", dir, "-o", "json"}, prod...)...)
+
+			text := published.String()
+			assert.Assert(t, len(attacktest.Leaks(text)) == 0, "the outputs show %v:\n%s", attacktest.Leaks(text), text)
+			bruteForcePIN(t, dir, text)
+		})
+	}
+}
+
+// bruteForcePIN renders the pin release at main and tries every PIN
+// against what was published (deploytest.BruteForcePIN).
+func bruteForcePIN(t *testing.T, dir, published string) {
+	t.Helper()
+	gitIn(t, dir, "checkout", "-q", "main")
+	rels, err := render.Render(context.Background(), render.Options{Dir: dir, Environment: "production", Releases: []string{"pin"},
+		Keys: encrypted.Keys{AgeIdentities: []string{deploytest.SopsAgeKey()}}})
+	assert.NilError(t, err)
+	attacktest.BruteForcePIN(t, rels[0], published)
+}

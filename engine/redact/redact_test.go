@@ -1,0 +1,106 @@
+package redact
+
+import (
+	"reflect"
+
+	"github.com/google/go-cmp/cmp"
+
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/opmodel/pipeline/engine/manifest"
+)
+
+const canary = "cnry-Q7f9Xk2LmP4vT8wZ"
+
+// Every encoding a leak takes is replaced; a short secret is not looked
+// for in free text at all (it would mask unrelated text, and tell which).
+func TestSecretsInEveryEncoding(t *testing.T) {
+	r := New(manifest.NewSealer([]byte("k")))
+	r.Secrets(canary, "4711")
+	for _, e := range Encodings(canary) {
+		got := r.String("before " + e + " after")
+		assert.Equal(t, got, "before "+Mark+" after", "encoding %q", e)
+	}
+	assert.Equal(t, r.String("port 4711"), "port 4711")
+	assert.Equal(t, r.String("x "+base64.StdEncoding.EncodeToString([]byte(canary))), "x "+Mark)
+}
+
+// The identifiers of a release holding secrets are sealed in every form a
+// table prints them, and a sealed change ID leads back to its change.
+func TestSensitiveIdentifiersAreSealedWherePrinted(t *testing.T) {
+	s := manifest.NewSealer([]byte("k"))
+	r := New(s)
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	r.Sensitive(digest, "change-sha1-0123abcd")
+	out := r.String(digest + " " + strings.Repeat("ab", 32) + " " + strings.Repeat("ab", 6) + " change-sha1-0123abcd")
+	assert.Assert(t, !strings.Contains(out, "abab"), out)
+	assert.Assert(t, is.Contains(out, s.Digest(digest)))
+	assert.Assert(t, is.Contains(out, s.ChangeID("change-sha1-0123abcd")))
+	id, ok := r.Unseal(s.ChangeID("change-sha1-0123abcd"), []string{"change-sha1-ffffffff", "change-sha1-0123abcd"})
+	assert.Assert(t, ok)
+	assert.Equal(t, id, "change-sha1-0123abcd")
+	_, ok = New(nil).Unseal(s.ChangeID("change-sha1-0123abcd"), []string{"change-sha1-0123abcd"})
+	assert.Assert(t, !ok, "another key does not unseal")
+}
+
+func TestNamesGetStableStandIns(t *testing.T) {
+	r := New(manifest.NewSealer([]byte("k")))
+	a := r.Name("cfg-0815")
+	assert.Assert(t, strings.HasPrefix(a, NamePrefix))
+	assert.Equal(t, New(manifest.NewSealer([]byte("k"))).Name("cfg-0815"), a)
+	assert.Equal(t, r.String("configmap/cfg-0815 created"), "configmap/"+a+" created")
+}
+
+// A secret split across two writes of one line is still caught; a nil
+// redactor (a library caller) passes text through.
+func TestWriterRedactsWholeLines(t *testing.T) {
+	r := New(nil)
+	r.Secrets(canary)
+	var b bytes.Buffer
+	w := r.Writer(&b)
+	_, _ = w.Write([]byte("token: " + canary[:5]))
+	_, _ = w.Write([]byte(canary[5:] + "\nnext " + canary))
+	assert.NilError(t, w.Flush())
+	assert.Equal(t, b.String(), "token: "+Mark+"\nnext "+Mark)
+	var none *Redactor
+	assert.Equal(t, none.String(canary), canary)
+	assert.Assert(t, From(context.Background()) == nil)
+	assert.Equal(t, From(With(context.Background(), r)), r)
+}
+
+func TestErrorKeepsItsKind(t *testing.T) {
+	r := New(nil)
+	r.Secrets(canary)
+	base := errors.New("bad value " + canary)
+	err := r.Error(base)
+	assert.Equal(t, err.Error(), "bad value "+Mark)
+	assert.Assert(t, errors.Is(err, base))
+}
+
+// Value redacts every string of a result, however deep.
+func TestValueRedactsResults(t *testing.T) {
+	r := New(nil)
+	r.Secrets(canary)
+	type inner struct{ S string }
+	type result struct {
+		A    string
+		L    []string
+		P    *inner
+		M    map[string]string
+		skip string
+	}
+	v := &result{A: canary, L: []string{"x " + canary}, P: &inner{S: canary}, M: map[string]string{"k": canary}, skip: canary}
+	r.Value(v)
+	assert.DeepEqual(t, *v, result{A: Mark, L: []string{"x " + Mark}, P: &inner{S: Mark}, M: map[string]string{"k": Mark}, skip: canary},
+		cmpAllowUnexported)
+}
+
+var cmpAllowUnexported = cmp.Exporter(func(reflect.Type) bool { return true })

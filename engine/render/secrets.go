@@ -1,0 +1,290 @@
+package render
+
+import (
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"context"
+	"encoding/base64"
+
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"cuelang.org/go/cue"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/redact"
+	"github.com/opmodel/pipeline/engine/taint"
+	"github.com/opmodel/pipeline/engine/values"
+)
+
+// moduleComponents fills the module's #config with the effective values
+// and returns its #components.
+func moduleComponents(rel, effective cue.Value, where, modulePath string) (cue.Value, error) {
+	module := rel.LookupPath(pathModule).FillPath(pathConfig, effective)
+	// A module that never declares #components is a mistake; one that
+	// declares `#components: {}` empties its releases on purpose (apply
+	// refuses that without --force).
+	comps := module.LookupPath(pathComponents)
+	if !declaredByUser(comps) {
+		name, _ := module.LookupPath(cue.ParsePath("metadata.name")).String()
+		return cue.Value{}, fault.Validationf("%s: module %q (%s) declares no #components, so it would render nothing; add one, e.g.\n"+
+			"      #components: web: {\n"+
+			"      \tcore.#Workload\n"+
+			"      \tspec: workload: {type: \"stateless\", container: image: \"nginx:1.27\"}\n"+
+			"      }", where, name, modulePath)
+	}
+	return comps, nil
+}
+
+// variant renders the release again from set (the values as merged, some
+// replaced) and returns its effective values and objects as plain data.
+type variant func(set *values.Set) (any, []map[string]any, error)
+
+func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformers []transformer, limit *reach, where string) variant {
+	return func(set *values.Set) (any, []map[string]any, error) {
+		data, err := set.JSON()
+		if err != nil {
+			return nil, nil, err
+		}
+		merged := d.Context.CompileBytes(data, cue.Filename(load.SyntheticFile))
+		effective := rel.LookupPath(pathModule).LookupPath(pathConfig).Unify(merged)
+		if err := effective.Validate(cue.Concrete(true), cue.Final()); err != nil {
+			return nil, nil, fmt.Errorf("the module's #config rejects a stand-in value of the secrets' shape")
+		}
+		var doc any
+		if err := decodeJSON(effective, &doc); err != nil {
+			return nil, nil, err
+		}
+		comps, err := moduleComponents(rel, effective, where, "")
+		if err != nil {
+			return nil, nil, err
+		}
+		objs, err := renderComponents(d.Context, comps, rc, transformers, catalogOwners(d.Catalog), d.Catalog, limit, where)
+		if err != nil {
+			return nil, nil, fmt.Errorf("rendering with stand-in values failed")
+		}
+		return doc, objectsOf(objs), nil
+	}
+}
+
+// maxProbes bounds the values tried one by one for reaching a Secret.
+const maxProbes = 8
+
+// reachingSecrets returns the paths of values, set in the repository
+// rather than from a secret source, that reach a Secret's data: a PIN
+// written into the release and kept in a Secret is as secret as one from
+// SOPS. Candidates are the values whose text a Secret's data holds; each
+// is replaced alone by a stand-in, and only one that changes the Secret's
+// data counts. A public value that merely equals the data is left alone,
+// so the result says nothing about which public strings are secret.
+func reachingSecrets(set *values.Set, resources []manifest.Resource, render variant) [][]string {
+	secretData := secretStrings(resources)
+	if len(secretData) == 0 {
+		return nil
+	}
+	paths, vals := set.Leaves()
+	var out [][]string
+	probes := 0
+	for i, p := range paths {
+		text := leafText(vals[i])
+		if text == "" || !heldBy(text, secretData) {
+			continue
+		}
+		if probes++; probes > maxProbes {
+			break
+		}
+		_, objs, err := render(set.Replaced([][]string{p}, taint.Sentinel))
+		if err != nil || !slices.Equal(secretStrings(resourcesOf(objs)), secretData) {
+			// A stand-in the schema rejects cannot clear the value.
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func leafText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil, map[string]any, []any:
+		return ""
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+func heldBy(text string, data []string) bool {
+	for _, d := range data {
+		if d == text || (len(text) >= 4 && strings.Contains(d, text)) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretStrings returns the values of every v1 Secret's data (decoded) and
+// stringData, in order.
+func secretStrings(resources []manifest.Resource) []string {
+	var out []string
+	for _, r := range resources {
+		if r.Object.GetKind() != "Secret" || r.Object.GetAPIVersion() != "v1" {
+			continue
+		}
+		for _, field := range []string{"data", "stringData"} {
+			m, _ := r.Object.Object[field].(map[string]any)
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				s, _ := m[k].(string)
+				if field == "data" {
+					if dec, err := base64.StdEncoding.DecodeString(s); err == nil {
+						s = string(dec)
+					}
+				}
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func resourcesOf(objs []map[string]any) []manifest.Resource {
+	out := make([]manifest.Resource, len(objs))
+	for i, o := range objs {
+		out[i] = manifest.Resource{Object: &unstructured.Unstructured{Object: o}}
+	}
+	return out
+}
+
+// traceSecrets renders the release a second time with the value at every
+// one of paths (those from a secret source, and those that reach a Secret)
+// replaced by a sentinel (engine/taint), and returns the fields of the
+// effective values and of each object (same order as resources) that
+// differ: the fields that carry a secret, whatever function derived them.
+// When the second render fails (a schema that admits nothing but the real
+// value), the whole values and every field of every object but its kind
+// are returned, with the error: nothing is shown that might carry a
+// secret.
+func traceSecrets(set *values.Set, paths [][]string, effective cue.Value, resources []manifest.Resource, render variant) ([]taint.Field, [][]taint.Field, error) {
+	real := objectsOf(resources)
+	everything := func(err error) ([]taint.Field, [][]taint.Field, error) {
+		return []taint.Field{{}}, taint.Objects(real, nil), err
+	}
+	var realDoc any
+	if err := decodeJSON(effective, &realDoc); err != nil {
+		return everything(err)
+	}
+	sentinelDoc, other, err := render(set.Replaced(paths, taint.Sentinel))
+	if err != nil {
+		return everything(err)
+	}
+	return taint.Compare(realDoc, sentinelDoc), taint.Objects(real, other), nil
+}
+
+func decodeJSON(v cue.Value, out *any) error {
+	b, err := v.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
+}
+
+func objectsOf(rs []manifest.Resource) []map[string]any {
+	out := make([]map[string]any, len(rs))
+	for i, r := range rs {
+		out[i] = r.Object.Object
+	}
+	return out
+}
+
+// derivedSecrets adds to secrets the text of every field a secret reaches,
+// so free text (an error, a log line) is redacted of derived values too.
+func derivedSecrets(secrets []string, resources []manifest.Resource, fields [][]taint.Field) []string {
+	seen := map[string]bool{}
+	out := make([]string, 0, len(secrets))
+	for _, s := range secrets {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for i, fs := range fields {
+		for _, s := range taint.Leaves(resources[i].Object.Object, fs) {
+			if s != "" && !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	// Longest first, so a fragment never hides a longer value.
+	sortByLength(out)
+	return out
+}
+
+func sortByLength(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && len(s[j]) > len(s[j-1]); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// secretKey is the stand-in for a map key that carries a secret. It is
+// the same for every such key: anything derived from the key (a hash, a
+// rank) would let a reader confirm guesses of the secret, and the value
+// under it is masked anyway.
+func secretKey(string) string { return values.SecretMark }
+
+// valueLabels are the labels of a #config error path below #config,
+// unquoted ("spring.datasource.password" is one label).
+func valueLabels(path []string, from int) []string {
+	out := make([]string, 0, len(path)-from)
+	for _, l := range path[from:] {
+		if strings.HasPrefix(l, `"`) {
+			if u, err := strconv.Unquote(l); err == nil {
+				l = u
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// register tells the context's redactor (engine/redact) what of r must not
+// be published: its identifiers when they depend on secret data, its
+// secrets and what they derive into, a Secret's values, and the names of
+// objects a secret reaches.
+func register(ctx context.Context, r *Release) {
+	red := redact.From(ctx)
+	if red == nil || r == nil || !r.Sensitive() {
+		return
+	}
+	red.Sensitive(r.ManifestDigest, r.ChangeID)
+	red.Secrets(r.Secrets...)
+	for i, res := range r.Resources {
+		if i < len(r.SecretFields) && taint.NameTainted(r.SecretFields[i]) {
+			red.Name(res.Object.GetName())
+		}
+		if res.Object.GetKind() != "Secret" || res.Object.GetAPIVersion() != "v1" {
+			continue
+		}
+		for _, field := range []string{"data", "stringData"} {
+			m, _ := res.Object.Object[field].(map[string]any)
+			for _, v := range m {
+				s, _ := v.(string)
+				red.Secrets(s)
+				if field == "data" {
+					if dec, err := base64.StdEncoding.DecodeString(s); err == nil {
+						red.Secrets(string(dec))
+					}
+				}
+			}
+		}
+	}
+}

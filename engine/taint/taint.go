@@ -1,0 +1,353 @@
+// Package taint finds the parts of a render that carry a secret.
+//
+// It does not guess from text. Matching output against the secrets' text
+// misses whatever a function derived from them (a base64 encoding, a
+// sha256 checksum annotation, an upper-cased copy, a DSN that URL-encodes
+// a password) and masks public fields that merely equal a secret, which
+// turns the mask into an oracle ("this public string is the PIN"). Instead
+// a release with secrets is rendered twice: as asked, and with every secret
+// replaced by a Sentinel of the same shape. Whatever differs between the two
+// renders derives from a secret, whatever produced it, and nothing else
+// does.
+package taint
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// Sentinel returns a value of v's shape that differs from v wherever it
+// can while keeping what a schema usually constrains: a string keeps its
+// length and each character its class (digit, lower or upper case letter),
+// a number its sign, digit count and integrality, a bool flips, and lists
+// and structs are replaced element by element.
+func Sentinel(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = Sentinel(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = Sentinel(e)
+		}
+		return out
+	case string:
+		return shift(x)
+	case bool:
+		return !x
+	case float64:
+		return shiftNumber(x)
+	case int64:
+		return int64(shiftNumber(float64(x)))
+	case int:
+		return int(shiftNumber(float64(x)))
+	}
+	return v
+}
+
+// shift moves every digit and letter one step within its class; a string
+// with none gets one character more, so it still differs.
+func shift(s string) string {
+	b := []byte(s)
+	changed := false
+	for i, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			b[i] = '0' + (c-'0'+1)%10
+		case c >= 'a' && c <= 'z':
+			b[i] = 'a' + (c-'a'+1)%26
+		case c >= 'A' && c <= 'Z':
+			b[i] = 'A' + (c-'A'+1)%26
+		default:
+			continue
+		}
+		changed = true
+	}
+	if !changed {
+		return s + "~"
+	}
+	return string(b)
+}
+
+// shiftNumber shifts the digits of a number's decimal form; a leading
+// digit that would become 0 becomes 1, so the digit count holds.
+func shiftNumber(f float64) float64 {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return f
+	}
+	abs := math.Abs(f)
+	orig := strconv.FormatFloat(abs, 'f', -1, 64)
+	b := []byte(orig)
+	for i, c := range b {
+		if c >= '0' && c <= '9' {
+			b[i] = '0' + (c-'0'+1)%10
+		}
+	}
+	if b[0] == '0' && orig[0] != '0' {
+		b[0] = '1'
+	}
+	out, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || out == abs {
+		out = abs + 1
+	}
+	if f < 0 {
+		return -out
+	}
+	return out
+}
+
+// Field is a field whose value derives from a secret.
+type Field struct {
+	// Path names the field: map keys, and list indexes in decimal.
+	Path []string `json:"path"`
+	// Key: the last label itself derives from a secret (a map key such as
+	// "token-<secret>"), not only the value under it.
+	Key bool `json:"key,omitempty"`
+}
+
+// Compare returns the fields of real that differ in sentinel: leaves with
+// other values, lists of another length (whole), and keys sentinel does
+// not have (Key). Sorted by path.
+func Compare(real, sentinel any) []Field {
+	var out []Field
+	compare(real, sentinel, nil, &out)
+	slices.SortFunc(out, func(a, b Field) int { return slices.Compare(a.Path, b.Path) })
+	return out
+}
+
+func compare(a, b any, path []string, out *[]Field) {
+	at := func(k string) []string { return append(slices.Clip(path), k) }
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok {
+			*out = append(*out, Field{Path: slices.Clone(path)})
+			return
+		}
+		for k, e := range x {
+			f, ok := y[k]
+			if !ok {
+				*out = append(*out, Field{Path: at(k), Key: true})
+				continue
+			}
+			compare(e, f, at(k), out)
+		}
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			*out = append(*out, Field{Path: slices.Clone(path)})
+			return
+		}
+		for i := range x {
+			compare(x[i], y[i], at(strconv.Itoa(i)), out)
+		}
+	default:
+		if !equalLeaf(a, b) {
+			*out = append(*out, Field{Path: slices.Clone(path)})
+		}
+	}
+}
+
+func equalLeaf(a, b any) bool {
+	switch a.(type) {
+	case map[string]any, []any:
+		return false
+	}
+	switch b.(type) {
+	case map[string]any, []any:
+		return false
+	}
+	return fmt.Sprintf("%T:%v", a, a) == fmt.Sprintf("%T:%v", b, b)
+}
+
+// Mask returns a copy of v with the value of every field replaced by
+// value(old) and every Key field's key by key(old key). Paths that are not
+// in v are ignored: v may be the other side of a diff, shaped differently.
+func Mask(v any, fields []Field, value func(any) any, key func(string) string) any {
+	out := deepCopy(v)
+	for _, f := range fields {
+		out = maskAt(out, f, 0, value, key)
+	}
+	return out
+}
+
+func maskAt(v any, f Field, i int, value func(any) any, key func(string) string) any {
+	if i == len(f.Path) {
+		return value(v)
+	}
+	label := f.Path[i]
+	switch x := v.(type) {
+	case map[string]any:
+		e, ok := x[label]
+		if !ok {
+			return v
+		}
+		if f.Key && i == len(f.Path)-1 {
+			delete(x, label)
+			x[key(label)] = value(e)
+			return x
+		}
+		x[label] = maskAt(e, f, i+1, value, key)
+	case []any:
+		n, err := strconv.Atoi(label)
+		if err != nil || n < 0 || n >= len(x) {
+			return v
+		}
+		x[n] = maskAt(x[n], f, i+1, value, key)
+	}
+	return v
+}
+
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		c := make(map[string]any, len(x))
+		for k, e := range x {
+			c[k] = deepCopy(e)
+		}
+		return c
+	case []any:
+		c := make([]any, len(x))
+		for i, e := range x {
+			c[i] = deepCopy(e)
+		}
+		return c
+	}
+	return v
+}
+
+// Leaves returns the text of every leaf under the fields of v (strings as
+// themselves, other scalars in their JSON form) and of every Key label:
+// the derived values a last line of defence looks for in free text.
+func Leaves(v any, fields []Field) []string {
+	var out []string
+	for _, f := range fields {
+		cur := v
+		for i, label := range f.Path {
+			switch x := cur.(type) {
+			case map[string]any:
+				if f.Key && i == len(f.Path)-1 {
+					out = append(out, label)
+				}
+				cur = x[label]
+			case []any:
+				n, err := strconv.Atoi(label)
+				if err != nil || n < 0 || n >= len(x) {
+					cur = nil
+					break
+				}
+				cur = x[n]
+			default:
+				cur = nil
+			}
+		}
+		collect(cur, &out)
+	}
+	return out
+}
+
+func collect(v any, out *[]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			*out = append(*out, k)
+			collect(e, out)
+		}
+	case []any:
+		for _, e := range x {
+			collect(e, out)
+		}
+	case string:
+		*out = append(*out, x)
+	case nil:
+	default:
+		*out = append(*out, fmt.Sprint(x))
+	}
+}
+
+// Objects compares the objects of two renders, real and sentinel, and
+// returns for each object of real (same index) the fields that derive
+// from a secret. Objects are paired by apiVersion, kind, namespace and
+// name, then, for names that differ (a name derived from a secret), in
+// order within the same apiVersion, kind and namespace. An object with no
+// counterpart exists because of a secret: every field but its apiVersion
+// and kind is tainted.
+func Objects(real, sentinel []map[string]any) [][]Field {
+	out := make([][]Field, len(real))
+	used := make([]bool, len(sentinel))
+	paired := make([]int, len(real))
+	byID := map[string]int{}
+	for j, o := range sentinel {
+		byID[identity(o, true)] = j
+	}
+	for i, o := range real {
+		paired[i] = -1
+		if j, ok := byID[identity(o, true)]; ok && !used[j] {
+			paired[i], used[j] = j, true
+		}
+	}
+	for i, o := range real {
+		if paired[i] >= 0 {
+			continue
+		}
+		for j, s := range sentinel {
+			if !used[j] && identity(o, false) == identity(s, false) {
+				paired[i], used[j] = j, true
+				break
+			}
+		}
+	}
+	for i, o := range real {
+		if paired[i] < 0 {
+			out[i] = whole(o)
+			continue
+		}
+		out[i] = Compare(o, sentinel[paired[i]])
+	}
+	return out
+}
+
+func identity(o map[string]any, withName bool) string {
+	meta, _ := o["metadata"].(map[string]any)
+	id := fmt.Sprint(o["apiVersion"], "/", o["kind"], "/", meta["namespace"])
+	if withName {
+		id += "/" + fmt.Sprint(meta["name"])
+	}
+	return id
+}
+
+func whole(o map[string]any) []Field {
+	var out []Field
+	for k, v := range o {
+		switch k {
+		case "apiVersion", "kind":
+		case "metadata":
+			meta, _ := v.(map[string]any)
+			for mk := range meta {
+				out = append(out, Field{Path: []string{"metadata", mk}})
+			}
+		default:
+			out = append(out, Field{Path: []string{k}})
+		}
+	}
+	slices.SortFunc(out, func(a, b Field) int { return slices.Compare(a.Path, b.Path) })
+	return out
+}
+
+// NameTainted reports whether fields say the object's name derives from a
+// secret.
+func NameTainted(fields []Field) bool {
+	for _, f := range fields {
+		if len(f.Path) == 2 && f.Path[0] == "metadata" && f.Path[1] == "name" ||
+			len(f.Path) == 1 && f.Path[0] == "metadata" {
+			return true
+		}
+	}
+	return false
+}
