@@ -49,6 +49,8 @@ metadata: {
 	// and spring: x: y are different paths.
 	spring: datasource: url: *"jdbc:postgresql://db:5432/app" | string
 	replicas: *1 | int
+	// Public notes: decoys that may equal the PIN's text.
+	notes: [string]: string
 }
 
 #components: attack: {
@@ -76,6 +78,7 @@ metadata: {
 			encoded:  base64.Encode(null, #config.canary)
 			jdbc:     #config.spring.datasource.url
 			replicas: "\(#config.replicas)"
+			for k, v in #config.notes {"note-\(k)": v}
 		}
 	}, {
 		apiVersion: "v1"
