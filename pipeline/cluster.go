@@ -77,6 +77,11 @@ func (c *clusters) forRelease(ctx context.Context, rel *render.Release) (*kube.C
 	if err != nil {
 		return cl, nil, err
 	}
+	// The reach again, on what will be applied: the last check before any
+	// write (apply, prune, rollback and smoke all come through here).
+	if err := scope.Check(rel, moves); err != nil {
+		return cl, nil, err
+	}
 	warnings := make([]string, 0, len(moves))
 	for _, m := range moves {
 		warnings = append(warnings, m.String())

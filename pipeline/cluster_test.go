@@ -1,10 +1,9 @@
 package pipeline_test
 
 import (
+	"github.com/google/uuid"
+
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -130,14 +129,13 @@ func TestPruneLeavesNoReplicaSetOrPodBehind(t *testing.T) {
 
 // directRelease builds a release from YAML objects with the labels the
 // catalog would give them, for what the catalog cannot render (here a
-// Namespace). Its id is a UUID derived from namespace and name.
+// Namespace). Its id is the one the seeds derive (UUIDv5 over
+// "fqn:name:namespace"), as an inventory found by name is checked for.
 func directRelease(t *testing.T, name, ns string, docs ...string) *render.Release {
 	t.Helper()
-	sum := sha1.Sum([]byte(ns + "/" + name))
-	h := hex.EncodeToString(sum[:])
 	rel := &render.Release{
 		Name: name, Namespace: ns,
-		ReleaseID:  fmt.Sprintf("%s-%s-5%s-8%s-%s", h[:8], h[8:12], h[13:16], h[17:20], h[20:32]),
+		ReleaseID:  uuid.NewSHA1(uuid.MustParse("c1cbe76d-5687-5a47-bfe6-83b081b15413"), []byte("example.com/direct@v0#direct:"+name+":"+ns)).String(),
 		Module:     render.Module{Path: "example.com/direct@v0", Name: "direct", Version: "0.1.0"},
 		ValuesText: "{}",
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/rbac"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/scope"
 )
 
 // RBACOptions select the releases whose rights to compute.
@@ -52,6 +53,15 @@ func RBAC(ctx context.Context, opts RBACOptions) (*RBACResult, error) {
 		env := kube.EnvCluster{Name: rel.Environment, KubeContext: rel.Cluster.KubeContext, KubeConfig: rel.Cluster.KubeConfig}
 		cl, err := kube.Connect(ctx, kube.Selection{Kubeconfig: opts.Kubeconfig, KubeconfigData: opts.KubeconfigData, Context: opts.Context}, env, kube.Options{QPS: opts.QPS, Burst: opts.Burst})
 		if err != nil {
+			return nil, err
+		}
+		// The rights follow the objects as they will be applied: the
+		// cluster's scopes, within the environment's reach.
+		moves, err := scope.Resolve(ctx, cl.Mapper, rel)
+		if err != nil {
+			return nil, err
+		}
+		if err := scope.Check(rel, moves); err != nil {
 			return nil, err
 		}
 		objs, err := rbac.For(cl.Mapper, rel, rel.Cluster.ImpersonateUser, rel.Cluster.ImpersonateGroups)

@@ -60,11 +60,16 @@ type SecretValues struct {
 	Data []byte
 }
 
-func (s Selection) renderOptions() render.Options {
-	dir := s.Dir
-	if dir == "" {
-		dir = "."
+// dir is the deployment directory, "." when none was given.
+func (s Selection) dir() string {
+	if s.Dir == "" {
+		return "."
 	}
+	return s.Dir
+}
+
+func (s Selection) renderOptions() render.Options {
+	dir := s.dir()
 	o := render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles, Namespace: s.NamespaceOverride,
 		Keys: encrypted.Keys{AgeIdentities: s.AgeKeys}, VerifyInputs: os.Getenv(EnvVerifyInputs) != ""}
 	for _, v := range s.SecretValues {

@@ -60,6 +60,9 @@ type deployed struct {
 	// ghosts carry the release's labels but are in neither the inventory
 	// nor the render; only looked for when an inventory exists.
 	ghosts []inventory.Entry
+	// byName: selected by --name or --release-id, with no deployment to
+	// say what the release is; its inventory is verified before use.
+	byName bool
 }
 
 // resolve finds the targeted releases and their objects: the inventory
@@ -71,11 +74,21 @@ func resolve(ctx context.Context, t Target, opts ClusterOptions, ghosts bool) ([
 	}
 	cl := newClusters(opts)
 	if t.ByName() {
-		cluster, err := cl.For(ctx, &render.Release{})
+		id := &render.Release{}
+		if t.Environment != "" {
+			// The environment is known: act as its identity, so the API
+			// server's RBAC bounds what the release may touch.
+			c, err := render.EnvironmentCluster(ctx, t.Selection.dir(), t.Environment)
+			if err != nil {
+				return nil, err
+			}
+			id = &render.Release{Environment: t.Environment, Cluster: c}
+		}
+		cluster, err := cl.For(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		d := &deployed{name: t.Name, namespace: t.Namespace, releaseID: t.ReleaseID, cluster: cluster}
+		d := &deployed{name: t.Name, namespace: t.Namespace, releaseID: t.ReleaseID, cluster: cluster, byName: true}
 		return []*deployed{d}, d.discover(ctx, ghosts)
 	}
 	// Identity is all status and delete need from the source; the full
@@ -120,6 +133,13 @@ func (d *deployed) discover(ctx context.Context, ghosts bool) error {
 	inv, err := inventory.Find(ctx, d.cluster.Clientset, d.namespace, d.name, d.releaseID)
 	if err != nil {
 		return fmt.Errorf("release %s in %s: %w", d.label(), d.namespace, err)
+	}
+	if inv != nil && d.byName {
+		// Nothing but the Secret itself says what it records: anyone who
+		// may create Secrets in the namespace could have written it.
+		if err := inv.Verify(); err != nil {
+			return fault.Wrap(fault.Validation, fmt.Errorf("release %s in %s: %w", d.label(), d.namespace, err))
+		}
 	}
 	if inv != nil {
 		d.inv = inv

@@ -1,6 +1,10 @@
 package inventory
 
 import (
+	"path"
+
+	"github.com/google/uuid"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,6 +114,31 @@ type Change struct {
 	// Sensitive: the manifest digest and change ID depend on secret data,
 	// so public outputs show them sealed (engine/redact).
 	Sensitive bool `json:"sensitive,omitempty"`
+	// Reach is where the environment let the release write when it was
+	// applied; nil for changes recorded before it was.
+	Reach *Reach `json:"reach,omitempty"`
+}
+
+// Reach is an environment's namespaces as an inventory records them.
+type Reach struct {
+	// Namespaces are names and globs; ["*"] for a release applied without
+	// an environment, which nothing limits.
+	Namespaces    []string `json:"namespaces"`
+	ClusterScoped bool     `json:"clusterScoped,omitempty"`
+}
+
+// allows reports whether the reach covers an entry.
+func (r *Reach) allows(e Entry) bool {
+	match := func(ns string) bool {
+		return slices.ContainsFunc(r.Namespaces, func(glob string) bool {
+			ok, err := path.Match(glob, ns)
+			return err == nil && ok
+		})
+	}
+	if e.Namespace == "" {
+		return r.ClusterScoped || (e.Group == "" && e.Kind == "Namespace" && match(e.Name))
+	}
+	return match(e.Namespace)
 }
 
 // HoldsSecrets reports whether c's identifiers depend on secret data: it
@@ -454,3 +483,78 @@ func decodeChange(raw []byte) (*Change, error) {
 	}
 	return c, nil
 }
+
+// Verify checks, before an inventory found by name or id alone is
+// trusted, that it is what the seeds say an inventory is: its Secret's
+// name is the one derived from the release name and id it records, its
+// metadata and labels agree with each other and with the namespace it is
+// in, and every object it records (in any change) is in that namespace.
+// An inventory planted by someone who may create Secrets in one namespace
+// therefore cannot make `opm delete --name` read or delete anything
+// outside it. The error names what disagrees.
+func (inv *Inventory) Verify() error {
+	ns, name := inv.Release.Namespace, inv.name
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("inventory Secret %s/%s is not trusted: %s; it was not written by opm for this release (planted or edited by hand): inspect it with kubectl, and delete the release from its deployment directory instead", ns, name, fmt.Sprintf(format, args...))
+	}
+	if want := SecretName(inv.Metadata.Name, inv.Metadata.ReleaseID); name != want {
+		return bad("its name should be %s for the release %q with id %s it records", want, inv.Metadata.Name, inv.Metadata.ReleaseID)
+	}
+	if inv.Metadata.Namespace != ns {
+		return bad("it records namespace %q but is in %q", inv.Metadata.Namespace, ns)
+	}
+	if l := inv.labels[manifest.LabelReleaseName]; l != inv.Metadata.Name {
+		return bad("label %s is %q, the metadata says %q", manifest.LabelReleaseName, l, inv.Metadata.Name)
+	}
+	if l := inv.labels[manifest.LabelReleaseUUID]; l != inv.Metadata.ReleaseID {
+		return bad("label %s is %q, the metadata says %q", manifest.LabelReleaseUUID, l, inv.Metadata.ReleaseID)
+	}
+	if id, err := inv.derivedID(); err != nil {
+		return bad("%v", err)
+	} else if id != inv.Metadata.ReleaseID {
+		return bad("it records release id %s, but release %q of module %s in namespace %q (environment %q) has id %s", inv.Metadata.ReleaseID, inv.Metadata.Name, inv.fqn(), ns, inv.Release.Environment, id)
+	}
+	for _, id := range inv.Index {
+		c := inv.Changes[id]
+		for _, e := range c.Inventory.Entries {
+			if e.Namespace == ns || (c.Reach != nil && c.Reach.allows(e)) {
+				continue
+			}
+			where := "cluster-wide"
+			if e.Namespace != "" {
+				where = "in namespace " + e.Namespace
+			}
+			return fmt.Errorf("inventory Secret %s/%s records %s %s %s (change %s), outside its namespace and the reach it records: found by name alone, an inventory is trusted only that far; delete the release from its deployment directory (opm delete DIR --env ENV), where the environment says where it may write", ns, name, e.Kind, e.Name, where, id)
+		}
+	}
+	return nil
+}
+
+// fqn is the module's fully qualified name as the newest change records
+// it (the catalog's "<apiVersion>#<name>").
+func (inv *Inventory) fqn() string {
+	_, c, ok := inv.Latest()
+	if !ok {
+		return ""
+	}
+	return c.Module.Path + "#" + c.Module.Name
+}
+
+// derivedID is the release id the seeds derive for the release this
+// inventory records, in the namespace it is in: UUIDv5 of the OPM
+// namespace over "fqn:name:namespace[:environment]" (seed 001, 002).
+func (inv *Inventory) derivedID() (string, error) {
+	fqn := inv.fqn()
+	if fqn == "#" || fqn == "" {
+		return "", fmt.Errorf("it records no module, so its release id cannot be checked")
+	}
+	in := fqn + ":" + inv.Metadata.Name + ":" + inv.Release.Namespace
+	if inv.Release.Environment != "" {
+		in += ":" + inv.Release.Environment
+	}
+	return uuid.NewSHA1(opmNamespace, []byte(in)).String(), nil
+}
+
+// opmNamespace is the UUIDv5 namespace of every OPM identity
+// (catalog/common.cue's _OPMNamespace).
+var opmNamespace = uuid.MustParse("c1cbe76d-5687-5a47-bfe6-83b081b15413")

@@ -317,6 +317,7 @@ func (r *run) change(entries []inventory.Entry) inventory.Change {
 		Source:         r.opts.Source,
 		Inputs:         r.rel.Fingerprint,
 		Sensitive:      r.rel.Sensitive(),
+		Reach:          recordedReach(r.rel.Reach),
 	}
 	markSecrets(c.Inventory.Entries, r.rel)
 	c.Seal()
@@ -777,4 +778,14 @@ func markSecrets(entries []inventory.Entry, rel *render.Release) {
 			entries[i].SecretName = taint.NameTainted(fs)
 		}
 	}
+}
+
+// recordedReach is where the environment let the release write, as the
+// inventory records it: a later `opm delete --name` trusts no entry
+// beyond it. Without an environment nothing limited the release.
+func recordedReach(r *render.Reach) *inventory.Reach {
+	if r == nil {
+		return &inventory.Reach{Namespaces: []string{"*"}, ClusterScoped: true}
+	}
+	return &inventory.Reach{Namespaces: slices.Clone(r.Allowed), ClusterScoped: r.ClusterScoped}
 }

@@ -288,7 +288,7 @@ func contextData(rc releaseContext) (plain, folded, env map[string]any, err erro
 // transformer in one step: every FillPath re-evaluates the value it fills,
 // so filling piecewise into each transformer made rendering several times
 // slower.
-func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, owners map[string]string, catalog cue.Value, limit *reach, where string) ([]manifest.Resource, error) {
+func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, owners map[string]string, catalog cue.Value, limit *Reach, where string) ([]manifest.Resource, error) {
 	names, err := load.FieldNames(comps)
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: reading components:\n%s", where, load.Describe(err)))
@@ -367,7 +367,7 @@ func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, tra
 					}
 					return nil, fault.Validationf("%s: %s is also rendered by component %q; two components cannot produce the same object", compWhere, id, other.component)
 				}
-				if why := limit.check(res, rc.release.namespace); why != "" {
+				if why := limit.Check(res, rc.release.namespace); why != "" {
 					return nil, fault.Validationf("%s: transformer %s (declared at %s) %s", compWhere, t, strings.TrimPrefix(t.pos.String(), load.EmbeddedRoot), why)
 				}
 				seen[id] = owner{name, t}

@@ -136,3 +136,58 @@ func TestImpersonationIsReadFromTheEnvironment(t *testing.T) {
 	assert.Assert(t, err != nil, "a ServiceAccount without its namespace")
 	assert.Equal(t, fault.KindOf(err), fault.Validation)
 }
+
+// renderOverride renders the reach fixture with releaseFields added to the
+// release (a tenant's edit) and the environment's namespaces as given.
+func renderOverride(t *testing.T, envFields, releaseFields, object string) error {
+	t.Helper()
+	dir := t.TempDir()
+	assert.NilError(t, os.MkdirAll(filepath.Join(dir, "cue.mod"), 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "cue.mod/module.cue"), []byte(strictModuleFile), 0o644))
+	src := testDeployment(`namespace: "team-a", `+envFields, strings.Replace(reachComponents, "OBJECT", object, 1))
+	src += "\n// the tenant's file\nreleases: app: " + releaseFields + "\n"
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "deploy.cue"), []byte(src), 0o644))
+	_, err := Render(t.Context(), Options{Dir: dir, Environment: "staging"})
+	return err
+}
+
+// A release cannot widen its environment's policy by unifying into its
+// #environment: not clusterScoped left at its default, not the namespaces,
+// not the identity it runs as. The error names the field and the line of
+// the release that sets it; the environment's own settings still apply.
+func TestAReleaseCannotChangeItsEnvironmentsPolicy(t *testing.T) {
+	own := strings.Replace(cmIn, "%s", "team-a", 1)
+	for name, c := range map[string]struct{ env, release, object, field string }{
+		"clusterScoped left at its default": {"", `#environment: namespaces: clusterScoped: true`, clusterObj, "namespaces.clusterScoped"},
+		"clusterScoped spelled false":       {`namespaces: clusterScoped: false`, `#environment: namespaces: clusterScoped: true`, clusterObj, "namespaces.clusterScoped"},
+		"more namespaces":                   {"", `#environment: namespaces: allowed: ["*"]`, own, "namespaces.allowed"},
+		"another group":                     {`cluster: impersonate: user: "alice"`, `#environment: cluster: impersonate: groups: ["system:masters"]`, own, "cluster.impersonate"},
+		"an identity where there was none":  {"", `#environment: cluster: impersonate: user: "admin"`, own, "cluster.impersonate"},
+		"another context":                   {`cluster: kubeContext: "prod"`, `#environment: cluster: kubeContext: "kind-admin"`, own, "cluster.kubeContext"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := renderOverride(t, c.env, c.release, c.object)
+			assert.Assert(t, err != nil, "rendered")
+			assert.Equal(t, fault.KindOf(err), fault.Validation)
+			assert.Check(t, is.Contains(err.Error(), `release "app" sets #environment.`+c.field+` (at `))
+			assert.Check(t, is.Contains(err.Error(), `deploy.cue:17:`), "the tenant's line")
+			assert.Check(t, is.Contains(err.Error(), `environment "staging"'s alone`))
+		})
+	}
+	// Restating what the environment says changes nothing and renders.
+	assert.NilError(t, renderOverride(t, `namespaces: clusterScoped: true`, `#environment: namespaces: clusterScoped: true`, clusterObj))
+}
+
+// A kind of Kubernetes' own API groups that the catalog's table does not
+// know is rendered namespaced, and the render says that only the cluster
+// can tell; a known one (now ServiceCIDR among them) is cluster-scoped.
+func TestUnknownBuiltinScopeIsSaid(t *testing.T) {
+	rels, err := renderReach(t, "", `{apiVersion: "networking.k8s.io/v9", kind: "FutureThing", metadata: name: "x"}`)
+	assert.NilError(t, err)
+	assert.Check(t, is.Contains(strings.Join(rels[0].Warnings, "\n"), "the scope of networking.k8s.io/FutureThing is not in the catalog's table"))
+	_, err = renderReach(t, "", `{apiVersion: "networking.k8s.io/v1", kind: "ServiceCIDR", metadata: name: "x", spec: cidrs: ["10.0.0.0/24"]}`)
+	assert.ErrorContains(t, err, "renders ServiceCIDR x, a cluster-scoped object")
+	rels, err = renderReach(t, "", strings.Replace(cmIn, "%s", "team-a", 1))
+	assert.NilError(t, err)
+	assert.Equal(t, len(rels[0].Warnings), 0, "a ConfigMap's scope is known")
+}

@@ -47,6 +47,9 @@ type Release struct {
 	Environment string `json:"environment,omitempty"`
 	// Cluster is the environment's cluster, zero when it names none.
 	Cluster Cluster `json:"-"`
+	// Reach is where the environment lets the release write; nil without
+	// an environment.
+	Reach *Reach `json:"-"`
 	// ReleaseID is UUIDv5(OPM namespace, "fqn:name:namespace[:env]").
 	ReleaseID string `json:"releaseId"`
 	Module    Module `json:"module"`

@@ -323,6 +323,15 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 		envName, _ = e.LookupPath(cue.ParsePath("metadata.name")).String()
 		where += fmt.Sprintf(" in environment %q", envName)
 	}
+	// The environment's policy, as the deployment declares it; a release
+	// that changes it is refused before anything else is said about it.
+	policySrc := rel.LookupPath(pathEnvironment)
+	if declared, ok := declaredEnvironment(d, envName); ok {
+		if err := checkPolicyUntouched(d, key, envName, rel, declared); err != nil {
+			return nil, err
+		}
+		policySrc = declared
+	}
 	if err := rel.Validate(cue.Hidden(true)); err != nil {
 		if bp := detectBlueprintRegression(err, rel); bp != nil {
 			return nil, &blueprintRegressionError{bp: bp, err: fault.Wrap(fault.Validation,
@@ -346,16 +355,9 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	}
 	r := &Release{Key: key, Name: meta.name, Namespace: meta.namespace, Environment: envName, ReleaseID: meta.identity, Module: meta.module}
 	if envName != "" {
-		r.Cluster.KubeContext, _ = rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("cluster"), cue.Str("kubeContext"))).String()
-		r.Cluster.KubeConfig, _ = rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("cluster"), cue.Str("kubeConfig"))).String()
-		imp := rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("cluster"), cue.Str("impersonate")))
-		if sa, err := imp.LookupPath(cue.ParsePath("serviceAccount")).String(); err == nil {
-			ns, name, _ := strings.Cut(sa, "/")
-			r.Cluster.ImpersonateUser = "system:serviceaccount:" + ns + ":" + name
-			r.Cluster.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
-		} else if user, err := imp.LookupPath(cue.ParsePath("user")).String(); err == nil {
-			r.Cluster.ImpersonateUser = user
-			_ = imp.LookupPath(cue.ParsePath("groups")).Decode(&r.Cluster.ImpersonateGroups)
+		r.Cluster = clusterOf(policySrc)
+		if r.Reach, err = reachOf(policySrc, envName, meta.namespace); err != nil {
+			return nil, policyError(envName, err)
 		}
 	}
 	if identityOnly {
@@ -381,10 +383,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 		return nil, err
 	}
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata")))}
-	limit, err := reachOf(rel, envName, meta.namespace)
-	if err != nil {
-		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", where, err))
-	}
+	limit := r.Reach
 	if r.Resources, err = renderComponents(d.Context, comps, rc, transformers, catalogOwners(d.Catalog), d.Catalog, limit, where); err != nil {
 		return nil, err
 	}
@@ -396,6 +395,9 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 		}
 	}
 	r.Warnings = append(r.Warnings, warnings...)
+	if w := inferredScopes(r.Resources); w != "" {
+		r.Warnings = append(r.Warnings, w)
+	}
 	manifest.Sort(r.Resources)
 	var valueFields []taint.Field
 	variant := variantOf(d, rel, rc, transformers, limit, where)

@@ -47,7 +47,7 @@ func moduleComponents(rel, effective cue.Value, where, modulePath string) (cue.V
 // replaced) and returns its effective values and objects as plain data.
 type variant func(set *values.Set) (any, []map[string]any, error)
 
-func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformers []transformer, limit *reach, where string) variant {
+func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string) variant {
 	return func(set *values.Set) (any, []map[string]any, error) {
 		data, err := set.JSON()
 		if err != nil {

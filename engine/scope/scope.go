@@ -16,9 +16,11 @@ package scope
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/render"
 )
@@ -81,4 +83,40 @@ func Resolve(ctx context.Context, mapper meta.RESTMapper, rel *render.Release) (
 	rel.ManifestDigest = digest
 	rel.ChangeID = manifest.ChangeID(rel.Module.Path, rel.Module.Version, rel.ValuesText, digest)
 	return moves, nil
+}
+
+// Check runs the environment's reach (render.Reach) again on the objects
+// as they will be applied, once Resolve let the cluster decide their scope:
+// a kind the render took for namespaced (not in the catalog's table, its
+// CRD not in the release) may be cluster-scoped on the cluster, and
+// applying it would create it cluster-wide. In an environment that does
+// not allow cluster-scoped objects, that is a refusal, as is any object
+// outside the environment's namespaces. nil when everything may be
+// written.
+func Check(rel *render.Release, moves []Move) error {
+	if rel.Reach == nil {
+		return nil
+	}
+	var why []string
+	dropped := map[manifest.ID]Move{}
+	for _, m := range moves {
+		if m.To.Namespace == "" {
+			dropped[m.To] = m
+		}
+	}
+	for _, r := range rel.Resources {
+		reason := rel.Reach.Check(r, rel.Namespace)
+		if reason == "" {
+			continue
+		}
+		if m, ok := dropped[r.ID()]; ok {
+			reason = fmt.Sprintf("%s: the cluster serves %s as cluster-scoped, so applying it would drop the namespace %q the render gave it and create it cluster-wide, which environment %q does not allow (namespaces.clusterScoped is false)",
+				m.From, m.From.Kind, m.From.Namespace, rel.Reach.Environment)
+		}
+		why = append(why, reason)
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fault.Validationf("release %s may not be applied: nothing was written:\n  %s", rel.Name, strings.Join(why, "\n  "))
 }
