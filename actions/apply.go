@@ -88,7 +88,11 @@ func (r *runner) applyOptions(env string) (opts pipeline.ApplyOptions, closeGrou
 		Selection:      r.selection(env),
 		ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
 		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, MaxHistory: r.cfg.maxHistory, RunURL: r.runURL(), PruneGhosts: r.cfg.pruneGhosts,
-		Protection: pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
+		Protection:  pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
+		GateTimeout: r.cfg.gateTimeout,
+		GateWaiting: func(refusal error) {
+			r.infof("waiting for the promotion gates: %s", refusal)
+		},
 		// The run's page names the holder to other runs that wait for it.
 		Locking: pipeline.Locking{Holder: r.lockHolder(), LockTimeout: r.cfg.lockTimeout, NoLockWait: r.cfg.lockTimeout == 0,
 			LockWaiting: func(h pipeline.LockHolder) {

@@ -78,6 +78,7 @@ type config struct {
 	pruneNamespaces bool
 	prunePVCs       bool
 	lockTimeout     time.Duration
+	gateTimeout     time.Duration
 	pruneGhosts     bool
 	timeout         time.Duration
 	// rollbackTo and allowDifferentDigest are rollback mode's.
@@ -240,6 +241,13 @@ func readConfig(a *githubactions.Action) (config, error) {
 			return cfg, fmt.Errorf("input lock-timeout must be a duration such as 5m or 0, not %q", v)
 		}
 		cfg.lockTimeout = d
+	}
+	if v := input(a, "gate-timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return cfg, fmt.Errorf("input gate-timeout must be a duration such as 60m or 0, not %q", v)
+		}
+		cfg.gateTimeout = d
 	}
 	return cfg, nil
 }

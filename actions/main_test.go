@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -160,6 +161,20 @@ func newHarness(t *testing.T, r *repo, eventName, file string) *harness {
 }
 
 // run runs the Action once, fresh output files and all, and returns its error.
+// runErr is run for a goroutine of its own: it fails nothing itself
+// (t.FailNow belongs to the test's goroutine) and returns every error.
+func (h *harness) runErr() error {
+	h.stdout.Reset()
+	for _, f := range []string{"GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"} {
+		if err := os.WriteFile(h.env[f], nil, 0o644); err != nil {
+			return err
+		}
+	}
+	ctx, action, flush := newAction(h.t.Context(), func(k string) string { return h.env[k] }, &h.stdout)
+	err := run(ctx, action, h.srv.Client())
+	return errors.Join(err, flush())
+}
+
 func (h *harness) run() error {
 	h.t.Helper()
 	h.stdout.Reset()

@@ -1,14 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/opmodel/pipeline/engine/inventory"
 
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/pipeline"
@@ -82,4 +91,114 @@ func TestApplyModeChecksGates(t *testing.T) {
 	assert.NilError(t, h.run())
 	h.env["INPUT_ENVIRONMENTS"] = "prod"
 	assert.NilError(t, h.run())
+}
+
+// The documented rollout workflow (.github/workflows/rollout.yml) runs
+// a fleet of any number of waves with no job per wave: a plan job, then one
+// matrix job per environment, all started at once, each applying when its
+// gates pass (gate-timeout). This runs that logic over four waves on the
+// real API server: every matrix job starts together, all succeed, later
+// waves say they wait, and each environment is applied only after the
+// environments gating it.
+func TestRolloutWorkflowOverFourWaves(t *testing.T) {
+	b, err := os.ReadFile("../.github/workflows/rollout.yml")
+	assert.NilError(t, err)
+	var wf struct {
+		Jobs map[string]struct {
+			Needs    any `json:"needs"`
+			Strategy struct {
+				Matrix any `json:"matrix"`
+			} `json:"strategy"`
+			Steps []struct {
+				Uses string            `json:"uses"`
+				With map[string]string `json:"with"`
+			} `json:"steps"`
+		} `json:"jobs"`
+	}
+	assert.NilError(t, yaml.Unmarshal(b, &wf))
+	assert.Equal(t, len(wf.Jobs), 2, "a plan job and one apply job, whatever the number of waves")
+	apply := wf.Jobs["apply"]
+	assert.Equal(t, apply.Strategy.Matrix, "${{ fromJSON(needs.plan.outputs.matrix) }}")
+	var with map[string]string
+	for _, s := range apply.Steps {
+		if s.Uses == "./" {
+			with = s.With
+		}
+	}
+	assert.Equal(t, with["mode"], "apply")
+	assert.Equal(t, with["environments"], "${{ matrix.environment }}")
+	assert.Assert(t, with["gate-timeout"] != "" && with["gate-timeout"] != "0", "the apply step waits for its gates")
+
+	env := testCluster(t)
+	ns := env.Namespace(t)
+	kc, err := os.ReadFile(env.Kubeconfig)
+	assert.NilError(t, err)
+	r := &repo{t: t, dir: deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: dev: {namespace: "%[1]s-dev", group: "pre"}
+environments: qa: {namespace: "%[1]s-qa", group: "pre", rollout: after: ["dev"]}
+environments: canary: {namespace: "%[1]s-canary", group: "production", rollout: after: ["qa"]}
+environments: eu: {namespace: "%[1]s-eu", group: "production", rollout: after: ["canary"]}
+environments: us: {namespace: "%[1]s-us", group: "production", rollout: after: ["canary"]}
+releases: app: #module: appmodule
+`, ns))}
+	r.git("init", "-q", "-b", "main")
+	r.base = r.commit("a fleet of four waves")
+	cs, err := kubernetes.NewForConfig(env.Config)
+	assert.NilError(t, err)
+	for _, e := range []string{"dev", "qa", "canary", "eu", "us"} {
+		_, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + e}}, metav1.CreateOptions{})
+		assert.NilError(t, err)
+		t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns+"-"+e, metav1.DeleteOptions{}) })
+	}
+
+	// The plan job.
+	h := newHarness(t, r, "push", "push.json")
+	h.env["INPUT_PATH"] = "."
+	h.env["INPUT_MODE"] = "plan"
+	assert.NilError(t, h.run())
+	assert.Equal(t, h.outputs()["waves"], "[0,1,2,3]")
+	var m pipeline.Matrix
+	assert.NilError(t, json.Unmarshal([]byte(h.outputs()["matrix"]), &m))
+	assert.Equal(t, len(m.Include), 5)
+
+	// The apply job: every matrix entry at once.
+	logs := make([]string, len(m.Include))
+	errs := make([]error, len(m.Include))
+	var wg sync.WaitGroup
+	for i, e := range m.Include {
+		job := newHarness(t, r, "push", "push.json")
+		job.env["INPUT_PATH"] = "."
+		job.env["INPUT_MODE"] = "apply"
+		job.env["INPUT_KUBECONFIG"] = string(kc)
+		job.env["INPUT_ENVIRONMENTS"] = e.Environment
+		job.env["INPUT_GATE-TIMEOUT"] = "4m"
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = job.runErr()
+			logs[i] = job.stdout.String()
+		}()
+	}
+	wg.Wait()
+	applied := map[string]time.Time{}
+	for i, e := range m.Include {
+		assert.NilError(t, errs[i], "%s: %s", e.Environment, logs[i])
+		if e.Wave > 0 {
+			assert.Assert(t, strings.Contains(logs[i], "waiting for the promotion gates"), "%s (wave %d) did not wait:\n%s", e.Environment, e.Wave, logs[i])
+		}
+		invs, err := cs.CoreV1().Secrets(ns+"-"+e.Environment).List(t.Context(), metav1.ListOptions{LabelSelector: inventory.LabelComponent + "=" + inventory.ComponentInventory})
+		assert.NilError(t, err)
+		assert.Equal(t, len(invs.Items), 1, e.Environment)
+		inv, err := inventory.Decode(&invs.Items[0])
+		assert.NilError(t, err)
+		_, c, ok := inv.Latest()
+		assert.Assert(t, ok)
+		applied[e.Environment], err = time.Parse(time.RFC3339, c.Timestamp)
+		assert.NilError(t, err)
+	}
+	for env, gates := range map[string][]string{"qa": {"dev"}, "canary": {"qa"}, "eu": {"canary"}, "us": {"canary"}} {
+		for _, g := range gates {
+			assert.Assert(t, !applied[env].Before(applied[g]), "%s applied at %s, before its gate %s (%s)", env, applied[env], g, applied[g])
+		}
+	}
 }

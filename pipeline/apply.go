@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/opmodel/pipeline/engine/gitref"
 	"github.com/opmodel/pipeline/engine/inventory"
@@ -57,6 +58,13 @@ type ApplyOptions struct {
 	// gates (rollout.after); SkippedBy, who did, is recorded in the change.
 	SkipGates bool   `json:"skipGates,omitempty"`
 	SkippedBy string `json:"skippedBy,omitempty"`
+	// GateTimeout, when positive, waits up to that long for the gates to
+	// pass (the gating environments to run this commit, healthy) instead
+	// of refusing at once: every environment of a fleet can start
+	// together, and each applies when its gates open, so a workflow needs
+	// no job per wave. GateWaiting hears each refusal it waits out.
+	GateTimeout time.Duration       `json:"gateTimeout,omitempty"`
+	GateWaiting func(refusal error) `json:"-"`
 
 	// fleetEnv is the environment as Rollout already read it, so each
 	// environment of a wave does not read the fleet again.
@@ -163,7 +171,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 				ro.Source = &inventory.Source{}
 			}
 			ro.Source.GatesSkippedBy = cmp.Or(opts.SkippedBy, "unknown")
-		} else if err := checkGates(ctx, opts, gates, readGitState(ctx, opts.renderOptions().Dir)); err != nil {
+		} else if err := waitGates(ctx, opts, gates, opts.renderOptions().Dir); err != nil {
 			return nil, err
 		}
 	}

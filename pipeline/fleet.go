@@ -79,7 +79,7 @@ func renderFleet(ctx context.Context, opts RenderOptions, envs []FleetEnvironmen
 			return nil, fmt.Errorf("environment %s (wave %d): %w", e.Name, e.Wave, err)
 		}
 		for i := range r.Releases {
-			r.Releases[i].Wave = e.Wave
+			r.Releases[i].Wave = &e.Wave
 		}
 		out.Releases = append(out.Releases, r.Releases...)
 	}

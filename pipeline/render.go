@@ -120,8 +120,9 @@ type RenderedRelease struct {
 	// Sensitive: the digest and change ID depend on secret data (Secret
 	// objects, values from a secret source); public outputs seal them.
 	Sensitive bool `json:"sensitive,omitempty"`
-	// Wave is the environment's rollout wave, when a fleet was rendered.
-	Wave int `json:"wave,omitempty"`
+	// Wave is the environment's rollout wave, when a fleet was rendered
+	// (wave 0 included); nil otherwise.
+	Wave *int `json:"wave,omitempty"`
 
 	release *render.Release
 }

@@ -122,6 +122,12 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 		return nil, fault.Validationf("commit %s renders release %s with manifest digest %s, but change %s recorded %s: the catalog, opm or a values file changed since, so this would not restore exactly what ran; "+
 			"compare with `opm review --base %s`, and pass --allow-different-digest to apply it anyway", short(commit), cur.Name, rel.ManifestDigest, opts.To, change.ManifestDigest, short(commit))
 	}
+	// A change this environment ran before is not a promotion: its gates
+	// (which hold back commits the earlier environments have not run) do
+	// not apply, as Kargo lets a stage return to freight it had. The
+	// change records it, as a skipped gate is recorded.
+	at.SkipGates = true
+	at.SkippedBy = cmp.Or(opts.SkippedBy, "rollback") + " to " + opts.To + ", which this environment ran before"
 	applied, err := Apply(ctx, at)
 	if applied != nil {
 		res.ApplyResult = *applied

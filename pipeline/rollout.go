@@ -276,6 +276,35 @@ func checkGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, sr
 	return nil
 }
 
+// waitGates checks env's gates, and with opts.GateTimeout keeps checking
+// until they pass or the time is up. A gate that can never pass (no git
+// checkout, uncommitted changes) is refused at once.
+func waitGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, dir string) error {
+	deadline := time.Now().Add(opts.GateTimeout)
+	delay := 2 * time.Second
+	for {
+		src := readGitState(ctx, dir)
+		err := checkGates(ctx, opts, env, src)
+		if err == nil || opts.GateTimeout <= 0 || fault.KindOf(err) != fault.Gate || src.err != nil || src.dirty {
+			return err
+		}
+		if time.Now().Add(delay).After(deadline) {
+			return fault.Wrap(fault.Gate, fmt.Errorf("waited %s (gate timeout) for the gates of environment %s: %w", opts.GateTimeout, env.Name, err))
+		}
+		if opts.GateWaiting != nil {
+			opts.GateWaiting(err)
+		}
+		timer := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+		delay = min(2*delay, 15*time.Second)
+	}
+}
+
 // renderedReleaseKeys are the release keys a selection renders.
 func renderedReleaseKeys(ctx context.Context, sel Selection) ([]string, error) {
 	r, err := Render(ctx, RenderOptions{Selection: sel})

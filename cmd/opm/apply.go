@@ -130,6 +130,7 @@ decryption key or secret input is missing or wrong), 8 gate (a promotion gate re
 	fs.BoolVar(&ro.NoWait, "no-wait", false, "apply a fleet's waves without waiting for health in between")
 	fs.BoolVar(&ro.Smoke, "smoke", false, "after each wave of a fleet is healthy, smoke-test its environments in throwaway namespaces of their own clusters before the next wave")
 	fs.BoolVar(&opts.SkipGates, "skip-gates", false, "apply without checking promotion gates (rollout.after); who skipped is recorded in the change")
+	fs.DurationVar(&opts.GateTimeout, "gate-timeout", 0, "wait up to this long for the promotion gates to pass instead of refusing at once (0: refuse at once)")
 	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }

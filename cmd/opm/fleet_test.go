@@ -95,3 +95,53 @@ func hasRow(table string, cells ...string) bool {
 	}
 	return false
 }
+
+// Rolling an environment back to a change it ran before is not a
+// promotion: its gate does not hold it back although the gating
+// environment runs a newer commit, and the change says it was a rollback.
+func TestRollbackInAFleetPassesItsGate(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: qa: {namespace: "%[1]s-qa"}
+environments: canary: {namespace: "%[1]s-canary", rollout: after: ["qa"]}
+releases: app: #module: appmodule
+releases: app: values: stamp: "1"
+`, ns))
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "one replica")
+	kc := "--kubeconfig=" + env.Kubeconfig
+	apply := func(envName string) {
+		t.Helper()
+		code, _, errOut := runOpm(t, "apply", dir, "--env", envName, kc, "--timeout", "1m")
+		assert.Equal(t, code, 0, errOut)
+	}
+	apply("qa")
+	apply("canary")
+	code, out, errOut := runOpm(t, "history", "app", dir, "--env", "canary", kc, "-o", "json")
+	assert.Equal(t, code, 0, errOut)
+	var h struct {
+		Releases []struct {
+			Changes []struct {
+				ChangeID string `json:"changeId"`
+			} `json:"changes"`
+		} `json:"releases"`
+	}
+	assert.NilError(t, json.Unmarshal([]byte(out), &h))
+	first := h.Releases[0].Changes[0].ChangeID
+
+	editFile(t, dir+"/deploy.cue", `stamp: "1"`, `stamp: "2"`)
+	gitIn(t, dir, "commit", "-qam", "two replicas")
+	apply("qa")
+	apply("canary")
+	// qa moves on again; canary goes back to what it ran first.
+	editFile(t, dir+"/deploy.cue", `stamp: "2"`, `stamp: "3"`)
+	gitIn(t, dir, "commit", "-qam", "three replicas")
+	apply("qa")
+	code, out, errOut = runOpm(t, "rollback", "app", dir, "--env", "canary", "--to", first, kc, "-o", "json")
+	assert.Equal(t, code, 0, "the gate held back a rollback: %s", errOut)
+	assert.Assert(t, !strings.Contains(errOut, "may only get commit"), errOut)
+	code, out, errOut = runOpm(t, "history", "app", dir, "--env", "canary", kc)
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, strings.Contains(out, "which this environment ran before"), "the rollback is recorded:\n%s", out)
+}

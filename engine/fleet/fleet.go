@@ -35,6 +35,9 @@ type Environment struct {
 	KubeContext string `json:"kubeContext,omitempty"`
 	// Pos is where the environment is declared (file:line:col).
 	Pos string `json:"-"`
+	// wavePos is where rollout.wave is set, "" when the gate graph
+	// decides the wave.
+	wavePos string
 }
 
 // Fleet is every environment a deployment directory declares.
@@ -60,12 +63,12 @@ func Read(d *load.Deployment) (*Fleet, error) {
 		if dv, ok := w.Default(); ok {
 			w = dv
 		}
-		if w.Exists() {
+		if w.Exists() && w.IsConcrete() {
 			i, err := w.Int64()
 			if err != nil {
 				return nil, fault.Validationf("environment %q: rollout.wave must be a whole number ≥ 0 (at %s): %s", n, w.Pos(), load.Describe(err))
 			}
-			e.Wave = int(i)
+			e.Wave, e.wavePos = int(i), w.Pos().String()
 		}
 		if a := v.LookupPath(cue.ParsePath("rollout.after")); a.Exists() {
 			if err := a.Decode(&e.After); err != nil {
@@ -78,16 +81,68 @@ func Read(d *load.Deployment) (*Fleet, error) {
 			f.groups[e.Group] = append(f.groups[e.Group], n)
 		}
 	}
-	slices.SortFunc(f.Environments, func(a, b Environment) int {
-		return cmp.Or(cmp.Compare(a.Wave, b.Wave), cmp.Compare(a.Name, b.Name))
-	})
-	for i, e := range f.Environments {
-		f.byName[e.Name] = i
-	}
+	f.index()
 	if err := f.resolveGates(); err != nil {
 		return nil, err
 	}
-	return f, f.checkCycles()
+	if err := f.checkCycles(); err != nil {
+		return nil, err
+	}
+	if err := f.assignWaves(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(f.Environments, func(a, b Environment) int {
+		return cmp.Or(cmp.Compare(a.Wave, b.Wave), cmp.Compare(a.Name, b.Name))
+	})
+	f.index()
+	return f, nil
+}
+
+func (f *Fleet) index() {
+	for i, e := range f.Environments {
+		f.byName[e.Name] = i
+	}
+}
+
+// assignWaves makes the waves the levels of the gate graph: an
+// environment without gates is in wave 0, one with gates in the wave after
+// the latest of them, so a gate always points into an earlier wave and two
+// environments of one wave never wait for each other. An explicit
+// rollout.wave may put an environment later than that, never earlier: a
+// wave that contradicts a gate is an error naming both environments.
+func (f *Fleet) assignWaves() error {
+	done := make(map[string]bool, len(f.Environments))
+	var visit func(i int) error
+	visit = func(i int) error {
+		e := &f.Environments[i]
+		if done[e.Name] {
+			return nil
+		}
+		level := 0
+		for _, g := range e.Gates {
+			gi := f.byName[g]
+			if err := visit(gi); err != nil {
+				return err
+			}
+			gate := f.Environments[gi]
+			if e.wavePos != "" && e.Wave <= gate.Wave {
+				return fault.Validationf("environment %q sets rollout.wave %d (at %s), but its gate %q runs in wave %d (%s): a gate must be in an earlier wave, or the two would run at once and %s's gate could never be met; drop rollout.wave (the gates decide the waves) or make it at least %d",
+					e.Name, e.Wave, e.wavePos, gate.Name, gate.Wave, cmp.Or(gate.wavePos, "decided by its own gates, environment at "+gate.Pos), e.Name, gate.Wave+1)
+			}
+			level = max(level, gate.Wave+1)
+		}
+		if e.wavePos == "" {
+			e.Wave = level
+		}
+		done[e.Name] = true
+		return nil
+	}
+	for i := range f.Environments {
+		if err := visit(i); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // resolveGates expands each rollout.after entry (an environment, or a

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -102,4 +103,42 @@ environments: b: {namespace: "x", rollout: after: ["stagin"]}
 
 	_, err = read(t, `environments: a: {namespace: "x", rollout: wave: -1}`)
 	assert.Assert(t, err != nil)
+}
+
+// The waves are the levels of the gate graph: canary gated on qa lands in
+// the wave after qa without a wave of its own, and a chain of four gates
+// makes four waves.
+func TestWavesFollowTheGates(t *testing.T) {
+	f, err := read(t, `
+environments: dev: {namespace: "app", group: "pre"}
+environments: qa: {namespace: "app", group: "pre", rollout: after: ["dev"]}
+environments: canary: {namespace: "app", group: "production", rollout: after: ["qa"]}
+environments: eu: {namespace: "app", group: "production", rollout: after: ["canary"]}
+environments: us: {namespace: "app", group: "production", rollout: after: ["canary"]}
+environments: sandbox: {namespace: "app"}
+environments: late: {namespace: "app", rollout: wave: 5}
+`)
+	assert.NilError(t, err)
+	var got []string
+	for _, e := range f.Environments {
+		got = append(got, fmt.Sprintf("%s:%d", e.Name, e.Wave))
+	}
+	assert.DeepEqual(t, got, []string{"dev:0", "sandbox:0", "qa:1", "canary:2", "eu:3", "us:3", "late:5"})
+	all, err := f.Select("dev,qa,canary,eu,us", false)
+	assert.NilError(t, err)
+	assert.Equal(t, len(fleet.Waves(all)), 4)
+}
+
+// An explicit wave that puts an environment beside or before its gate is
+// refused, naming both environments and where the wave is set.
+func TestAWaveThatContradictsAGateIsAnError(t *testing.T) {
+	_, err := read(t, `
+environments: qa: {namespace: "app"}
+environments: canary: {namespace: "app", rollout: {wave: 0, after: ["qa"]}}
+`)
+	assert.Equal(t, fault.KindOf(err), fault.Validation)
+	assert.ErrorContains(t, err, `environment "canary" sets rollout.wave 0 (at `)
+	assert.ErrorContains(t, err, `but its gate "qa" runs in wave 0`)
+	assert.ErrorContains(t, err, "deploy.cue:")
+	assert.ErrorContains(t, err, "make it at least 1")
 }

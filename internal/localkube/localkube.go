@@ -42,6 +42,9 @@ const (
 	PodCIDR = "10.244.0.0/16"
 	// Nodes is how many simulated nodes are registered.
 	Nodes = 3
+	// NodeLeaseSeconds is the duration of the simulated nodes' Leases,
+	// a kubelet's default; kwok renews them every quarter of it.
+	NodeLeaseSeconds = 40
 	// NodeLabel marks the simulated nodes (value "kwok").
 	NodeLabel = "opmodel.dev/node"
 	// APIServerFeatureGates must be given to kube-apiserver
@@ -118,6 +121,13 @@ func Processes(c Config) ([]Process, error) {
 			"--config=" + kwokConfig,
 			"--manage-nodes-with-label-selector=" + NodeLabel + "=kwok",
 			"--cidr=" + PodCIDR,
+			// Renew each node's Lease in kube-node-lease, as a kubelet does
+			// (every quarter of the duration). Without it the node
+			// lifecycle controller marks every node NotReady once its
+			// grace period runs out, the node-ready stage makes it Ready
+			// again, and health waits and gates read "unhealthy" about
+			// every minute.
+			"--node-lease-duration-seconds=" + strconv.Itoa(NodeLeaseSeconds),
 		}},
 	}, nil
 }

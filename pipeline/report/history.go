@@ -55,6 +55,9 @@ func sourceText(s *inventory.Source) string {
 	if s.RunURL != "" {
 		parts = append(parts, s.RunURL)
 	}
+	if s.GatesSkippedBy != "" {
+		parts = append(parts, "(gates skipped: "+s.GatesSkippedBy+")")
+	}
 	if len(parts) == 0 {
 		return "-"
 	}
