@@ -17,6 +17,10 @@ import (
 type RBACOptions struct {
 	Selection
 	ClusterOptions
+	// Bootstrap puts first what must exist before the rights can be
+	// applied on a fresh cluster: the Namespaces they are in and the
+	// impersonated ServiceAccount.
+	Bootstrap bool `json:"bootstrap,omitempty"`
 }
 
 // RBACResult is, per release, what its environment's impersonated
@@ -69,6 +73,9 @@ func RBAC(ctx context.Context, opts RBACOptions) (*RBACResult, error) {
 			return nil, fault.Wrap(fault.Validation, err)
 		}
 		rr := ReleaseRBAC{Name: rel.Name, Environment: rel.Environment, Identity: rel.Cluster.ImpersonateUser}
+		if opts.Bootstrap {
+			objs = append(rbac.Bootstrap(objs, rel.Cluster.ImpersonateUser), objs...)
+		}
 		for _, o := range objs {
 			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 			if err != nil {

@@ -197,6 +197,14 @@ func Smoke(ctx context.Context, opts SmokeOptions) (*SmokeResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The throwaway namespaces must be ones the environment lets its
+	// releases write: refused here, before anything runs, if none can be.
+	prefixes := make(map[string]string, len(rels))
+	for _, rel := range rels {
+		if prefixes[rel.Key], err = smokePrefix(opts.NamespacePrefix, rel); err != nil {
+			return nil, err
+		}
+	}
 	envCluster := kube.EnvCluster{}
 	if opts.ownCluster && len(rels) > 0 {
 		envCluster = kube.EnvCluster{Name: rels[0].Environment, KubeContext: rels[0].Cluster.KubeContext, KubeConfig: rels[0].Cluster.KubeConfig}
@@ -216,7 +224,7 @@ func Smoke(ctx context.Context, opts SmokeOptions) (*SmokeResult, error) {
 	res := &SmokeResult{Environment: opts.Environment, Cluster: ClusterRef{Server: cl.Server, Context: cl.Context}, Passed: true, Releases: []SmokeRelease{}}
 	var errs []error
 	for _, rel := range rels {
-		sr, err := smokeRelease(ctx, opts, cl, rel)
+		sr, err := smokeRelease(ctx, opts, cl, rel, prefixes[rel.Key])
 		res.Releases = append(res.Releases, sr)
 		res.Passed = res.Passed && sr.Passed
 		if err != nil {
@@ -295,13 +303,13 @@ type smokeRun struct {
 	secret []string // Secret values to mask in free text
 }
 
-func smokeRelease(ctx context.Context, opts SmokeOptions, cl *kube.Cluster, rel *render.Release) (SmokeRelease, error) {
+func smokeRelease(ctx context.Context, opts SmokeOptions, cl *kube.Cluster, rel *render.Release, prefix string) (SmokeRelease, error) {
 	sr := SmokeRelease{Name: rel.Name, Environment: rel.Environment, OriginalNamespace: rel.Namespace, Steps: []SmokeStep{}}
 	for _, s := range smokeSteps {
 		sr.Steps = append(sr.Steps, SmokeStep{Name: s, State: StepSkipped})
 	}
 	run := &smokeRun{opts: opts, cl: cl, sr: &sr, secret: secretValues(rel)}
-	ns, err := createSmokeNamespace(ctx, cl, cmp.Or(opts.NamespacePrefix, "opm-smoke"), rel.Name)
+	ns, err := createSmokeNamespace(ctx, cl, prefix, rel.Name)
 	if err != nil {
 		sr.FailedStep = SmokeApply
 		sr.Steps[0] = SmokeStep{Name: SmokeApply, State: StepFailed, Detail: err.Error()}
@@ -622,6 +630,35 @@ func secretValues(rel *render.Release) []string {
 
 // createSmokeNamespace creates prefix-release-<5 random characters>, so
 // parallel runs never share a namespace.
+// smokePrefix starts the names of rel's throwaway namespaces: the given
+// prefix (default "opm-smoke"), or, where the environment allows only some
+// namespaces (namespaces.allowed), the fixed start of an allowed glob
+// followed by "smoke" ("team-a-*" gives "team-a-smoke"), so the test
+// deploys where the release may write. An environment whose patterns
+// admit no throwaway name is refused, saying which pattern to add.
+func smokePrefix(given string, rel *render.Release) (string, error) {
+	prefix := cmp.Or(given, "opm-smoke")
+	probe := func(p string) bool {
+		return rel.Reach.Allows(strings.Trim(p+"-"+rel.Name, "-") + "-bcdfg")
+	}
+	// Without namespaces.allowed a release may write its own namespace,
+	// which the smoke test replaces by the throwaway one.
+	if rel.Reach == nil || !rel.Reach.Explicit || probe(prefix) {
+		return prefix, nil
+	}
+	if given == "" {
+		for _, glob := range rel.Reach.Allowed {
+			if start, ok := strings.CutSuffix(glob, "*"); ok && !strings.ContainsAny(start, "*?[") {
+				if p := start + "smoke"; probe(p) {
+					return p, nil
+				}
+			}
+		}
+	}
+	return "", fault.Validationf("environment %q lets release %s write only into %s, and a smoke test's throwaway namespace %s-%s-… is none of them: add a pattern for throwaway namespaces to its namespaces.allowed, e.g. %q, or pass a --namespace-prefix one of them admits",
+		rel.Environment, rel.Name, strings.Join(rel.Reach.Allowed, ", "), prefix, rel.Name, rel.Namespace+"-smoke-*")
+}
+
 func createSmokeNamespace(ctx context.Context, cl *kube.Cluster, prefix, release string) (string, error) {
 	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
 	for range 3 {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/pipeline"
 	"github.com/opmodel/pipeline/pipeline/report"
@@ -243,4 +244,37 @@ func TestSmokeCatchesNonIdempotentRelease(t *testing.T) {
 	assert.Check(t, apierrors.IsNotFound(err), "cleaned up: %v", err)
 	assert.Check(t, namespaceGoing(t, rel.Namespace))
 	noSecret(t, res, "smoke-secret-value")
+}
+
+// A smoke test stays within tenancy: where the environment allows only
+// some namespaces, the throwaway one is named to match an allowed glob;
+// where none could match, it is refused before anything runs, saying which
+// pattern to add.
+func TestSmokeNamespaceWithinTheEnvironmentsReach(t *testing.T) {
+	dir := func(allowed string) string {
+		return deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: dev: {namespace: "app-home", namespaces: allowed: [%s]}
+releases: app: #module: appmodule
+`, allowed))
+	}
+	opts := smokeOptions(t, dir(`"app-home", "app-home-*"`))
+	opts.NamespacePrefix = ""
+	res, err := pipeline.Smoke(t.Context(), opts)
+	assert.NilError(t, err)
+	rel := res.Releases[0]
+	forgetNamespace(t, rel.Namespace)
+	assert.Check(t, res.Passed, report.SmokeText(res))
+	assert.Check(t, strings.HasPrefix(rel.Namespace, "app-home-smoke-app-"), rel.Namespace)
+
+	opts = smokeOptions(t, dir(`"app-home"`))
+	opts.NamespacePrefix = ""
+	before, err := clientset(t).CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{LabelSelector: pipeline.SmokeNamespaceLabel})
+	assert.NilError(t, err)
+	_, err = pipeline.Smoke(t.Context(), opts)
+	assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
+	assert.Check(t, is.Contains(err.Error(), `environment "dev" lets release app write only into app-home`))
+	assert.Check(t, is.Contains(err.Error(), `"app-home-smoke-*"`))
+	after, err := clientset(t).CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{LabelSelector: pipeline.SmokeNamespaceLabel})
+	assert.NilError(t, err)
+	assert.Equal(t, len(after.Items), len(before.Items), "a throwaway namespace was created")
 }

@@ -339,3 +339,38 @@ func TestDeleteByNameRunsAsTheEnvironmentsIdentity(t *testing.T) {
 	_, err = cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "tools", metav1.GetOptions{})
 	assert.NilError(t, err, "the ConfigMap is still there")
 }
+
+// On a fresh cluster `opm rbac --bootstrap` puts the Namespace and the
+// ServiceAccount first: applied in its order by an administrator, every
+// object is accepted, and the release then applies as the tenant.
+func TestRBACBootstrapOnAFreshNamespace(t *testing.T) {
+	cs := clientset(t)
+	ns := env.Namespace(t) + "-fresh"
+	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	dir := tenantDir(t, ns, fmt.Sprintf(`cluster: impersonate: serviceAccount: "%s/deployer"`, ns), "", `{apiVersion: "v1", kind: "ConfigMap", metadata: name: "tools", data: a: "b"}`)
+	sel := pipeline.Selection{Dir: dir, Environment: "tenant"}
+	rb, err := pipeline.RBAC(t.Context(), pipeline.RBACOptions{Selection: sel, ClusterOptions: cluster(t), Bootstrap: true})
+	assert.NilError(t, err)
+	var kinds []string
+	for _, o := range rb.Releases[0].Objects {
+		kinds = append(kinds, o["kind"].(string))
+		switch o["kind"] {
+		case "Namespace":
+			_, err = cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		case "ServiceAccount":
+			_, err = cs.CoreV1().ServiceAccounts(ns).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "deployer"}}, metav1.CreateOptions{})
+		case "Role":
+			var r rbacv1.Role
+			assert.NilError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o, &r))
+			_, err = cs.RbacV1().Roles(ns).Create(t.Context(), &r, metav1.CreateOptions{})
+		case "RoleBinding":
+			var r rbacv1.RoleBinding
+			assert.NilError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o, &r))
+			_, err = cs.RbacV1().RoleBindings(ns).Create(t.Context(), &r, metav1.CreateOptions{})
+		}
+		assert.NilError(t, err, "applying %s in the order printed", o["kind"])
+	}
+	assert.DeepEqual(t, kinds, []string{"Namespace", "ServiceAccount", "Role", "RoleBinding"})
+	_, err = pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: cluster(t)})
+	assert.NilError(t, err, "as the tenant")
+}

@@ -11,9 +11,10 @@ import (
 
 func newRBACCmd() *cobra.Command {
 	var (
-		sel     selectionFlags
-		cluster clusterFlags
-		output  string
+		sel       selectionFlags
+		cluster   clusterFlags
+		output    string
+		bootstrap bool
 	)
 	cmd := &cobra.Command{
 		Use:   "rbac [DIR] --env ENV",
@@ -24,13 +25,14 @@ ClusterRole and ClusterRoleBinding that the identity of the environment's
 cluster.impersonate needs to apply, diff, prune and lock exactly what the release
 renders: its resources (resolved through the cluster's RESTMapper), its inventory
 Secret and its Lease. Apply it as an administrator; then the release applies as the
-tenant, and anything beyond it is refused by the API server.`,
+tenant, and anything beyond it is refused by the API server. On a fresh cluster,
+--bootstrap puts first the Namespaces and the ServiceAccount those rights need.`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "yaml" && output != "json" {
 				return usageError{fmt.Errorf("-o must be yaml or json, not %q", output)}
 			}
-			res, err := pipeline.RBAC(cmd.Context(), pipeline.RBACOptions{Selection: sel.selection(args), ClusterOptions: cluster.options()})
+			res, err := pipeline.RBAC(cmd.Context(), pipeline.RBACOptions{Selection: sel.selection(args), ClusterOptions: cluster.options(), Bootstrap: bootstrap})
 			if err != nil {
 				return err
 			}
@@ -48,5 +50,6 @@ tenant, and anything beyond it is refused by the API server.`,
 	sel.register(cmd.Flags())
 	cluster.register(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	cmd.Flags().BoolVar(&bootstrap, "bootstrap", false, "also print, first, the Namespaces and the ServiceAccount the rights need on a fresh cluster")
 	return cmd
 }

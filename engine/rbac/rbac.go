@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -210,4 +211,26 @@ func subjectsFor(user string, _ []string) []rbacv1.Subject {
 		}
 	}
 	return []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}
+}
+
+// Bootstrap returns what an administrator creates before rights: the
+// Namespaces the Roles of rights are in, then the ServiceAccount user is
+// (when it is one), in the order `kubectl apply -f -` needs them.
+func Bootstrap(rights []runtime.Object, user string) []runtime.Object {
+	var out []runtime.Object
+	var namespaces []string
+	for _, o := range rights {
+		if r, ok := o.(*rbacv1.Role); ok && !slices.Contains(namespaces, r.Namespace) {
+			namespaces = append(namespaces, r.Namespace)
+		}
+	}
+	for _, ns := range namespaces {
+		out = append(out, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	if rest, ok := strings.CutPrefix(user, "system:serviceaccount:"); ok {
+		if ns, name, ok := strings.Cut(rest, ":"); ok {
+			out = append(out, &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
+		}
+	}
+	return out
 }

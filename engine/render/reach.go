@@ -26,6 +26,9 @@ type Reach struct {
 	Allowed []string `json:"allowed"`
 	// ClusterScoped lets releases write cluster-scoped objects.
 	ClusterScoped bool `json:"clusterScoped,omitempty"`
+	// Explicit: the environment sets namespaces.allowed; otherwise
+	// Allowed is the release's own namespace, wherever that is.
+	Explicit bool `json:"-"`
 }
 
 // reachOf reads namespaces of an environment as declared (env is the
@@ -45,7 +48,7 @@ func reachOf(env cue.Value, envName, releaseNS string) (*Reach, error) {
 		if err := a.Decode(&allowed); err != nil {
 			return nil, fmt.Errorf("environment %q: namespaces.allowed: %w", envName, err)
 		}
-		r.Allowed = allowed
+		r.Allowed, r.Explicit = allowed, true
 	}
 	if cs := ns.LookupPath(cue.ParsePath("clusterScoped")); cs.Exists() {
 		if d, ok := cs.Default(); ok {
