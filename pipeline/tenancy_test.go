@@ -16,6 +16,7 @@ import (
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -224,29 +225,12 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	for _, o := range objs {
 		name := o["metadata"].(map[string]any)["name"].(string)
 		assert.Check(t, strings.HasPrefix(name, "opm-tools-") && len(name) > len("opm-tools-")+30, "%s is not unique per release identity", name)
-		switch o["kind"] {
-		case "ClusterRole":
+		if o["kind"] == "ClusterRole" {
 			var cr rbacv1.ClusterRole
 			assert.NilError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o, &cr))
 			clusterRules = cr.Rules
-			_, err = cs.RbacV1().ClusterRoles().Create(t.Context(), &cr, metav1.CreateOptions{})
-			t.Cleanup(func() { _ = cs.RbacV1().ClusterRoles().Delete(context.Background(), cr.Name, metav1.DeleteOptions{}) })
-		case "ClusterRoleBinding":
-			var crb rbacv1.ClusterRoleBinding
-			assert.NilError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o, &crb))
-			_, err = cs.RbacV1().ClusterRoleBindings().Create(t.Context(), &crb, metav1.CreateOptions{})
-			t.Cleanup(func() {
-				_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
-			})
-		case "Role":
-			var r rbacv1.Role
-			assert.NilError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o, &r))
-			_, err = cs.RbacV1().Roles(ns).Create(t.Context(), &r, metav1.CreateOptions{})
-		case "RoleBinding":
-			var r rbacv1.RoleBinding
-			assert.NilError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o, &r))
-			_, err = cs.RbacV1().RoleBindings(ns).Create(t.Context(), &r, metav1.CreateOptions{})
 		}
+		err = createAsAdmin(t, o)
 		assert.NilError(t, err)
 	}
 	assert.DeepEqual(t, clusterRules, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{ns}, Verbs: []string{"get", "patch", "create", "delete"}}})
@@ -354,23 +338,35 @@ func TestRBACBootstrapOnAFreshNamespace(t *testing.T) {
 	var kinds []string
 	for _, o := range rb.Releases[0].Objects {
 		kinds = append(kinds, o["kind"].(string))
-		switch o["kind"] {
-		case "Namespace":
-			_, err = cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		case "ServiceAccount":
-			_, err = cs.CoreV1().ServiceAccounts(ns).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "deployer"}}, metav1.CreateOptions{})
-		case "Role":
-			var r rbacv1.Role
-			assert.NilError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o, &r))
-			_, err = cs.RbacV1().Roles(ns).Create(t.Context(), &r, metav1.CreateOptions{})
-		case "RoleBinding":
-			var r rbacv1.RoleBinding
-			assert.NilError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o, &r))
-			_, err = cs.RbacV1().RoleBindings(ns).Create(t.Context(), &r, metav1.CreateOptions{})
-		}
+		err = createAsAdmin(t, o)
 		assert.NilError(t, err, "applying %s in the order printed", o["kind"])
 	}
 	assert.DeepEqual(t, kinds, []string{"Namespace", "ServiceAccount", "Role", "RoleBinding"})
 	_, err = pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: cluster(t)})
 	assert.NilError(t, err, "as the tenant")
+}
+
+// createAsAdmin creates an object `opm rbac` printed, as an administrator
+// applying it would; cluster-wide ones are removed when the test ends.
+func createAsAdmin(t *testing.T, o map[string]any) error {
+	t.Helper()
+	gvr, ok := map[string]schema.GroupVersionResource{
+		"Namespace":          {Version: "v1", Resource: "namespaces"},
+		"ServiceAccount":     {Version: "v1", Resource: "serviceaccounts"},
+		"Role":               {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+		"RoleBinding":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+		"ClusterRole":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+		"ClusterRoleBinding": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+	}[o["kind"].(string)]
+	assert.Assert(t, ok, "opm rbac printed a %v", o["kind"])
+	dyn, err := dynamic.NewForConfig(env.Config)
+	assert.NilError(t, err)
+	u := &unstructured.Unstructured{Object: o}
+	if ns := u.GetNamespace(); ns != "" {
+		_, err = dyn.Resource(gvr).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
+		return err
+	}
+	_, err = dyn.Resource(gvr).Create(t.Context(), u, metav1.CreateOptions{})
+	t.Cleanup(func() { _ = dyn.Resource(gvr).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
+	return err
 }

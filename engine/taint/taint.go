@@ -170,7 +170,7 @@ func equalLeaf(a, b any) bool {
 // value(old) and every Key field's key by key(old key). Paths that are not
 // in v are ignored: v may be the other side of a diff, shaped differently.
 func Mask(v any, fields []Field, value func(any) any, key func(string) string) any {
-	out := deepCopy(v)
+	out := Copy(v)
 	for _, f := range fields {
 		out = maskAt(out, f, 0, value, key)
 	}
@@ -204,18 +204,20 @@ func maskAt(v any, f Field, i int, value func(any) any, key func(string) string)
 	return v
 }
 
-func deepCopy(v any) any {
+// Copy returns a deep copy of a tree of plain values (maps, lists,
+// scalars), as JSON decodes them.
+func Copy(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		c := make(map[string]any, len(x))
 		for k, e := range x {
-			c[k] = deepCopy(e)
+			c[k] = Copy(e)
 		}
 		return c
 	case []any:
 		c := make([]any, len(x))
 		for i, e := range x {
-			c[i] = deepCopy(e)
+			c[i] = Copy(e)
 		}
 		return c
 	}

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/opmodel/pipeline/engine/taint"
 )
 
 // SecretMark replaces a secret value wherever values are shown.
@@ -105,7 +107,7 @@ func (s *Set) WithSentinels(sentinel func(any) any) *Set {
 // Replaced returns a copy of s with the value at each of paths replaced by
 // f of it; paths s does not hold are ignored.
 func (s *Set) Replaced(paths [][]string, f func(any) any) *Set {
-	out := &Set{Data: deepCopy(s.Data).(map[string]any), Origins: maps.Clone(s.Origins)}
+	out := &Set{Data: taint.Copy(s.Data).(map[string]any), Origins: maps.Clone(s.Origins)}
 	for _, p := range paths {
 		out.Data = replaceAt(out.Data, p, f).(map[string]any)
 	}
@@ -142,24 +144,6 @@ func replaceAt(v any, path []string, f func(any) any) any {
 		m[path[0]] = replaceAt(e, path[1:], f)
 	}
 	return m
-}
-
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		c := make(map[string]any, len(x))
-		for k, e := range x {
-			c[k] = deepCopy(e)
-		}
-		return c
-	case []any:
-		c := make([]any, len(x))
-		for i, e := range x {
-			c[i] = deepCopy(e)
-		}
-		return c
-	}
-	return v
 }
 
 // Redact removes secret values from a message (a CUE error quotes the
