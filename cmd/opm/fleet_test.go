@@ -144,4 +144,18 @@ releases: app: values: stamp: "1"
 	code, out, errOut = runOpm(t, "history", "app", dir, "--env", "canary", kc)
 	assert.Equal(t, code, 0, errOut)
 	assert.Assert(t, strings.Contains(out, "which this environment ran before"), "the rollback is recorded:\n%s", out)
+
+	// The fleet board: which commit runs where, healthy since when, and
+	// the skipped gate, without a script.
+	head := gitIn(t, dir, "rev-parse", "HEAD")
+	firstCommit := gitIn(t, dir, "rev-list", "--max-parents=0", "HEAD")
+	code, out, errOut = runOpm(t, "status", dir, "--env", "qa,canary", kc, "-o", "markdown")
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, strings.Contains(out, "| qa | app | "+head[:12]+" | "), out)
+	assert.Assert(t, strings.Contains(out, "| canary | app | "+firstCommit[:12]+" | "), out)
+	assert.Assert(t, strings.Contains(out, "| healthy | "), out)
+	assert.Assert(t, strings.Contains(out, "rollback to "), "the skipped gate is on the board:\n%s", out)
+	code, out, errOut = runOpm(t, "status", dir, "--env", "qa,canary", kc)
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, strings.HasPrefix(out, "ENVIRONMENT  RELEASE  COMMIT"), out)
 }

@@ -56,8 +56,8 @@ With --wait, poll until every object is Current or one fails (--timeout, default
 printing objects as they become ready. Exit 0 when healthy, 1 when not.`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" && output != "yaml" {
-				return usageError{fmt.Errorf("-o must be table, json or yaml, not %q", output)}
+			if output != "table" && output != "json" && output != "yaml" && output != "markdown" {
+				return usageError{fmt.Errorf("-o must be table, json, yaml or markdown, not %q", output)}
 			}
 			t, err := tf.target(args)
 			if err != nil {
@@ -85,6 +85,8 @@ printing objects as they become ready. Exit 0 when healthy, 1 when not.`,
 					return err
 				}
 				out.Write(y)
+			case "markdown":
+				fmt.Fprint(out, report.FleetBoardMarkdown(res))
 			default:
 				fmt.Fprint(out, report.StatusTable(res))
 			}
@@ -99,7 +101,7 @@ printing objects as they become ready. Exit 0 when healthy, 1 when not.`,
 	}
 	tf.register(cmd.Flags())
 	cluster.register(cmd.Flags())
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json, yaml or markdown (the fleet board: environment × release → commit, change, health, since, skipped gates)")
 	cmd.Flags().BoolVar(&opts.Wait, "wait", false, "wait until every object is Current or one fails")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 5*time.Minute, "how long --wait waits")
 	return cmd

@@ -10,8 +10,13 @@ import (
 
 // Table renders a status result for a terminal: each release's identity,
 // then its objects by component with health and reason, ghosts apart.
+//
+// A fleet (several environments) starts with its board (FleetBoard).
 func StatusTable(r *pipeline.StatusResult) string {
 	var b strings.Builder
+	if environments(r) > 1 {
+		b.WriteString(FleetBoard(r) + "\n")
+	}
 	for i, rs := range r.Releases {
 		if i > 0 {
 			b.WriteString("\n")
@@ -62,4 +67,66 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// FleetBoard is the script-free answer to "which commit runs where, and
+// healthy since when": one row per environment and release, in the order
+// status lists them (wave order for a fleet), with the commit, change,
+// health, the time of its last change, and who skipped its gates.
+func FleetBoard(r *pipeline.StatusResult) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ENVIRONMENT\tRELEASE\tCOMMIT\tCHANGE\tHEALTH\tSINCE\tGATES SKIPPED")
+	for _, row := range boardRows(r) {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	tw.Flush()
+	return b.String()
+}
+
+// FleetBoardMarkdown is FleetBoard as a Markdown table, for a job summary.
+func FleetBoardMarkdown(r *pipeline.StatusResult) string {
+	var b strings.Builder
+	b.WriteString("| Environment | Release | Commit | Change | Health | Since | Gates skipped |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, row := range boardRows(r) {
+		for i := range row {
+			row[i] = strings.ReplaceAll(row[i], "|", `\|`)
+		}
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+	return b.String()
+}
+
+func boardRows(r *pipeline.StatusResult) [][]string {
+	var out [][]string
+	for _, rs := range r.Releases {
+		commit, skipped := "-", "-"
+		if s := rs.Source; s != nil {
+			if s.Commit != "" {
+				commit = s.Commit
+				if len(commit) > 12 {
+					commit = commit[:12]
+				}
+				if s.Dirty {
+					commit += " (dirty)"
+				}
+			}
+			skipped = orDash(s.GatesSkippedBy)
+		}
+		health := "healthy"
+		if !rs.Healthy {
+			health = "not healthy"
+		}
+		out = append(out, []string{orDash(rs.Environment), rs.Name, commit, orDash(rs.ChangeID), health, orDash(rs.LastTransitionTime), skipped})
+	}
+	return out
+}
+
+// environments counts the environments a status result covers.
+func environments(r *pipeline.StatusResult) int {
+	seen := map[string]bool{}
+	for _, rs := range r.Releases {
+		seen[rs.Environment] = true
+	}
+	return len(seen)
 }
