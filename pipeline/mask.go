@@ -51,9 +51,9 @@ func (r RenderedRelease) masked() RenderedRelease {
 }
 
 // WithoutSecretValues returns a copy of r in which every release that
-// renders values from a secret source (SOPS files, secret inputs) has its
-// Secret data masked and those values redacted from its other objects, as
-// apply's results are. For outputs that persist (a Dagger File); render
+// holds secret data (a Secret's values, values from a secret source) has
+// its Secret data and every field a secret reaches masked, as apply's
+// results are. For outputs that persist (a Dagger File); render
 // itself shows the operator everything, as `sops -d` would.
 func (r *RenderResult) WithoutSecretValues() *RenderResult {
 	out := &RenderResult{Releases: make([]RenderedRelease, 0, len(r.Releases))}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -72,7 +73,7 @@ func checkPolicyUntouched(d *load.Deployment, key, envName string, rel, declared
 			where = releasePos(d, key)
 		}
 		return fault.Validationf("release %q sets #environment.%s (at %s): where a release may write and as whom is environment %q's alone, as the deployment declares it (environments.%s, at %s); remove it from the release, or ask the environment's owners to change environments.%s.%s",
-			key, p, where, envName, envName, cmpOr(d.DeclPos("environments", envName), "environments."+envName), envName, p)
+			key, p, where, envName, envName, cmp.Or(d.DeclPos("environments", envName), "environments."+envName), envName, p)
 	}
 	return nil
 }
@@ -122,13 +123,6 @@ func setAt(v cue.Value) string {
 		out = append(out, p.String())
 	}
 	return strings.Join(out, ", ")
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // policyError wraps a policy read failure.

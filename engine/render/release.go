@@ -55,8 +55,9 @@ type Release struct {
 	Module    Module `json:"module"`
 	// Values are the resolved values as JSON (for machines) and as CUE
 	// text (the change ID input, stored in the inventory).
-	// Values from a secret source (SOPS, a secret input) are masked in
-	// both; Secrets holds them for redacting other outputs.
+	// Values from a secret source (SOPS, a secret input), and what a
+	// secret reaches, are masked in both; Secrets holds the secret values
+	// and what they derive into, for redacting free text (errors, logs).
 	Values     json.RawMessage `json:"values"`
 	ValuesText string          `json:"-"`
 	Secrets    []string        `json:"-"`

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 
@@ -223,16 +224,8 @@ func derivedSecrets(secrets []string, resources []manifest.Resource, fields [][]
 		}
 	}
 	// Longest first, so a fragment never hides a longer value.
-	sortByLength(out)
+	slices.SortStableFunc(out, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
 	return out
-}
-
-func sortByLength(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && len(s[j]) > len(s[j-1]); j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 // secretKey is the stand-in for a map key that carries a secret. It is

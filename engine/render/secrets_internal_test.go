@@ -2,6 +2,8 @@ package render
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -47,7 +49,7 @@ func TestTraceFindsTheFixturesSecretFields(t *testing.T) {
 			got := map[string][]string{}
 			for i, r := range rels[0].Resources {
 				for _, f := range rels[0].SecretFields[i] {
-					got[r.Object.GetName()] = append(got[r.Object.GetName()], joinPath(f.Path))
+					got[r.Object.GetName()] = append(got[r.Object.GetName()], strings.Join(f.Path, "/"))
 				}
 			}
 			assert.DeepEqual(t, got, map[string][]string{
@@ -56,28 +58,8 @@ func TestTraceFindsTheFixturesSecretFields(t *testing.T) {
 				"cfg-0815":      {"metadata/name"},
 			})
 			for _, s := range []string{deploytest.AttackCanary, deploytest.AttackPIN} {
-				assert.Assert(t, contains(rels[0].Secrets, s), "%s is among the secrets to redact", s)
+				assert.Assert(t, slices.Contains(rels[0].Secrets, s), "%s is among the secrets to redact", s)
 			}
 		})
 	}
-}
-
-func joinPath(p []string) string {
-	out := ""
-	for i, l := range p {
-		if i > 0 {
-			out += "/"
-		}
-		out += l
-	}
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
