@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	"gotest.tools/v3/poll"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/internal/kubetest"
@@ -110,11 +114,34 @@ func TestStatusWaitTimesOutOnAnImageThatNeverPulls(t *testing.T) {
 	code, _, errOut := runOpm(t, append([]string{"apply", dir}, kc...)...)
 	assert.Equal(t, code, 0, errOut)
 
+	// The nodes report the pull failure on the pod first; then the wait
+	// names it rather than only the Deployment's count.
+	cs, err := kubernetes.NewForConfig(env.Config)
+	assert.NilError(t, err)
+	poll.WaitOn(t, func(poll.LogT) poll.Result {
+		pods, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return poll.Error(err)
+		}
+		for _, p := range pods.Items {
+			for _, c := range p.Status.ContainerStatuses {
+				if w := c.State.Waiting; w != nil && w.Reason == "ImagePullBackOff" {
+					return poll.Success()
+				}
+			}
+		}
+		return poll.Continue("no pod in ImagePullBackOff yet")
+	}, poll.WithTimeout(time.Minute), poll.WithDelay(200*time.Millisecond))
 	code, out, errOut := runOpm(t, append([]string{"status", dir, "--wait", "--timeout", "3s"}, kc...)...)
 	assert.Equal(t, code, 1, "%s%s", out, errOut)
 	assert.Check(t, is.Contains(errOut, "Error: timed out after 3s waiting for 1 of 2 objects to become Current: "+
-		"deployment.apps/app: InProgress (Available: 0/1)"))
+		`deployment.apps/app: InProgress (ImagePullBackOff: Back-off pulling image "`+kubetest.FailingImage+`" (pod app-`))
+	assert.Check(t, is.Contains(errOut, "container app); Available: 0/1)"))
 	assert.Check(t, is.Contains(errOut, "app: service/app: Current"), "progress lines on stderr")
+	// Without --wait, status names it too.
+	code, out, errOut = runOpm(t, append([]string{"status", dir}, kc...)...)
+	assert.Equal(t, code, 1, "%s%s", out, errOut)
+	assert.Check(t, is.Contains(out, "ImagePullBackOff: Back-off pulling image"), out)
 
 	ready := deploytest.Values(t, `image: "`+kubetest.ReadyImage+`"`)
 	code, _, errOut = runOpm(t, append([]string{"apply", dir, "-f", ready}, kc...)...)

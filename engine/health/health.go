@@ -15,6 +15,7 @@ package health
 
 import (
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -41,6 +42,9 @@ type ObjectHealth struct {
 	Status Status          `json:"status"`
 	// Reason says why, in kstatus's words ("Ready: 0/3").
 	Reason string `json:"reason,omitempty"`
+	// Since is when the object last changed state (Since); zero when its
+	// status records no transition.
+	Since time.Time `json:"-"`
 }
 
 // Ref names the object as kubectl's progress lines do: deployment.apps/web.
@@ -70,6 +74,7 @@ func Of(f discover.Found) ObjectHealth {
 		h.Status, h.Reason = Missing, "not found on the cluster"
 	default:
 		h.Status, h.Reason = Compute(f.Object)
+		h.Since = Since(f.Object)
 	}
 	return h
 }

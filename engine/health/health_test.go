@@ -10,6 +10,7 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	"gotest.tools/v3/poll"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -101,6 +102,26 @@ func failingJob(ns, name string) *unstructured.Unstructured {
 // waitUntil polls e's health until it has status want and its reason
 // contains reason, for at most a minute (a rollout on kwok's nodes takes
 // about a second; on kind, an image pull).
+// waitPodWaiting waits until a pod of ns reports a container waiting
+// for reason.
+func waitPodWaiting(t *testing.T, cl *kube.Cluster, ns, reason string) {
+	t.Helper()
+	poll.WaitOn(t, func(poll.LogT) poll.Result {
+		pods, err := cl.Clientset.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return poll.Error(err)
+		}
+		for _, p := range pods.Items {
+			for _, c := range p.Status.ContainerStatuses {
+				if w := c.State.Waiting; w != nil && w.Reason == reason {
+					return poll.Success()
+				}
+			}
+		}
+		return poll.Continue("no pod of %s waiting for %s yet", ns, reason)
+	}, poll.WithTimeout(time.Minute), poll.WithDelay(100*time.Millisecond))
+}
+
 func waitUntil(t *testing.T, cl *kube.Cluster, e inventory.Entry, want Status, reason string) ObjectHealth {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -236,13 +257,23 @@ func TestHealthOfWorkloads(t *testing.T) {
 
 	t.Run("image that never pulls", func(t *testing.T) {
 		e := create(t, cl, deployment(ns, "broken", kubetest.FailingImage))
-		// Give the controllers time to act, then it is still not ready.
-		_, err := Wait(t.Context(), cl, []inventory.Entry{e}, WaitOptions{Interval: 100 * time.Millisecond, Timeout: 3 * time.Second})
+		// Once the nodes report the pull failure, a wait that times out
+		// names it, with the pod and container, before kstatus's count.
+		waitPodWaiting(t, cl, ns, "ImagePullBackOff")
+		_, err := Wait(t.Context(), cl, []inventory.Entry{e}, WaitOptions{Interval: 100 * time.Millisecond, Timeout: time.Second})
 		var werr *WaitError
 		assert.Assert(t, errors.As(err, &werr), "got %v", err)
 		assert.Equal(t, len(werr.Pending), 1)
 		assert.Equal(t, werr.Pending[0].Status, InProgress)
-		assert.Equal(t, werr.Pending[0].String(), "deployment.apps/broken: InProgress (Available: 0/2)")
+		got := werr.Pending[0].String()
+		assert.Check(t, strings.HasPrefix(got, `deployment.apps/broken: InProgress (ImagePullBackOff: Back-off pulling image "`+kubetest.FailingImage+`" (pod broken-`), got)
+		assert.Check(t, strings.HasSuffix(got, ", container c); Available: 0/2)"), got)
+		// status (Check then Explain) says the same.
+		found, _, err := discover.FromInventory(t.Context(), cl, []inventory.Entry{e}, discover.Options{})
+		assert.NilError(t, err)
+		hs := Check(found)
+		Explain(t.Context(), cl, found, hs)
+		assert.Equal(t, hs[0].Reason[:len("ImagePullBackOff: ")], "ImagePullBackOff: ")
 	})
 }
 
@@ -375,6 +406,7 @@ func TestWaitTimesOutNamingWhatIsNotReady(t *testing.T) {
 		{Kind: "ConfigMap", Namespace: ns, Name: "never-created", V: "v1"},
 	}
 
+	waitPodWaiting(t, cl, ns, "ImagePullBackOff")
 	start := time.Now()
 	hs, err := Wait(t.Context(), cl, refs, WaitOptions{Interval: 100 * time.Millisecond, Timeout: time.Second})
 	elapsed := time.Since(start)
@@ -383,8 +415,10 @@ func TestWaitTimesOutNamingWhatIsNotReady(t *testing.T) {
 	assert.Check(t, elapsed >= time.Second && elapsed < 10*time.Second, "waited %s", elapsed)
 	assert.Equal(t, len(hs), 3)
 	assert.Equal(t, len(werr.Pending), 2)
-	assert.Equal(t, err.Error(), "timed out after 1s waiting for 2 of 3 objects to become Current: "+
-		"deployment.apps/web: InProgress (Available: 0/2); configmap/never-created: Missing (not found on the cluster)")
+	msg := err.Error()
+	assert.Check(t, strings.HasPrefix(msg, "timed out after 1s waiting for 2 of 3 objects to become Current: "+
+		`deployment.apps/web: InProgress (ImagePullBackOff: Back-off pulling image "`+kubetest.FailingImage+`" (pod web-`), msg)
+	assert.Check(t, strings.HasSuffix(msg, "; Available: 0/2); configmap/never-created: Missing (not found on the cluster)"), msg)
 }
 
 func TestWaitStopsAtTheFirstFailure(t *testing.T) {

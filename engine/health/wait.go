@@ -94,6 +94,7 @@ func Wait(ctx context.Context, cl *kube.Cluster, refs []inventory.Entry, opts Wa
 
 	seen := make([]Status, len(refs))
 	var hs []ObjectHealth
+	var last []discover.Found
 	var lastErr error
 	for {
 		found, _, err := discover.FromInventory(wctx, cl, refs, opts.Discovery)
@@ -109,6 +110,7 @@ func Wait(ctx context.Context, cl *kube.Cluster, refs []inventory.Entry, opts Wa
 			lastErr = err
 		default:
 			lastErr = nil
+			last = found
 			hs = Check(found)
 			for i, h := range hs {
 				if seen[i] != h.Status {
@@ -119,7 +121,8 @@ func Wait(ctx context.Context, cl *kube.Cluster, refs []inventory.Entry, opts Wa
 				}
 			}
 			if failed := filter(hs, func(s Status) bool { return s == Failed }); len(failed) > 0 {
-				return hs, &WaitError{Failed: failed, Total: len(refs)}
+				Explain(ctx, cl, found, hs)
+				return hs, &WaitError{Failed: filter(hs, func(s Status) bool { return s == Failed }), Total: len(refs)}
 			}
 			if Healthy(hs) {
 				return hs, nil
@@ -131,6 +134,7 @@ func Wait(ctx context.Context, cl *kube.Cluster, refs []inventory.Entry, opts Wa
 			if ctx.Err() != nil {
 				return hs, fmt.Errorf("wait for %d objects: %w", len(refs), ctx.Err())
 			}
+			Explain(ctx, cl, last, hs)
 			pending := filter(hs, func(s Status) bool { return s != Current })
 			if hs == nil {
 				// Never fetched successfully: everything is pending.

@@ -117,6 +117,11 @@ func For(mapper meta.RESTMapper, rel *render.Release, user string, groups []stri
 			}
 		}
 		rules = append(rules, rulesFor(open, manage(), nil)...)
+		if hasWorkload(perNS[ns]) {
+			// Read only: an unhealthy workload is explained by its pods
+			// (ImagePullBackOff, CrashLoopBackOff, Unschedulable).
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}})
+		}
 		for _, gr := range sortedResources(namedNS[ns]) {
 			// Read as a kind (the ghost scan lists it), written by name.
 			rules = append(rules,
@@ -233,4 +238,18 @@ func Bootstrap(rights []runtime.Object, user string) []runtime.Object {
 		}
 	}
 	return out
+}
+
+// hasWorkload reports whether a namespace's resources include a kind that
+// runs pods.
+func hasWorkload[V any](resources map[schema.GroupResource]V) bool {
+	for gr := range resources {
+		switch gr {
+		case schema.GroupResource{Group: "apps", Resource: "deployments"}, schema.GroupResource{Group: "apps", Resource: "statefulsets"},
+			schema.GroupResource{Group: "apps", Resource: "daemonsets"}, schema.GroupResource{Group: "apps", Resource: "replicasets"},
+			schema.GroupResource{Group: "batch", Resource: "jobs"}:
+			return true
+		}
+	}
+	return false
 }
