@@ -247,6 +247,7 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 			if r != nil {
 				ar.fill(r)
 			}
+			err = traceRefusal(rel, err)
 			ar.Warnings = append(append(slices.Clone(rel.Warnings), scoped...), ar.Warnings...)
 		}
 		if err = asIdentity(cl, err); err != nil {

@@ -3,9 +3,11 @@ package render
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/taint"
+	"github.com/opmodel/pipeline/engine/values"
 )
 
 // Module describes the module a release deploys.
@@ -75,6 +77,25 @@ type Release struct {
 	// Fingerprint is the render's input fingerprint, when the caller
 	// computed one (engine/fingerprint); apply records it.
 	Fingerprint string `json:"-"`
+
+	// set is where each value came from, for tracing a rejected value
+	// back to its source (ValueSources).
+	set *values.Set
+}
+
+// ValueSources names the values that set text, with their sources
+// ("values.memory, from environment "staging" at env.cue:12:14"), so an
+// API server's refusal of a value can say what to change and where.
+// Secret values are never named.
+func (r *Release) ValueSources(text string) []string {
+	if r.set == nil || text == "" {
+		return nil
+	}
+	var out []string
+	for _, o := range r.set.Find(text) {
+		out = append(out, "values."+strings.Join(o.Path, ".")+", from "+o.String())
+	}
+	return out
 }
 
 // Sensitive reports whether the release's digest and change ID depend on

@@ -368,6 +368,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	if err != nil {
 		return nil, err
 	}
+	r.set = set
 	if set.HasSecrets() {
 		r.Secrets = set.Secrets()
 		// Whatever fails from here on may quote a value.

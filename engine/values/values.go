@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -172,3 +173,36 @@ func (s *Set) Origin(path ...string) (Origin, bool) {
 // JSON returns the merged data as JSON with sorted keys, which CUE reads
 // back in the same order every time.
 func (s *Set) JSON() ([]byte, error) { return json.Marshal(s.Data) }
+
+// Find lists where a scalar equal to text (as JSON or plain text would
+// print it) is set, path order, secret values left out: an error that
+// quotes a rejected value can then name the values source that set it.
+func (s *Set) Find(text string) []Origin {
+	var out []Origin
+	var walk func(v any, path []string)
+	walk = func(v any, path []string) {
+		switch t := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(t)) {
+				walk(t[k], append(slices.Clone(path), k))
+			}
+		case []any:
+			for i, e := range t {
+				walk(e, append(slices.Clone(path), strconv.Itoa(i)))
+			}
+		case nil:
+		default:
+			if fmt.Sprint(t) != text {
+				return
+			}
+			o, ok := s.Origin(path...)
+			if !ok || o.Secret {
+				return
+			}
+			o.Path = path
+			out = append(out, o)
+		}
+	}
+	walk(s.Data, nil)
+	return out
+}

@@ -1,0 +1,73 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/typecheck"
+)
+
+// invalidValue finds the value a field error quotes: `Invalid value:
+// "12x": …` (a string, quoted as Go quotes it) or `Invalid value: 12: …`.
+var invalidValue = regexp.MustCompile(`Invalid value: ("(?:[^"\\]|\\.)*"|[^:" ]+)`)
+
+// traceRefusal adds to an API server's refusal of a release's objects
+// which fields it refused, which value of the release set each and where
+// that value comes from (environment, values file, -f), and what to do:
+// the API server knows the field path (and for a value it cannot even
+// convert, such as a quantity "12x", not even that), only the render
+// knows the values source. Other errors are returned as they are.
+func traceRefusal(rel *render.Release, err error) error {
+	var se apierrors.APIStatus
+	if err == nil || rel == nil || !errors.As(err, &se) {
+		return err
+	}
+	type field struct{ path, value, why string }
+	var fields []field
+	if st := se.Status(); st.Reason == metav1.StatusReasonInvalid && st.Details != nil {
+		for _, c := range st.Details.Causes {
+			if m := invalidValue.FindStringSubmatch(c.Message); m != nil {
+				bad := m[1]
+				if u, uerr := strconv.Unquote(bad); uerr == nil {
+					bad = u
+				}
+				fields = append(fields, field{path: c.Field, value: bad})
+			}
+		}
+	}
+	if len(fields) == 0 {
+		// Refused before validation: find the values the API's types
+		// cannot hold.
+		for _, r := range rel.Resources {
+			for _, inv := range typecheck.Check(r.Object) {
+				fields = append(fields, field{path: r.ID().String() + " " + inv.Path, value: inv.Value, why: inv.Why})
+			}
+		}
+	}
+	var lines []string
+	for _, f := range fields {
+		line := fmt.Sprintf("field %s = %q", f.path, f.value)
+		if f.why != "" {
+			line += " is not " + f.why
+		}
+		srcs := rel.ValueSources(f.value)
+		if len(srcs) > 0 {
+			line += ": set by " + strings.Join(srcs, "; and by ")
+		} else if f.why == "" {
+			continue // the server named it already; nothing to add
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		return err
+	}
+	return fault.Wrap(fault.Validation, fmt.Errorf("%w\n  %s\nnext: correct that value and apply again", err, strings.Join(lines, "\n  ")))
+}
