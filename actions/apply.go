@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,7 +35,7 @@ func (r *runner) apply(ctx context.Context) error {
 			break
 		}
 	}
-	r.addSummary(applyMarkdown("opm apply", results, envs, runErr) + "\n" + r.info.Footer() + "\n")
+	r.addSummary(applyMarkdown("opm apply", results, envs, runErr) + "\n" + r.fleetBoard(ctx, envs) + r.info.Footer() + "\n")
 	r.applyOutputs(results)
 	return runErr
 }
@@ -228,4 +229,56 @@ func envLabel(env string) string {
 		return "-"
 	}
 	return env
+}
+
+// fleetBoard is the fleet board (opm status --group -o markdown) of the
+// fleet the applied environments belong to: their groups, their gates
+// and themselves, so every wave's job summary answers "which commit runs
+// where, healthy since when". Environments this job cannot read (another
+// cluster) are named below it; "" when the applied environments are not
+// part of a fleet.
+func (r *runner) fleetBoard(ctx context.Context, applied []string) string {
+	all, err := pipeline.DeclaredEnvironments(ctx, r.dir())
+	if err != nil || len(all) < 2 {
+		return ""
+	}
+	fl, err := pipeline.Fleet(ctx, pipeline.Selection{Dir: r.dir(), Environment: strings.Join(all, ",")})
+	if err != nil {
+		return ""
+	}
+	want := map[string]bool{}
+	groups := map[string]bool{}
+	for _, e := range fl {
+		if slices.Contains(applied, e.Name) {
+			want[e.Name] = true
+			for _, g := range e.Gates {
+				want[g] = true
+			}
+			if e.Group != "" {
+				groups[e.Group] = true
+			}
+		}
+	}
+	var names []string
+	for _, e := range fl {
+		if want[e.Name] || groups[e.Group] {
+			names = append(names, e.Name)
+		}
+	}
+	if len(names) < 2 && len(groups) == 0 {
+		return ""
+	}
+	st, err := pipeline.Status(ctx, pipeline.StatusOptions{
+		Target:         pipeline.Target{Selection: pipeline.Selection{Dir: r.dir(), Environment: strings.Join(names, ",")}},
+		ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
+	})
+	var b strings.Builder
+	b.WriteString("### Fleet board\n\n")
+	if st != nil && len(st.Releases) > 0 {
+		b.WriteString(report.FleetBoardMarkdown(st))
+	}
+	if err != nil {
+		b.WriteString("\n_Not every environment could be read from this job:_\n\n```\n" + err.Error() + "\n```\n")
+	}
+	return r.red.text(b.String()) + "\n"
 }

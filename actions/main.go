@@ -79,6 +79,7 @@ type config struct {
 	prunePVCs       bool
 	lockTimeout     time.Duration
 	gateTimeout     time.Duration
+	waveTimeout     time.Duration
 	pruneGhosts     bool
 	timeout         time.Duration
 	// rollbackTo and allowDifferentDigest are rollback mode's.
@@ -248,6 +249,14 @@ func readConfig(a *githubactions.Action) (config, error) {
 			return cfg, fmt.Errorf("input gate-timeout must be a duration such as 60m or 0, not %q", v)
 		}
 		cfg.gateTimeout = d
+	}
+	cfg.waveTimeout = 5 * time.Minute
+	if v := input(a, "wave-timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("input wave-timeout must be a positive duration such as 5m, not %q", v)
+		}
+		cfg.waveTimeout = d
 	}
 	return cfg, nil
 }

@@ -164,9 +164,11 @@ releases: app: #module: appmodule
 	// The apply job: every matrix entry at once.
 	logs := make([]string, len(m.Include))
 	errs := make([]error, len(m.Include))
+	jobs := make([]*harness, len(m.Include))
 	var wg sync.WaitGroup
 	for i, e := range m.Include {
 		job := newHarness(t, r, "push", "push.json")
+		jobs[i] = job
 		job.env["INPUT_PATH"] = "."
 		job.env["INPUT_MODE"] = "apply"
 		job.env["INPUT_KUBECONFIG"] = string(kc)
@@ -200,5 +202,43 @@ releases: app: #module: appmodule
 		for _, g := range gates {
 			assert.Assert(t, !applied[env].Before(applied[g]), "%s applied at %s, before its gate %s (%s)", env, applied[env], g, applied[g])
 		}
+	}
+	// Every wave's job summary carries the fleet board: its group, its
+	// gates and itself, the commit each runs.
+	for i, e := range m.Include {
+		sum := jobs[i].summary()
+		assert.Assert(t, strings.Contains(sum, "### Fleet board"), "%s:\n%s", e.Environment, sum)
+		assert.Check(t, strings.Contains(sum, "| "+e.Environment+" | app | "+r.base[:12]+" | change-"), "%s:\n%s", e.Environment, sum)
+	}
+	board := jobs[len(jobs)-1].summary()
+	for _, e := range []string{"canary", "eu", "us"} {
+		assert.Check(t, strings.Contains(board, "| "+e+" | app | "), "the production board lists %s:\n%s", e, board)
+	}
+
+	// A second commit everywhere (a group in the environments input),
+	// then the production group back to the first, last wave first.
+	assert.NilError(t, os.WriteFile(r.dir+"/stamp.cue", []byte("package deploy\n\nreleases: app: values: stamp: \"b\"\n"), 0o644))
+	second := r.commit("b")
+	all := newHarness(t, r, "push", "push.json")
+	all.env["INPUT_PATH"], all.env["INPUT_MODE"], all.env["INPUT_KUBECONFIG"] = ".", "apply", string(kc)
+	all.env["INPUT_ENVIRONMENTS"] = "pre,production"
+	assert.NilError(t, all.run(), all.stdout.String())
+	back := newHarness(t, r, "push", "push.json")
+	back.env["INPUT_PATH"], back.env["INPUT_MODE"], back.env["INPUT_KUBECONFIG"] = ".", "rollback", string(kc)
+	back.env["INPUT_ENVIRONMENTS"], back.env["INPUT_ROLLBACK-TO"] = "production", r.base
+	assert.NilError(t, back.run(), back.stdout.String())
+	sum := back.summary()
+	assert.Check(t, strings.Contains(sum, "rolled back"), sum)
+	assert.Check(t, strings.Contains(sum, "### Fleet board"), sum)
+	runs := func(env string) string {
+		invs, err := cs.CoreV1().Secrets(ns+"-"+env).List(t.Context(), metav1.ListOptions{LabelSelector: inventory.LabelComponent + "=" + inventory.ComponentInventory})
+		assert.NilError(t, err)
+		inv, err := inventory.Decode(&invs.Items[0])
+		assert.NilError(t, err)
+		_, c, _ := inv.Latest()
+		return c.Source.Commit
+	}
+	for env, want := range map[string]string{"dev": second, "qa": second, "canary": r.base, "eu": r.base, "us": r.base} {
+		assert.Check(t, runs(env) == want, "%s runs %s, want %s", env, runs(env), want)
 	}
 }

@@ -151,7 +151,17 @@ func (r *runner) clusterDiff(ctx context.Context) (*pipeline.ChangeSet, error) {
 // deployment declares (none declared: render as written).
 func (r *runner) environments(ctx context.Context) ([]string, error) {
 	if len(r.cfg.environments) > 0 {
-		return r.cfg.environments, nil
+		// A group stands for its environments, in wave order, wherever
+		// the input takes a list.
+		fl, err := pipeline.Fleet(ctx, pipeline.Selection{Dir: r.dir(), Environment: strings.Join(r.cfg.environments, ",")})
+		if err != nil {
+			return nil, err
+		}
+		envs := make([]string, 0, len(fl))
+		for _, e := range fl {
+			envs = append(envs, e.Name)
+		}
+		return envs, nil
 	}
 	envs, err := pipeline.DeclaredEnvironments(ctx, r.dir())
 	if err != nil {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/opmodel/pipeline/engine/fault"
@@ -49,11 +50,17 @@ type HistoryEntry struct {
 // History lists the changes recorded in the targeted releases'
 // inventories, newest first. A release without an inventory is a
 // not-found error: it was never applied, or its inventory was deleted.
+//
+// A fleet selection (a group, a comma list, or an environment name that
+// is a group) lists each environment's releases in wave order.
 func History(ctx context.Context, opts HistoryOptions) (*HistoryResult, error) {
-	if err := opts.Selection.single("history"); err != nil {
-		return nil, err
+	if envs, ok := fleetOf(ctx, opts.Selection, nil); ok {
+		return historyFleet(ctx, opts, envs)
 	}
 	found, err := findInventories(ctx, opts.Target, opts.ClusterOptions)
+	if envs, ok := fleetOf(ctx, opts.Selection, err); ok {
+		return historyFleet(ctx, opts, envs)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +80,28 @@ func History(ctx context.Context, opts HistoryOptions) (*HistoryResult, error) {
 		res.Releases = append(res.Releases, rh)
 	}
 	return res, nil
+}
+
+// historyFleet lists the history of each environment of a fleet, in wave
+// order; an environment where a release was never applied is skipped
+// with the others still listed, and reported in the error.
+func historyFleet(ctx context.Context, opts HistoryOptions, envs []FleetEnvironment) (*HistoryResult, error) {
+	out := &HistoryResult{Releases: []ReleaseHistory{}}
+	var errs []error
+	for _, e := range envs {
+		o := opts
+		o.Selection = opts.Selection.ForEnvironment(e.Name)
+		r, err := History(ctx, o)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("environment %s (wave %d): %w", e.Name, e.Wave, err))
+			continue
+		}
+		out.Releases = append(out.Releases, r.Releases...)
+	}
+	if len(out.Releases) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, errors.Join(errs...)
 }
 
 // foundInventory is a release's inventory and the cluster it is on.

@@ -1,16 +1,19 @@
 package pipeline
 
 import (
-	"github.com/opmodel/pipeline/engine/redact"
-
 	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/gitref"
+	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
 )
 
@@ -74,9 +77,17 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 			opts.To = id
 		}
 	}
+	if _, ok := inv.Changes[opts.To]; !ok {
+		// A git revision: the newest change applied from that commit.
+		if commit, err := resolveRevision(ctx, opts.renderOptions().Dir, opts.To); err == nil {
+			if id := changeAtCommit(inv, commit); id != "" {
+				opts.To = id
+			}
+		}
+	}
 	change, ok := inv.Changes[opts.To]
 	if !ok {
-		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("release %s has no change %s in its inventory %s/%s; it records: %s",
+		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("release %s has no change or commit %s in its inventory %s/%s; it records: %s",
 			cur.Name, opts.To, inv.Namespace(), inv.Name(), strings.Join(inv.Index, ", ")))
 	}
 	if change.Source == nil || change.Source.Commit == "" {
@@ -133,6 +144,167 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 		res.ApplyResult = *applied
 	}
 	return res, err
+}
+
+// resolveRevision resolves a git revision in the repository of dir.
+func resolveRevision(ctx context.Context, dir, rev string) (string, error) {
+	abs, err := filepath.Abs(cmp.Or(dir, "."))
+	if err != nil {
+		return "", err
+	}
+	repo, err := gitref.Root(ctx, abs)
+	if err != nil {
+		return "", err
+	}
+	return gitref.Resolve(ctx, repo, rev)
+}
+
+// changeAtCommit is the newest change an inventory records as applied
+// from commit with a clean checkout, or "".
+func changeAtCommit(inv *inventory.Inventory, commit string) string {
+	for _, id := range inv.Index {
+		if src := inv.Changes[id].Source; src != nil && src.Commit == commit && !src.Dirty {
+			return id
+		}
+	}
+	return ""
+}
+
+// Fleet rollback results, beside Rollout's.
+const (
+	RolloutRolledBack   = "rolled back"
+	RolloutAlreadyThere = "already there"
+)
+
+// RollbackFleet returns every environment of a fleet selection (a group,
+// a comma list) to a git revision, To: each release goes back to the
+// newest change its inventory records from that commit. Nothing is
+// written unless every selected release in every environment ran that
+// commit before (as Kargo only lets a stage return to freight it had);
+// then the waves go back in reverse order, the last wave first, each
+// waited for until healthy (Timeout) before the one before it, so an
+// environment never runs an older commit than one it gates. Releases
+// already at the commit are left alone. The first failure stops it.
+func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Duration) (*RolloutResult, error) {
+	if opts.To == "" {
+		return nil, fault.Validationf("rolling back a fleet needs the git commit to return to (--to): `opm status --group …` shows which commit runs where, `opm history` what each ran")
+	}
+	envs, err := Fleet(ctx, opts.Selection)
+	if err != nil {
+		return nil, err
+	}
+	commit, err := resolveRevision(ctx, opts.renderOptions().Dir, opts.To)
+	if err != nil {
+		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("rolling back a fleet to %s: %w; a fleet goes back to a git commit (change IDs are per release and environment)", opts.To, err))
+	}
+	// Plan: every release of every environment must have run the commit.
+	type step struct{ release, to string }
+	plan := make([][]step, len(envs))
+	var missing []string
+	for i, e := range envs {
+		found, err := findInventories(ctx, Target{Selection: opts.Selection.ForEnvironment(e.Name)}, opts.ClusterOptions)
+		if err != nil {
+			return nil, fmt.Errorf("environment %s: %w", e.Name, err)
+		}
+		for _, f := range found {
+			id := changeAtCommit(f.inv, commit)
+			switch cur, _, _ := f.inv.Latest(); {
+			case id == "":
+				missing = append(missing, fmt.Sprintf("%s in %s (it ran: %s)", f.rel.Name, e.Name, ranCommits(f.inv)))
+			case id != cur:
+				plan[i] = append(plan[i], step{release: f.rel.Key, to: id})
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("nothing was rolled back: these releases never ran commit %s, so there is nothing to return them to:\n  %s\nchoose a commit every environment of the selection ran (opm status --group shows the current ones), or roll back environments one at a time (opm rollback RELEASE --env ENV --to CHANGE)",
+			short(commit), strings.Join(missing, "\n  ")))
+	}
+	res := &RolloutResult{}
+	order := make([]int, 0, len(envs))
+	for i := len(envs) - 1; i >= 0; i-- {
+		order = append(order, i)
+	}
+	for _, i := range order {
+		res.Environments = append(res.Environments, RolloutEnvironment{FleetEnvironment: envs[i], Result: RolloutNotStarted})
+	}
+	at := 0
+	waves := Waves(envs)
+	for w := len(waves) - 1; w >= 0; w-- {
+		idx := make([]int, len(waves[w]))
+		for k := range idx {
+			idx[k] = at + k
+		}
+		at += len(idx)
+		for _, k := range idx {
+			re := &res.Environments[k]
+			steps := plan[slices.IndexFunc(envs, func(e FleetEnvironment) bool { return e.Name == re.Name })]
+			re.Result = RolloutAlreadyThere
+			for _, st := range steps {
+				o := opts
+				o.Selection = opts.Selection.ForEnvironment(re.Name)
+				o.Releases, o.To = []string{st.release}, st.to
+				rr, err := Rollback(ctx, o)
+				if rr != nil {
+					re.Releases = append(re.Releases, rr.Releases...)
+					if re.ChangeIDs == nil {
+						re.ChangeIDs = map[string]string{}
+					}
+					for _, r := range rr.Releases {
+						re.ChangeIDs[r.Name] = r.ChangeID
+					}
+				}
+				if err != nil {
+					re.Result, re.Error = RolloutFailed, err.Error()
+					re.Next = []string{fmt.Sprintf("fix what the error names and rerun: opm rollback %s --group %s --to %s", shellQuote(cmp.Or(opts.Dir, ".")), cmp.Or(opts.Group, opts.Environment), opts.To)}
+					return res, fault.Wrap(fault.KindOf(err), fmt.Errorf("wave %d stopped the rollback at %s; earlier waves were not rolled back", re.Wave, re.Name))
+				}
+				re.Result = RolloutRolledBack
+				if opts.DryRun {
+					re.Result = RolloutPlanned
+				}
+			}
+		}
+		if opts.DryRun {
+			continue
+		}
+		var wg sync.WaitGroup
+		for _, k := range idx {
+			if res.Environments[k].Result != RolloutRolledBack {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				re := &res.Environments[k]
+				if healthy, why := waitHealthy(ctx, opts.ClusterOptions, opts.Selection.ForEnvironment(re.Name), timeout); !healthy {
+					re.Result, re.Error = RolloutUnhealthy, why
+				}
+			}()
+		}
+		wg.Wait()
+		for _, k := range idx {
+			if re := &res.Environments[k]; re.Result == RolloutUnhealthy {
+				return res, fmt.Errorf("wave %d stopped the rollback at %s (unhealthy); earlier waves were not rolled back", re.Wave, re.Name)
+			}
+		}
+	}
+	return res, nil
+}
+
+// ranCommits lists the commits an inventory's changes came from, newest
+// first, for a refusal that says what could be chosen instead.
+func ranCommits(inv *inventory.Inventory) string {
+	var out []string
+	for _, id := range inv.Index {
+		if src := inv.Changes[id].Source; src != nil && src.Commit != "" && !slices.Contains(out, short(src.Commit)) {
+			out = append(out, short(src.Commit))
+		}
+	}
+	if len(out) == 0 {
+		return "no recorded commit"
+	}
+	return strings.Join(out, ", ")
 }
 
 // short is the first 12 characters of a commit.

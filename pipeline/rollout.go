@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -25,6 +26,10 @@ type RolloutOptions struct {
 	// NoWait applies every wave without waiting for health (not for fleets
 	// with gates: those wait anyway).
 	NoWait bool `json:"noWait,omitempty"`
+
+	soakInterval time.Duration // tests: how often a soak re-checks health
+	soakProbe    func()        // tests: called after each soak check that passed
+
 	// Smoke runs the smoke test (see Smoke) of each environment once its
 	// wave is healthy, on the environment's own cluster in throwaway
 	// namespaces, before the next wave starts; a failure stops the rollout.
@@ -52,6 +57,9 @@ type RolloutEnvironment struct {
 	Releases  []AppliedRelease  `json:"releases,omitempty"`
 	// Smoke is the environment's smoke test, when RolloutOptions.Smoke.
 	Smoke *SmokeResult `json:"smoke,omitempty"`
+	// Next are the commands that take it on from a failure: fix and
+	// rerun, apply a gate first, or roll back.
+	Next []string `json:"next,omitempty"`
 }
 
 // RolloutResult is what Rollout returns, in wave order.
@@ -113,10 +121,17 @@ func Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
 			}()
 		}
 		wg.Wait()
+		if soak := waveSoak(wave); soak > 0 && !opts.DryRun && !opts.NoWait && waveOK(res, idx) {
+			soakWave(ctx, opts, res, idx, soak)
+		}
 		var failed []string
 		for _, i := range idx {
 			if r := res.Environments[i].Result; r != RolloutApplied && r != RolloutPlanned {
-				failed = append(failed, fmt.Sprintf("%s (%s): %s", res.Environments[i].Name, r, res.Environments[i].Error))
+				// Each environment's error and next step are in the
+				// result (the front doors print them once, under the
+				// table); the error only says where the rollout stopped.
+				res.Environments[i].Next = nextSteps(opts, res.Environments[i])
+				failed = append(failed, fmt.Sprintf("%s (%s)", res.Environments[i].Name, r))
 			}
 		}
 		if len(failed) > 0 {
@@ -126,7 +141,7 @@ func Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
 					kind = fault.Gate
 				}
 			}
-			return res, fault.Wrap(kind, fmt.Errorf("wave %d stopped the rollout; later waves were not started:\n%s", wave[0].Wave, strings.Join(failed, "\n")))
+			return res, fault.Wrap(kind, fmt.Errorf("wave %d stopped the rollout at %s; later waves were not started", wave[0].Wave, strings.Join(failed, ", ")))
 		}
 	}
 	return res, nil
@@ -166,23 +181,32 @@ func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvi
 	if timeout == 0 {
 		timeout = 5 * time.Minute
 	}
-	st, err := Status(ctx, StatusOptions{Target: Target{Selection: sel}, ClusterOptions: opts.ClusterOptions, Wait: true, Timeout: timeout})
+	healthy, why := waitHealthy(ctx, opts.ClusterOptions, sel, timeout)
 	switch {
-	case st != nil && st.Healthy:
+	case healthy:
 		re.Result = RolloutApplied
 		if opts.Smoke {
 			re = smokeEnvironment(ctx, opts, sel, timeout, re)
 		}
-	case err != nil && st == nil:
-		re.Result, re.Error = RolloutFailed, err.Error()
 	default:
-		re.Result = RolloutUnhealthy
-		re.Error = fmt.Sprintf("not healthy within %s", timeout)
-		if err != nil {
-			re.Error += ": " + err.Error()
-		}
+		re.Result, re.Error = RolloutUnhealthy, why
 	}
 	return re
+}
+
+// waitHealthy waits up to timeout for every release of an environment to
+// be healthy, all at once; when they are not, it says why.
+func waitHealthy(ctx context.Context, co ClusterOptions, sel Selection, timeout time.Duration) (bool, string) {
+	st, err := Status(ctx, StatusOptions{Target: Target{Selection: sel}, ClusterOptions: co, Wait: true, Timeout: timeout})
+	switch {
+	case st != nil && st.Healthy:
+		return true, ""
+	case err != nil && st == nil:
+		return false, err.Error()
+	case err != nil:
+		return false, fmt.Sprintf("not healthy within %s: %v", timeout, err)
+	}
+	return false, fmt.Sprintf("not healthy within %s", timeout)
 }
 
 // smokeEnvironment runs the smoke test of a healthy environment on its
@@ -248,32 +272,52 @@ func checkGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, sr
 				continue
 			}
 			for _, rs := range st.Releases {
-				runs := "nothing (never applied)"
-				var commit string
-				if rs.Source != nil {
-					commit = rs.Source.Commit
-					runs = fmt.Sprintf("commit %s, change %s", short(commit), rs.ChangeID)
-					if rs.Source.Dirty {
-						runs += " (from uncommitted changes)"
-					}
-				} else if rs.ChangeID != "" {
-					runs = fmt.Sprintf("change %s from no known commit", rs.ChangeID)
-				}
-				health := "healthy"
-				if !rs.Healthy {
-					health = "not healthy"
-				}
-				if commit != src.commit || rs.Source.Dirty || !rs.Healthy {
-					refusals = append(refusals, fmt.Sprintf("%s in %s runs %s, %s", key, g, runs, health))
+				if refusal := gateRefusal(rs, src.commit, env.GateSoaks[g], time.Now()); refusal != "" {
+					refusals = append(refusals, fmt.Sprintf("%s in %s %s", key, g, refusal))
 				}
 			}
 		}
 	}
 	if len(refusals) > 0 {
-		return fault.Gatef("environment %s may only get commit %s after %s run it healthy:\n  %s\napply %s there first (or --skip-gates, which is recorded)",
-			env.Name, short(src.commit), strings.Join(env.Gates, ", "), strings.Join(refusals, "\n  "), short(src.commit))
+		dir := shellQuote(cmp.Or(sel.Dir, "."))
+		return fault.Gatef("environment %s may only get commit %s after %s run it healthy:\n  %s\nnext: opm apply %s --env %s   # then rerun, or wait here with --gate-timeout 30m (--skip-gates skips them, recorded)",
+			env.Name, short(src.commit), strings.Join(env.Gates, ", "), strings.Join(refusals, "\n  "), dir, strings.Join(env.Gates, ","))
 	}
 	return nil
+}
+
+// gateRefusal says why a gating environment's release does not open the
+// gate for commit, or "" when it does: it runs a change from that commit,
+// from a clean checkout, healthy, and (with a soak) healthy for at least
+// that long. One fact per refusal: a release never applied has no health
+// to report.
+func gateRefusal(rs ReleaseStatus, commit string, soak time.Duration, now time.Time) string {
+	health := "healthy"
+	if !rs.Healthy {
+		health = "not healthy"
+	}
+	switch {
+	case rs.ChangeID == "":
+		return "has never been applied"
+	case rs.Source == nil || rs.Source.Commit == "":
+		return fmt.Sprintf("runs change %s from no known commit (%s)", rs.ChangeID, health)
+	case rs.Source.Dirty:
+		return fmt.Sprintf("runs commit %s with uncommitted changes, change %s (%s)", short(rs.Source.Commit), rs.ChangeID, health)
+	case rs.Source.Commit != commit:
+		return fmt.Sprintf("runs commit %s, change %s (%s)", short(rs.Source.Commit), rs.ChangeID, health)
+	case !rs.Healthy:
+		return fmt.Sprintf("runs commit %s, change %s, but is not healthy", short(rs.Source.Commit), rs.ChangeID)
+	}
+	if soak > 0 {
+		since, err := time.Parse(time.RFC3339, rs.Since)
+		if err != nil {
+			return fmt.Sprintf("runs commit %s healthy, but since when is not known, and its soak is %s", short(rs.Source.Commit), soak)
+		}
+		if healthy := now.Sub(since); healthy < soak {
+			return fmt.Sprintf("runs commit %s, healthy for %s of its %s soak", short(rs.Source.Commit), healthy.Truncate(time.Second), soak)
+		}
+	}
+	return ""
 }
 
 // waitGates checks env's gates, and with opts.GateTimeout keeps checking
@@ -337,4 +381,119 @@ func gatesOf(ctx context.Context, sel Selection, known *FleetEnvironment) (env F
 		return envs[0], false
 	}
 	return FleetEnvironment{}, true
+}
+
+// waveOK reports whether every environment of a wave was applied.
+func waveOK(res *RolloutResult, idx []int) bool {
+	for _, i := range idx {
+		if res.Environments[i].Result != RolloutApplied {
+			return false
+		}
+	}
+	return true
+}
+
+// waveSoak is the longest rollout.soak of a wave's environments.
+func waveSoak(wave []FleetEnvironment) time.Duration {
+	var d time.Duration
+	for _, e := range wave {
+		d = max(d, e.Soak)
+	}
+	return d
+}
+
+// soakWave keeps checking a healthy wave for soak, as Kargo verifies a
+// stage before promoting further: every environment must stay healthy
+// throughout and at the end, or it is marked unhealthy with what broke.
+func soakWave(ctx context.Context, opts RolloutOptions, res *RolloutResult, idx []int, soak time.Duration) {
+	interval := min(max(soak/6, time.Second), 10*time.Second)
+	if opts.soakInterval > 0 {
+		interval = opts.soakInterval
+	}
+	start := time.Now()
+	deadline := start.Add(soak)
+	for {
+		last := !time.Now().Before(deadline)
+		if !last {
+			timer := time.NewTimer(min(interval, time.Until(deadline)))
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				for _, i := range idx {
+					res.Environments[i].Result, res.Environments[i].Error = RolloutUnhealthy, "soak interrupted: "+ctx.Err().Error()
+				}
+				return
+			case <-timer.C:
+			}
+		}
+		broken := false
+		for _, i := range idx {
+			e := &res.Environments[i]
+			st, err := Status(ctx, StatusOptions{Target: Target{Selection: opts.Selection.ForEnvironment(e.Name)}, ClusterOptions: opts.ClusterOptions})
+			if err == nil && st.Healthy {
+				continue
+			}
+			why := "cannot be read"
+			if err != nil {
+				why += ": " + err.Error()
+			} else {
+				why = unhealthyObjects(st)
+			}
+			e.Result = RolloutUnhealthy
+			e.Error = fmt.Sprintf("became unhealthy %s into its %s soak: %s", time.Since(start).Truncate(time.Second), soak, why)
+			broken = true
+		}
+		if broken || last {
+			return
+		}
+		if opts.soakProbe != nil {
+			opts.soakProbe()
+		}
+	}
+}
+
+// unhealthyObjects lists a status's objects that are not Current.
+func unhealthyObjects(st *StatusResult) string {
+	var out []string
+	for _, rs := range st.Releases {
+		for _, c := range rs.Components {
+			for _, o := range c.Objects {
+				if o.Health != "Current" {
+					out = append(out, fmt.Sprintf("%s/%s %s: %s", o.Kind, o.Name, o.Health, o.Reason))
+				}
+			}
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// nextSteps are the exact commands that take a failed environment on.
+func nextSteps(opts RolloutOptions, e RolloutEnvironment) []string {
+	dir := shellQuote(cmp.Or(opts.Selection.Dir, "."))
+	apply := fmt.Sprintf("opm apply %s --env %s", dir, e.Name)
+	switch e.Result {
+	case RolloutGated:
+		return nil // the refusal names its own next step
+	case RolloutFailed:
+		return []string{"fix what the error names, commit, and rerun: " + apply}
+	}
+	// Unhealthy or failed its smoke test: roll back what changed, or fix
+	// forward.
+	var next []string
+	for _, r := range e.Releases {
+		if ids := r.Inventory.ChangeIDs; len(ids) > 1 && r.Inventory.Written {
+			next = append(next, fmt.Sprintf("opm rollback %s %s --env %s --to %s   # back to what ran before", r.Name, dir, e.Name, ids[1]))
+		}
+	}
+	return append(next, "or fix forward, commit, and rerun: "+apply)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,@+", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -83,7 +83,8 @@ releases: app: #module: appmodule
 	res, err := pipeline.Rollout(t.Context(), opts("prod"))
 	assert.Equal(t, fault.KindOf(err), fault.Gate, "%v", err)
 	assert.DeepEqual(t, results(res), map[string]string{"prod": pipeline.RolloutGated})
-	assert.ErrorContains(t, err, "app in canary runs nothing (never applied)")
+	assert.ErrorContains(t, err, "app in canary has never been applied\n")
+	assert.Check(t, !strings.Contains(err.Error(), "healthy\n"), "a release never applied has no health to report: %v", err)
 	neverApplied(t, dir, "prod")
 
 	// The whole fleet: staging is applied and healthy, the canary stays

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/opmodel/pipeline/engine/discover"
@@ -47,6 +48,11 @@ type ReleaseStatus struct {
 	LastTransitionTime string `json:"lastTransitionTime,omitempty"`
 	// Source is where the current change came from (git commit, run).
 	Source *inventory.Source `json:"source,omitempty"`
+	// Since is when the release entered the health it has now: its last
+	// change, or the latest condition transition of one of its objects
+	// after that (a Deployment that became Available, or stopped being);
+	// RFC 3339, empty when neither is known.
+	Since string `json:"since,omitempty"`
 	// Discovery is "inventory" or "labels".
 	Discovery  string            `json:"discovery"`
 	Components []ComponentStatus `json:"components"`
@@ -84,15 +90,31 @@ func Status(ctx context.Context, opts StatusOptions) (*StatusResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &StatusResult{Healthy: true}
-	var errs []error
-	for _, d := range ds {
-		rs, err := releaseStatus(ctx, d, opts)
-		if err != nil {
-			errs = append(errs, err)
+	res := &StatusResult{Healthy: true, Releases: make([]ReleaseStatus, len(ds))}
+	errs := make([]error, len(ds))
+	if opts.Wait {
+		// Releases are waited for together: the timeout bounds the whole
+		// wait, not each release in turn.
+		if p := opts.Progress; p != nil {
+			var mu sync.Mutex
+			opts.Progress = func(r string, h health.ObjectHealth) { mu.Lock(); defer mu.Unlock(); p(r, h) }
 		}
+	}
+	var wg sync.WaitGroup
+	for i, d := range ds {
+		if !opts.Wait {
+			res.Releases[i], errs[i] = releaseStatus(ctx, d, opts)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res.Releases[i], errs[i] = releaseStatus(ctx, d, opts)
+		}()
+	}
+	wg.Wait()
+	for _, rs := range res.Releases {
 		res.Healthy = res.Healthy && rs.Healthy
-		res.Releases = append(res.Releases, rs)
 	}
 	return res, errors.Join(errs...)
 }
@@ -127,6 +149,9 @@ func releaseStatus(ctx context.Context, d *deployed, opts StatusOptions) (Releas
 			return rs, err
 		}
 		hs = health.Check(found)
+		if !health.Healthy(hs) {
+			health.Explain(ctx, d.cluster, found, hs)
+		}
 		for _, f := range found {
 			if rs.ModuleID == "" && f.Object != nil {
 				rs.ModuleID = f.Object.GetLabels()[manifest.LabelModuleUUID]
@@ -135,10 +160,26 @@ func releaseStatus(ctx context.Context, d *deployed, opts StatusOptions) (Releas
 	}
 	rs.Components = groupByComponent(hs)
 	rs.Healthy = health.Healthy(hs)
+	rs.Since = since(rs.LastTransitionTime, hs)
 	for _, g := range d.ghosts {
 		rs.Ghosts = append(rs.Ghosts, ObjectStatus{ObjectRef: refOf(g), Health: "Ghost", Reason: "carries the release's labels but is in neither the inventory nor the render"})
 	}
 	return rs, waitErr
+}
+
+// since is the later of the release's last change (RFC 3339) and its
+// objects' latest condition transitions.
+func since(changed string, hs []health.ObjectHealth) string {
+	latest, _ := time.Parse(time.RFC3339, changed)
+	for _, h := range hs {
+		if h.Since.After(latest) {
+			latest = h.Since
+		}
+	}
+	if latest.IsZero() {
+		return changed
+	}
+	return latest.UTC().Format(time.RFC3339)
 }
 
 func groupByComponent(hs []health.ObjectHealth) []ComponentStatus {

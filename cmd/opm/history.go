@@ -12,21 +12,32 @@ import (
 func newHistoryCmd() *cobra.Command {
 	var (
 		env, namespace string
+		group          string
 		cluster        clusterFlags
 		output         string
 	)
 	cmd := &cobra.Command{
-		Use:   "history RELEASE [DIR] | history RELEASE -n NS",
+		Use:   "history RELEASE [DIR] | history RELEASE -n NS | history [DIR] --group G",
 		Short: "List the changes recorded in a release's inventory",
 		Long: `List the changes the release's inventory Secret records, newest first (the current
 one marked *): change id, when it was applied, manifest digest, object count and
 where it came from (git ref, commit, whether the deployment directory was dirty, and
 the CI run). The release is RELEASE of the deployment directory DIR (default ".") in
 --env, or, with --namespace, the release named RELEASE in that namespace (no
-directory needed). A release that was never applied is not found (exit 5).`,
+directory needed). A release that was never applied is not found (exit 5).
+
+--group lists every release of each environment of the group, in wave order; an
+--env naming a group or a comma list lists RELEASE in each of its environments.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if err := cobra.RangeArgs(1, 2)(cmd, args); err != nil {
+			check := cobra.RangeArgs(1, 2)
+			if group != "" {
+				check = cobra.MaximumNArgs(1) // [DIR]
+			}
+			if err := check(cmd, args); err != nil {
 				return usageError{err}
+			}
+			if namespace != "" && group != "" {
+				return usageError{fmt.Errorf("give either --group or --namespace, not both")}
 			}
 			if namespace != "" && len(args) > 1 {
 				return usageError{fmt.Errorf("give either a deployment directory or --namespace, not both")}
@@ -37,22 +48,31 @@ directory needed). A release that was never applied is not found (exit 5).`,
 			if output != "table" && output != "json" {
 				return usageError{fmt.Errorf("-o must be table or json, not %q", output)}
 			}
-			t := pipeline.Target{Name: args[0], Namespace: namespace}
-			if namespace == "" {
+			var t pipeline.Target
+			switch {
+			case group != "":
+				t = pipeline.Target{Selection: (&selectionFlags{group: group}).selection(args)}
+			case namespace != "":
+				t = pipeline.Target{Name: args[0], Namespace: namespace}
+			default:
 				t = pipeline.Target{Selection: (&selectionFlags{env: env, releases: args[:1]}).selection(args[1:])}
 			}
 			res, err := pipeline.History(cmd.Context(), pipeline.HistoryOptions{Target: t, ClusterOptions: cluster.options()})
-			if err != nil {
+			if res == nil {
 				return err
 			}
 			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), res)
+				if encErr := writeJSON(cmd.OutOrStdout(), res); encErr != nil {
+					return encErr
+				}
+				return err
 			}
 			fmt.Fprint(cmd.OutOrStdout(), report.HistoryTable(res))
-			return nil
+			return err
 		},
 	}
-	cmd.Flags().StringVarP(&env, "env", "e", "", "environment the release is deployed in")
+	cmd.Flags().StringVarP(&env, "env", "e", "", "environment the release is deployed in (a group or a comma list lists a fleet)")
+	cmd.Flags().StringVar(&group, "group", "", "every environment of this group, in wave order")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the release, instead of a deployment directory")
 	cluster.register(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")

@@ -3,22 +3,27 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 func newRollbackCmd() *cobra.Command {
 	var (
 		env     string
+		group   string
+		relSel  []string
+		timeout time.Duration
 		files   []string
 		cluster clusterFlags
 		opts    pipeline.RollbackOptions
 		output  string
 	)
 	cmd := &cobra.Command{
-		Use:   "rollback RELEASE [DIR] --to CHANGE_ID",
+		Use:   "rollback RELEASE [DIR] --to CHANGE_ID | rollback [DIR] --group GROUP --to COMMIT",
 		Short: "Return a release to an earlier change by applying the commit it was applied from",
 		Long: `Return release RELEASE of the deployment directory DIR (default ".") in --env to the
 change CHANGE_ID (see opm history): the directory is rendered as of the git commit
@@ -29,9 +34,23 @@ PersistentVolumeClaim protection, --dry-run).
 The render must reproduce the manifest digest the change recorded; when it does not
 (the catalog, opm or a values file changed since) nothing is applied unless
 --allow-different-digest. A change without a recorded commit, or a commit missing from
-the local repository, is not found (exit 5).`,
+the local repository, is not found (exit 5). --to may also name a git commit (or any
+revision): the newest change the release ran from it.
+
+With --group (or an --env that names a group or a comma list), every release of
+every environment of the fleet (or those named with --release) returns to the git
+commit --to: each to the newest change it ran from that commit. Nothing is written
+unless every one of them ran that commit before. The waves go back in reverse
+order, the last wave first, each waited for until healthy (--timeout) before the
+one before it; releases already at the commit are left alone. Rolling back is not a
+promotion: promotion gates do not hold it back, and each change records that it
+was a rollback.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if err := cobra.RangeArgs(1, 2)(cmd, args); err != nil {
+			check := cobra.RangeArgs(1, 2)
+			if group != "" {
+				check = cobra.MaximumNArgs(1) // [DIR]; releases with --release
+			}
+			if err := check(cmd, args); err != nil {
 				return usageError{err}
 			}
 			return nil
@@ -40,17 +59,42 @@ the local repository, is not found (exit 5).`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
+			if opts.To == "" && group != "" {
+				return usageError{fmt.Errorf("--to is required: the git commit to return the group to (opm status --group %s shows which commit runs where)", group)}
+			}
 			if opts.To == "" {
 				return usageError{fmt.Errorf("--to is required: the change ID to return to (opm history %s lists them)", args[0])}
 			}
 			if opts.MaxHistory < 1 {
 				return usageError{fmt.Errorf("--max-history must be at least 1, not %d", opts.MaxHistory)}
 			}
-			opts.Selection = (&selectionFlags{env: env, releases: args[:1], files: files}).selection(args[1:])
+			if group != "" {
+				opts.Selection = (&selectionFlags{group: group, releases: relSel, files: files}).selection(args)
+			} else {
+				opts.Selection = (&selectionFlags{env: env, releases: args[:1], files: files}).selection(args[1:])
+			}
 			opts.ClusterOptions = cluster.options()
 			opts.Progress = progressPrinter(cmd, output)
 			opts.ReleaseDone = summaryPrinter(cmd, output)
 			opts.RunURL = ciRunURL(os.Getenv)
+			envs, err := pipeline.Fleet(cmd.Context(), opts.Selection)
+			if err != nil {
+				return err
+			}
+			if len(envs) > 1 || (opts.Environment != "" && envs[0].Name != opts.Environment) {
+				fleet, err := pipeline.RollbackFleet(cmd.Context(), opts, timeout)
+				if fleet == nil {
+					return err
+				}
+				if output == "json" {
+					if encErr := writeJSON(cmd.OutOrStdout(), fleet); encErr != nil && err == nil {
+						return encErr
+					}
+					return err
+				}
+				fmt.Fprint(cmd.OutOrStdout(), report.RolloutTable(fleet))
+				return err
+			}
 			res, err := pipeline.Rollback(cmd.Context(), opts)
 			if res == nil {
 				return err
@@ -69,7 +113,7 @@ the local repository, is not found (exit 5).`,
 				if opts.DryRun {
 					verb = "would roll back (server dry run)"
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "release %s %s from %s to %s (commit %s)\n", args[0], verb, res.From, res.To, res.Commit)
+				fmt.Fprintf(cmd.OutOrStdout(), "release %s %s from %s to %s (commit %s)\n", opts.Releases[0], verb, res.From, res.To, res.Commit)
 				if res.RenderedDigest != res.RecordedDigest {
 					fmt.Fprintf(cmd.ErrOrStderr(), "Warning: the commit rendered digest %s, not the recorded %s (--allow-different-digest)\n", res.RenderedDigest, res.RecordedDigest)
 				}
@@ -78,8 +122,11 @@ the local repository, is not found (exit 5).`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&opts.To, "to", "", "change ID to return to (see opm history)")
-	fs.StringVarP(&env, "env", "e", "", "environment the release is deployed in")
+	fs.StringVar(&opts.To, "to", "", "change ID to return to (see opm history), or a git commit")
+	fs.StringVarP(&env, "env", "e", "", "environment the release is deployed in (a group or a comma list rolls back a fleet)")
+	fs.StringVar(&group, "group", "", "roll back every environment of this group to the commit --to, last wave first")
+	fs.StringArrayVarP(&relSel, "release", "r", nil, "with --group, a release to roll back (repeatable; default all)")
+	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "with a fleet, how long each wave may take to become healthy before the one before it goes back")
 	fs.StringArrayVarP(&files, "values", "f", nil, "values file merged last, as for the original apply (repeatable)")
 	cluster.register(fs)
 	fs.BoolVar(&opts.AllowDifferentDigest, "allow-different-digest", false, "apply even when the commit no longer renders the recorded manifest digest")

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"cuelang.org/go/cue"
 
@@ -31,6 +32,10 @@ type Environment struct {
 	// written; Gates is them expanded to environments.
 	After []string `json:"after,omitempty"`
 	Gates []string `json:"gates,omitempty"`
+	// Soak is how long the environment must stay healthy before those it
+	// gates may follow (rollout.soak); GateSoaks is the soak of each gate.
+	Soak      time.Duration            `json:"soak,omitempty"`
+	GateSoaks map[string]time.Duration `json:"-"`
 	// KubeContext is the environment's cluster.kubeContext, if any.
 	KubeContext string `json:"kubeContext,omitempty"`
 	// Pos is where the environment is declared (file:line:col).
@@ -75,6 +80,14 @@ func Read(d *load.Deployment) (*Fleet, error) {
 				return nil, fault.Validationf("environment %q: rollout.after must list environment or group names (at %s)", n, a.Pos())
 			}
 		}
+		if sv := v.LookupPath(cue.ParsePath("rollout.soak")); sv.Exists() {
+			text, _ := sv.String()
+			d, err := time.ParseDuration(text)
+			if err != nil || d < 0 {
+				return nil, fault.Validationf("environment %q: rollout.soak %q is not a duration such as \"10m\" or \"1h30m\" (at %s)", n, text, sv.Pos())
+			}
+			e.Soak = d
+		}
 		e.KubeContext, _ = v.LookupPath(cue.ParsePath("cluster.kubeContext")).String()
 		f.Environments = append(f.Environments, e)
 		if e.Group != "" {
@@ -90,6 +103,16 @@ func Read(d *load.Deployment) (*Fleet, error) {
 	}
 	if err := f.assignWaves(); err != nil {
 		return nil, err
+	}
+	for i, e := range f.Environments {
+		for _, g := range e.Gates {
+			if soak := f.Environments[f.byName[g]].Soak; soak > 0 {
+				if f.Environments[i].GateSoaks == nil {
+					f.Environments[i].GateSoaks = map[string]time.Duration{}
+				}
+				f.Environments[i].GateSoaks[g] = soak
+			}
+		}
 	}
 	slices.SortFunc(f.Environments, func(a, b Environment) int {
 		return cmp.Or(cmp.Compare(a.Wave, b.Wave), cmp.Compare(a.Name, b.Name))

@@ -29,6 +29,9 @@ func RolloutTable(res *pipeline.RolloutResult) string {
 		if e.Error != "" {
 			fmt.Fprintf(&b, "\n%s (%s): %s\n", e.Name, e.Result, e.Error)
 		}
+		for _, n := range e.Next {
+			fmt.Fprintf(&b, "next: %s\n", n)
+		}
 	}
 	return b.String()
 }

@@ -38,6 +38,9 @@ func StatusTable(r *pipeline.StatusResult) string {
 		if !rs.Healthy {
 			health = "not healthy"
 		}
+		if rs.Since != "" {
+			health += " since " + rs.Since
+		}
 		fmt.Fprintf(&b, "Health:      %s\n\n", health)
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "COMPONENT\tKIND\tNAME\tHEALTH\tREASON")
@@ -72,7 +75,8 @@ func orDash(s string) string {
 // FleetBoard is the script-free answer to "which commit runs where, and
 // healthy since when": one row per environment and release, in the order
 // status lists them (wave order for a fleet), with the commit, change,
-// health, the time of its last change, and who skipped its gates.
+// health and since when (its last change, or a later transition of one
+// of its objects), and who skipped its gates.
 func FleetBoard(r *pipeline.StatusResult) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -117,7 +121,7 @@ func boardRows(r *pipeline.StatusResult) [][]string {
 		if !rs.Healthy {
 			health = "not healthy"
 		}
-		out = append(out, []string{orDash(rs.Environment), rs.Name, commit, orDash(rs.ChangeID), health, orDash(rs.LastTransitionTime), skipped})
+		out = append(out, []string{orDash(rs.Environment), rs.Name, commit, orDash(rs.ChangeID), health, orDash(rs.Since), skipped})
 	}
 	return out
 }

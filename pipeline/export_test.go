@@ -1,0 +1,10 @@
+package pipeline
+
+import "time"
+
+// SetSoakProbe makes a rollout's soak re-check health every interval and
+// call probe after each check that passed, so a test can break a wave
+// in the middle of its soak.
+func SetSoakProbe(o *RolloutOptions, interval time.Duration, probe func()) {
+	o.soakInterval, o.soakProbe = interval, probe
+}
