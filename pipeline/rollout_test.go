@@ -83,8 +83,11 @@ releases: app: #module: appmodule
 	res, err := pipeline.Rollout(t.Context(), opts("prod"))
 	assert.Equal(t, fault.KindOf(err), fault.Gate, "%v", err)
 	assert.DeepEqual(t, results(res), map[string]string{"prod": pipeline.RolloutGated})
-	assert.ErrorContains(t, err, "app in canary has never been applied\n")
-	assert.Check(t, !strings.Contains(err.Error(), "healthy\n"), "a release never applied has no health to report: %v", err)
+	assert.ErrorContains(t, err, "wave 2 stopped the rollout at prod (gated)")
+	refusal := res.Environments[0].Error
+	assert.Check(t, strings.Contains(refusal, "app in canary has never been applied\n"), refusal)
+	assert.Check(t, !strings.Contains(refusal, "healthy\n"), "a release never applied has no health to report: %s", refusal)
+	assert.Check(t, !strings.Contains(err.Error(), "never been applied"), "the refusal is printed once, under the table, not again in the error: %v", err)
 	neverApplied(t, dir, "prod")
 
 	// The whole fleet: staging is applied and healthy, the canary stays
@@ -95,6 +98,8 @@ releases: app: #module: appmodule
 	neverApplied(t, dir, "prod")
 	table := report.RolloutTable(res)
 	assert.Assert(t, contains(table, "canary       1     production"), table)
+	assert.Check(t, contains(table, "ImagePullBackOff") || contains(table, "FailedCreate"), "the canary says why it is unhealthy:\n%s", table)
+	assert.Check(t, contains(table, "next: or fix forward, commit, and rerun: opm apply "+dir+" --env canary"), table)
 
 	// The canary is fixed in a new commit; the second run continues.
 	setValues(t, dir, `values: broken: true`, `values: broken: false`)
@@ -109,9 +114,9 @@ releases: app: #module: appmodule
 
 	// Uncommitted changes never pass a gate; --skip-gates does, recorded.
 	setValues(t, dir, `releases: app: #module: appmodule`, `releases: app: {#module: appmodule, values: stamp: "hotfix"}`)
-	_, err = pipeline.Rollout(t.Context(), opts("prod"))
+	res, err = pipeline.Rollout(t.Context(), opts("prod"))
 	assert.Equal(t, fault.KindOf(err), fault.Gate)
-	assert.ErrorContains(t, err, "uncommitted changes")
+	assert.Check(t, contains(res.Environments[0].Error, "uncommitted changes"), res.Environments[0].Error)
 	skip := opts("prod")
 	skip.SkipGates, skip.SkippedBy, skip.NoWait = true, "alice", true
 	_, err = pipeline.Rollout(t.Context(), skip)
