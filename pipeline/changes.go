@@ -131,6 +131,9 @@ type ReleaseChanges struct {
 
 	// key is the release's key in `releases` (Name may differ).
 	key string
+	// unit is the pair's place in the review's plan (environments
+	// outermost), which orders a merge of shards as one review.
+	unit int
 }
 
 // ChangeSet is the result of Diff and Review: every selected release.
@@ -147,6 +150,11 @@ type ChangeSet struct {
 	// the ref that resolved and the merge base of it and HEAD.
 	BaseRef    string `json:"baseRef,omitempty"`
 	BaseCommit string `json:"baseCommit,omitempty"`
+
+	// plan names the pairs the review planned (planDigest); estimate is
+	// what rendering them would cost (PlanReview).
+	plan     string
+	estimate *ReviewPlan
 }
 
 // Reach is where a release writes: the namespaces of its objects, sorted,

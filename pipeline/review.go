@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"cuelang.org/go/cue"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/rendercache"
 	"github.com/opmodel/pipeline/engine/suggest"
 	"github.com/opmodel/pipeline/engine/taint"
 )
@@ -47,8 +49,12 @@ type ReviewOptions struct {
 	Parallelism int `json:"parallelism,omitempty"`
 	Protection
 	// NoSkip renders every release on both sides, even those whose input
-	// fingerprints are equal.
+	// fingerprints are equal, and reads nothing from the render cache.
 	NoSkip bool `json:"noSkip,omitempty"`
+	// NoCache neither reads nor writes the render cache (OPM_CACHE_DIR/renders).
+	NoCache bool `json:"noCache,omitempty"`
+	// Shard, when set, reviews only its part of the pairs (see Shard).
+	Shard *Shard `json:"shard,omitempty"`
 
 	// masker masks Secret values, one key per Review.
 	masker *diff.Masker
@@ -57,6 +63,8 @@ type ReviewOptions struct {
 	baseOverlay map[string][]byte
 	// baseTree is the base as already scanned (see completeBase).
 	baseTree *fingerprint.Tree
+	// planOnly stops a review after its plan (PlanReview).
+	planOnly bool
 }
 
 // Review compares two versions of a deployment directory without a
@@ -94,32 +102,46 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	// One key for the whole output: equal Secret values mask equally.
 	opts.masker = diff.NewMasker()
 	cs := &ChangeSet{Operation: "review", Releases: []ReleaseChanges{}}
+	// 1. Plan the pairs: those whose inputs are equal on both sides are
+	// unchanged; of the rest, a shard takes its part.
 	cs.Unchanged = identicalUnits(ctx, opts, head, base, envs, keys)
-	if scanned && len(cs.Unchanged) < len(envs)*len(keys) {
-		// Something is rendered: evaluate the scanned sides first, so the
-		// renders (some concurrent) only read them, and only as far as
-		// the releases rendered reach.
+	cs.plan = planDigest(head, base, envs, keys)
+	if err := shardUnits(opts.Shard, head, base, envs, keys); err != nil {
+		return nil, err
+	}
+	// 2. Look the rest up in the render cache, by fingerprint.
+	cache := reviewCache(opts, scanned)
+	lookUpRenders(ctx, opts, cache, head, base, envs, keys)
+	if opts.planOnly {
+		cs.estimate = estimateRenders(cache, head, base, envs, keys)
+		return cs, nil
+	}
+	// 3. Render what is left: evaluate the scanned sides first (only as
+	// far as the misses reach, not at all for a side all found in the
+	// cache), so the renders (some concurrent) only read them.
+	if scanned {
 		pruneSides(head, base, envs, keys)
 		loadScannedSides(ctx, opts, head, base)
 	}
+	// 4. Compare.
 	results, err := reviewAll(ctx, opts, head, base, envs, keys)
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range results {
+	// 5. Report.
+	if cache != nil {
+		_ = cache.Trim()
+	}
+	for i, r := range results {
 		if !r.ok {
 			continue
 		}
+		r.rc.unit = i
 		cs.Releases = append(cs.Releases, r.rc)
 		cs.Counts.AddAll(r.rc.Counts)
 	}
-	for _, side := range []*reviewSide{head, base} {
-		if side.d != nil {
-			if f, err := fleet.Read(side.d); err == nil {
-				groupByWave(cs, f)
-				break
-			}
-		}
+	if f := reviewFleet(ctx, head, base); f != nil {
+		groupByWave(cs, f)
 	}
 	if err := verifyUnchanged(ctx, opts, cs); err != nil {
 		return nil, err
@@ -154,18 +176,48 @@ func verifyUnchanged(ctx context.Context, opts ReviewOptions, cs *ChangeSet) err
 	return nil
 }
 
+// reviewFleet is the fleet the head (else the base) declares. When the
+// renders came from the cache and neither side was evaluated, the head's
+// environments alone are, so a review reads in rollout order whether its
+// renders were cached or not.
+func reviewFleet(ctx context.Context, head, base *reviewSide) *fleet.Fleet {
+	for _, side := range []*reviewSide{head, base} {
+		if side.d != nil {
+			if f, err := fleet.Read(side.d); err == nil {
+				return f
+			}
+		}
+	}
+	if !head.present || head.err != nil || !head.nothingToRender {
+		return nil
+	}
+	d, err := load.LoadWith(ctx, head.dir, load.Options{Overlay: head.overlay, Pruned: fingerprint.EnvironmentsRoot(head.dir, head.overlay)})
+	if err != nil {
+		return nil
+	}
+	f, err := fleet.Read(d)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
 // groupByWave gives each release its environment's group and wave and,
 // when the deployment has either, orders releases by wave, group and
 // environment, so a fleet reads in the order it rolls out.
 func groupByWave(cs *ChangeSet, f *fleet.Fleet) {
-	inFleet := false
 	for i, rc := range cs.Releases {
 		if e, ok := f.Lookup(rc.Environment); ok {
 			cs.Releases[i].Group, cs.Releases[i].Wave = e.Group, e.Wave
-			inFleet = inFleet || e.Group != "" || e.Wave != 0
 		}
 	}
-	if !inFleet {
+	orderByWave(cs)
+}
+
+// orderByWave orders releases by wave, group and environment when any
+// has a group or a wave; otherwise they stay in plan order.
+func orderByWave(cs *ChangeSet) {
+	if !slices.ContainsFunc(cs.Releases, func(rc ReleaseChanges) bool { return rc.Group != "" || rc.Wave != 0 }) {
 		return
 	}
 	slices.SortStableFunc(cs.Releases, func(a, b ReleaseChanges) int {
@@ -205,14 +257,22 @@ type reviewSide struct {
 	overlay, pruned map[string][]byte
 	// identical (head side only) are the env × release units whose input
 	// fingerprints are equal on both sides: unchanged, never rendered.
-	identical map[string]bool
+	// elsewhere (head side only) are the units another shard reviews.
+	identical, elsewhere map[string]bool
+	// cache holds renders by fingerprint; cached are this side's units
+	// found there (never rendered), fps the fingerprints of its units.
+	cache  *rendercache.Cache
+	cached map[string]*render.Release
+	fps    map[string]string
+	// nothingToRender: every unit of this side was found in the cache.
+	nothingToRender bool
 }
 
 func unitKey(env, key string) string { return env + "\x00" + key }
 
 // load evaluates a side that was only scanned so far.
 func (s *reviewSide) load(ctx context.Context) {
-	if s.d != nil || s.err != nil || !s.present {
+	if s.d != nil || s.err != nil || !s.present || s.nothingToRender {
 		return
 	}
 	l := loadReviewSide(ctx, s.name, s.dir, true, s.overlay, s.pruned)
@@ -370,10 +430,16 @@ func (s *reviewSide) renderFor(ctx context.Context, key, env string, sel Selecti
 	case !s.declares(key, env):
 		return sideRender{}
 	}
+	if r, ok := s.cached[unitKey(env, key)]; ok {
+		return sideRender{rel: r}
+	}
+	start := time.Now()
 	r, err := s.renderOne(ctx, key, env, sel)
 	if err != nil {
 		return sideRender{err: fmt.Errorf("rendering the %s: %w", s.name, err)}
 	}
+	// A failed write costs the next run a render, nothing else.
+	_ = s.cache.Put(s.fps[unitKey(env, key)], r, time.Since(start))
 	return sideRender{rel: r}
 }
 
@@ -381,7 +447,7 @@ func (s *reviewSide) renderFor(ctx context.Context, key, env string, sel Selecti
 // not when neither side declares it there (an environment of one side
 // crossed with a release of the other).
 func worthReviewing(head, base *reviewSide, key, env string) bool {
-	if head.identical[unitKey(env, key)] {
+	if head.identical[unitKey(env, key)] || head.elsewhere[unitKey(env, key)] {
 		return false
 	}
 	return head.err != nil || base.err != nil || head.declares(key, env) || base.declares(key, env)

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/rendercache"
 )
 
 // UnchangedRelease is a release × environment a review did not render:
@@ -110,7 +113,9 @@ func identicalUnits(ctx context.Context, opts ReviewOptions, head, base *reviewS
 }
 
 // pruneSides limits each scanned side's evaluation to the releases that
-// are rendered: those of the units not identical that it declares.
+// are rendered: those of the units reviewed here, neither identical nor
+// found in the render cache, that it declares. A side with none is not
+// evaluated at all.
 func pruneSides(head, base *reviewSide, envs, keys []string) {
 	for _, side := range []*reviewSide{head, base} {
 		if !side.present || side.tree == nil {
@@ -119,11 +124,61 @@ func pruneSides(head, base *reviewSide, envs, keys []string) {
 		var rendered []string
 		for _, key := range keys {
 			for _, env := range envs {
-				if !head.identical[unitKey(env, key)] && side.declares(key, env) && !slices.Contains(rendered, key) {
+				u := unitKey(env, key)
+				if worthReviewing(head, base, key, env) && side.cached[u] == nil && side.declares(key, env) && !slices.Contains(rendered, key) {
 					rendered = append(rendered, key)
 				}
 			}
 		}
+		if len(rendered) == 0 {
+			side.nothingToRender = true
+			continue
+		}
 		side.pruned = fingerprint.PrunedRoot(side.dir, rendered, side.overlay)
+	}
+}
+
+// reviewCache is the render cache a review reads and writes: none with
+// NoCache or NoSkip, or when the sides could not be fingerprinted.
+func reviewCache(opts ReviewOptions, scanned bool) *rendercache.Cache {
+	if opts.NoCache || opts.NoSkip || !scanned {
+		return nil
+	}
+	max, _ := strconv.ParseInt(os.Getenv(EnvCacheMaxBytes), 10, 64)
+	return rendercache.Open(cacheDir("renders"), max)
+}
+
+// EnvCacheMaxBytes bounds the render cache (bytes; default 1 GiB).
+const EnvCacheMaxBytes = "OPM_CACHE_MAX_BYTES"
+
+// lookUpRenders finds, for each unit reviewed here, each side's render
+// in the cache by the unit's input fingerprint on that side. What is
+// found is never rendered; what is not is stored once rendered.
+func lookUpRenders(ctx context.Context, opts ReviewOptions, cache *rendercache.Cache, head, base *reviewSide, envs, keys []string) {
+	if cache == nil {
+		return
+	}
+	ro := opts.Selection.renderOptions()
+	for _, side := range []*reviewSide{head, base} {
+		if side.tree == nil {
+			continue
+		}
+		side.cache, side.cached, side.fps = cache, map[string]*render.Release{}, map[string]string{}
+		for _, env := range envs {
+			for _, key := range keys {
+				if !worthReviewing(head, base, key, env) || !side.declares(key, env) {
+					continue
+				}
+				fp, err := side.tree.Of(ctx, key, fingerprint.Inputs{Environment: env, ValuesFiles: ro.ValuesFiles, Values: ro.Values})
+				if err != nil {
+					continue
+				}
+				u := unitKey(env, key)
+				side.fps[u] = fp
+				if rel, _, ok := cache.Get(fp); ok {
+					side.cached[u] = rel
+				}
+			}
+		}
 	}
 }

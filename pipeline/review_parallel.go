@@ -96,8 +96,13 @@ func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, 
 					if !worthReviewing(head, base, key, env) {
 						continue
 					}
+					if r, ok := sides[s].cached[unitKey(env, key)]; ok {
+						renders[i][s] = sideRender{rel: r}
+						continue
+					}
 					if own[s] == nil {
 						own[s] = loadReviewSide(ctx, sides[s].name, dirs[s], s == 0, sides[s].overlay, sides[s].pruned)
+						own[s].cache, own[s].fps = sides[s].cache, sides[s].fps
 					}
 					renders[i][s] = own[s].renderFor(ctx, key, env, opts.Selection)
 				}

@@ -293,11 +293,21 @@ func FuzzSkipsAreSound(f *testing.F) {
 		}
 		t.Logf("seed %d, edit %s: %d of %d pairs fingerprinted", seed, what, fingerprinted, len(pairs))
 
+		// The fast review with an empty render cache (it fills it), again
+		// with the cache warm (every rendered pair read back), and the
+		// review that renders every pair and reads no cache agree.
+		t.Setenv("OPM_CACHE_DIR", t.TempDir())
 		fast, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: head}, BaseDir: base})
+		assert.NilError(t, err, "seed %d, edit %s", seed, what)
+		warm, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: head}, BaseDir: base})
 		assert.NilError(t, err, "seed %d, edit %s", seed, what)
 		full, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: head}, BaseDir: base, NoSkip: true})
 		assert.NilError(t, err, "seed %d, edit %s", seed, what)
 		assert.Equal(t, outcome(t, fast), outcome(t, full), "seed %d, edit %s: the fast review differs from --no-skip", seed, what)
+		assert.Equal(t, outcome(t, warm), outcome(t, full), "seed %d, edit %s: the review from the render cache differs from --no-skip", seed, what)
+		fj, _ := json.Marshal(fast)
+		wj, _ := json.Marshal(warm)
+		assert.Equal(t, string(wj), string(fj), "seed %d, edit %s: the warm review is not the cold one, byte for byte", seed, what)
 	})
 }
 

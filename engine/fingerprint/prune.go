@@ -31,6 +31,13 @@ func PrunedRoot(dir string, keep []string, overlay map[string][]byte) map[string
 	return pruneRoot(dir, keep, overlay, false)
 }
 
+// EnvironmentsRoot is PrunedRoot keeping no release: what evaluating the
+// environments (and the fleet they declare) alone needs; nil when the
+// syntax does not allow pruning.
+func EnvironmentsRoot(dir string, overlay map[string][]byte) map[string][]byte {
+	return pruneRoot(dir, nil, overlay, true)
+}
+
 // pruneRoot is PrunedRoot; with none, an empty keep blanks every release
 // (what evaluating the environments alone needs).
 func pruneRoot(dir string, keep []string, overlay map[string][]byte, none bool) map[string][]byte {

@@ -1,0 +1,153 @@
+package rendercache
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/internal/deploytest"
+)
+
+func rendered(t *testing.T, values string) *render.Release {
+	t.Helper()
+	rels, err := render.Render(t.Context(), render.Options{Dir: deploytest.Dir(t, "team-a", values)})
+	assert.NilError(t, err)
+	assert.Equal(t, len(rels), 1)
+	return rels[0]
+}
+
+// What is stored is what is read: every object, byte for byte, and the
+// identifiers; the cost comes back for balancing.
+func TestRoundTrip(t *testing.T) {
+	c := Open(t.TempDir(), 0)
+	rel := rendered(t, `withSecret: false`)
+	assert.Assert(t, Cacheable(rel))
+	assert.NilError(t, c.Put("fp-1", rel, 1500*time.Millisecond))
+	got, cost, ok := c.Get("fp-1")
+	assert.Assert(t, ok)
+	assert.Equal(t, cost, 1500*time.Millisecond)
+	assert.Equal(t, got.ManifestDigest, rel.ManifestDigest)
+	assert.Equal(t, got.ChangeID, rel.ChangeID)
+	assert.Equal(t, got.Name, rel.Name)
+	assert.Equal(t, got.ValuesText, rel.ValuesText)
+	assert.Equal(t, len(got.Resources), len(rel.Resources))
+	for i := range rel.Resources {
+		want, _ := rel.Resources[i].Object.MarshalJSON()
+		have, _ := got.Resources[i].Object.MarshalJSON()
+		assert.Equal(t, string(have), string(want))
+		assert.Equal(t, got.Resources[i].Component, rel.Resources[i].Component)
+	}
+	if _, _, ok := c.Get("fp-2"); ok {
+		t.Fatal("another fingerprint hit")
+	}
+}
+
+// A release holding secret data never reaches disk.
+func TestSecretsAreNeverStored(t *testing.T) {
+	dir := t.TempDir()
+	c := Open(dir, 0)
+	rel := rendered(t, `secret: "a-canary-value-77"`)
+	assert.Assert(t, !Cacheable(rel))
+	assert.NilError(t, c.Put("fp", rel, time.Second))
+	_, _, ok := c.Get("fp")
+	assert.Assert(t, !ok)
+	entries, _ := os.ReadDir(dir)
+	assert.Equal(t, len(entries), 0)
+}
+
+// Every way an entry can be wrong is a miss, and the entry goes: a byte
+// flipped, a truncation, an entry copied under another fingerprint, one
+// whose objects no longer hash to its digest, garbage.
+func TestCorruptEntriesAreMisses(t *testing.T) {
+	rel := rendered(t, `withSecret: false`)
+	for name, corrupt := range map[string]func(t *testing.T, c *Cache){
+		"flipped": func(t *testing.T, c *Cache) {
+			b, _ := os.ReadFile(c.path("fp"))
+			b[len(b)/2] ^= 0x20
+			assert.NilError(t, os.WriteFile(c.path("fp"), b, 0o600))
+		},
+		"truncated": func(t *testing.T, c *Cache) {
+			b, _ := os.ReadFile(c.path("fp"))
+			assert.NilError(t, os.WriteFile(c.path("fp"), b[:len(b)-7], 0o600))
+		},
+		"misplaced": func(t *testing.T, c *Cache) {
+			assert.NilError(t, c.Put("other", rel, time.Second))
+			b, _ := os.ReadFile(c.path("other"))
+			assert.NilError(t, os.WriteFile(c.path("fp"), b, 0o600))
+		},
+		"garbage": func(t *testing.T, c *Cache) {
+			assert.NilError(t, os.WriteFile(c.path("fp"), []byte("not json at all"), 0o600))
+		},
+		"empty": func(t *testing.T, c *Cache) {
+			assert.NilError(t, os.WriteFile(c.path("fp"), nil, 0o600))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := Open(t.TempDir(), 0)
+			assert.NilError(t, c.Put("fp", rel, time.Second))
+			corrupt(t, c)
+			_, _, ok := c.Get("fp")
+			assert.Assert(t, !ok, "a %s entry was returned", name)
+			_, err := os.Stat(c.path("fp"))
+			assert.Assert(t, os.IsNotExist(err), "the %s entry is still there", name)
+		})
+	}
+	t.Run("digest", func(t *testing.T) {
+		c := Open(t.TempDir(), 0)
+		other := *rel
+		other.ManifestDigest = "sha256:" + "00000000000000000000000000000000000000000000000000000000000000"
+		assert.NilError(t, c.Put("fp", &other, time.Second))
+		_, _, ok := c.Get("fp")
+		assert.Assert(t, !ok, "an entry whose objects do not hash to its digest was returned")
+	})
+}
+
+// Over its bound, the cache drops the least recently used entries first;
+// a read makes an entry recent again.
+func TestTrimEvictsLeastRecentlyUsed(t *testing.T) {
+	rel := rendered(t, `withSecret: false`)
+	dir := t.TempDir()
+	c := Open(dir, 1<<40)
+	assert.NilError(t, c.Put("probe", rel, time.Second))
+	st, err := os.Stat(c.path("probe"))
+	assert.NilError(t, err)
+	size := st.Size()
+	assert.NilError(t, os.Remove(c.path("probe")))
+
+	old := time.Now().Add(-48 * time.Hour)
+	for i, fp := range []string{"a", "b", "c", "d"} {
+		assert.NilError(t, c.Put(fp, rel, time.Second))
+		at := old.Add(time.Duration(i) * time.Hour)
+		assert.NilError(t, os.Chtimes(c.path(fp), at, at))
+	}
+	// a is the oldest, but read now: it is the most recent.
+	_, _, ok := c.Get("a")
+	assert.Assert(t, ok)
+	// A writer that died left a temporary file.
+	tmp := filepath.Join(dir, ".tmp-dead")
+	assert.NilError(t, os.WriteFile(tmp, []byte("half"), 0o600))
+	assert.NilError(t, os.Chtimes(tmp, old, old))
+
+	small := Open(dir, 3*size)
+	assert.NilError(t, small.Trim())
+	for fp, kept := range map[string]bool{"a": true, "b": false, "c": false, "d": true} {
+		_, err := os.Stat(c.path(fp))
+		assert.Equal(t, err == nil, kept, "entry %s", fp)
+	}
+	_, err = os.Stat(tmp)
+	assert.Assert(t, os.IsNotExist(err))
+}
+
+// Disabled caches are harmless.
+func TestNilCache(t *testing.T) {
+	var c *Cache
+	assert.Assert(t, Open("", 0) == nil)
+	assert.NilError(t, c.Put("fp", &render.Release{}, 0))
+	_, _, ok := c.Get("fp")
+	assert.Assert(t, !ok)
+	assert.NilError(t, c.Trim())
+}
