@@ -2,7 +2,9 @@ package main
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,6 +19,7 @@ func newReviewCmd() *cobra.Command {
 		envs     []string
 		base     string
 		output   string
+		shard    string
 		wantCode bool
 	)
 	cmd := &cobra.Command{
@@ -33,6 +36,16 @@ fingerprint (every file its render reads, its values files, opm's version) is th
 same on both sides is listed as unchanged without being evaluated (--no-skip
 renders it anyway).
 
+Renders are kept in a content-addressed cache (OPM_CACHE_DIR/renders, default the
+user cache directory) keyed by their input fingerprint: a release rendered before
+with the same inputs — the base side, once main was reviewed or merged — is read,
+verified, instead of evaluated (--no-cache neither reads nor writes it). Releases
+holding secret data are never cached.
+
+--shard I/N reviews the I-th of N equal parts of the pairs to render and prints a
+partial review (JSON) instead; "opm review merge" combines the N partials into the
+one review, as if it had run on one machine.
+
 REF is a branch, tag or commit; origin/REF is tried when REF does not exist.
 With --exit-code, the exit code is 0 for no differences, 1 for differences and 2
 or more for errors, as diff.`,
@@ -48,30 +61,23 @@ or more for errors, as diff.`,
 			opts.Selection = sel
 			opts.Environments = envs
 			opts.BaseRefs = []string{base, "origin/" + base}
+			if shard != "" {
+				sh, err := pipeline.ParseShard(shard)
+				if err != nil {
+					return usageError{err}
+				}
+				opts.Shard = sh
+				part, err := pipeline.ReviewShard(cmd.Context(), opts)
+				if err != nil {
+					return err
+				}
+				return writeJSON(cmd.OutOrStdout(), part)
+			}
 			cs, err := pipeline.Review(cmd.Context(), opts)
 			if err != nil {
 				return err
 			}
-			if err := printChangeSet(cmd.OutOrStdout(), output, cs); err != nil {
-				return err
-			}
-			var failed []string
-			for _, rc := range cs.Releases {
-				if rc.Error != "" {
-					failed = append(failed, rc.Name+"/"+cmp.Or(rc.Environment, "-"))
-				}
-			}
-			if len(failed) > 0 {
-				err := fmt.Errorf("%d of %d releases could not be reviewed (%s)", len(failed), len(cs.Releases), strings.Join(failed, ", "))
-				if wantCode {
-					return exitError{code: 2, err: err}
-				}
-				return fault.Wrap(fault.Validation, err)
-			}
-			if wantCode && cs.Counts.Changed() {
-				return exitError{code: 1}
-			}
-			return nil
+			return finishReview(cmd, output, wantCode, cs)
 		},
 	}
 	fs := cmd.Flags()
@@ -84,5 +90,79 @@ or more for errors, as diff.`,
 	fs.BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "review as apply --prune-namespaces would prune")
 	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "review as apply --prune-pvcs would prune")
 	fs.BoolVar(&opts.NoSkip, "no-skip", false, "render every release on both sides, even those whose input fingerprints are equal")
+	fs.BoolVar(&opts.NoCache, "no-cache", false, "neither read nor write the render cache")
+	fs.StringVar(&shard, "shard", "", "review only part I of N (\"2/8\") and print it as a partial review for opm review merge")
+	cmd.AddCommand(newReviewMergeCmd())
+	return cmd
+}
+
+// finishReview prints a review and picks the exit code.
+func finishReview(cmd *cobra.Command, output string, wantCode bool, cs *pipeline.ChangeSet) error {
+	if err := printChangeSet(cmd.OutOrStdout(), output, cs); err != nil {
+		return err
+	}
+	var failed []string
+	for _, rc := range cs.Releases {
+		if rc.Error != "" {
+			failed = append(failed, rc.Name+"/"+cmp.Or(rc.Environment, "-"))
+		}
+	}
+	if len(failed) > 0 {
+		err := fmt.Errorf("%d of %d releases could not be reviewed (%s)", len(failed), len(cs.Releases), strings.Join(failed, ", "))
+		if wantCode {
+			return exitError{code: 2, err: err}
+		}
+		return fault.Wrap(fault.Validation, err)
+	}
+	if wantCode && cs.Counts.Changed() {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+func newReviewMergeCmd() *cobra.Command {
+	var (
+		output   string
+		wantCode bool
+	)
+	cmd := &cobra.Command{
+		Use:   "merge PART...",
+		Short: "Combine the partial reviews of every shard into one review",
+		Long: `Read the partial reviews "opm review --shard I/N" printed, one file per shard, and
+print the review they are parts of, as "opm review" would have printed it on one
+machine (the same bytes with -o json). Partials of different reviews (another base
+or head commit, other options or another opm, another shard count), a shard given
+twice or a shard missing are refused (exit 2), naming which.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{fmt.Errorf("give the partial review of every shard")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" && output != "markdown" {
+				return usageError{fmt.Errorf("-o must be text, json or markdown, not %q", output)}
+			}
+			var parts []*pipeline.PartialReview
+			for _, name := range args {
+				b, err := os.ReadFile(name)
+				if err != nil {
+					return fault.Wrap(fault.NotFound, fmt.Errorf("reading partial review %s: %w", name, err))
+				}
+				var p pipeline.PartialReview
+				if err := json.Unmarshal(b, &p); err != nil {
+					return fault.Wrap(fault.Validation, fmt.Errorf("reading partial review %s: it is not one (opm review --shard prints them): %w", name, err))
+				}
+				parts = append(parts, &p)
+			}
+			cs, err := pipeline.MergeReviews(parts)
+			if err != nil {
+				return err
+			}
+			return finishReview(cmd, output, wantCode, cs)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or markdown")
+	cmd.Flags().BoolVar(&wantCode, "exit-code", false, "exit 1 when there are differences (0 none, 2+ errors)")
 	return cmd
 }

@@ -1,0 +1,147 @@
+package pipeline_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/internal/deploytest"
+	"github.com/opmodel/pipeline/pipeline"
+)
+
+// shardRepo is a git repository of a fleet of n releases in three
+// environments (groups and waves, so the review is reordered by wave),
+// half without secrets (cacheable), a base commit on main and a head
+// commit on branch feature that changes what every release reads.
+func shardRepo(t *testing.T, n int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`environments: dev: {namespace: "dev"}
+environments: qa: {namespace: "qa", group: "pre", rollout: after: ["dev"]}
+environments: prod: {namespace: "prod", group: "production", rollout: after: ["qa"]}
+shared: stamp: "one"
+`)
+	for i := range n {
+		fmt.Fprintf(&b, "releases: r%02d: {#module: appmodule, values: {stamp: shared.stamp + \"-%d\", secret: \"s3cret-value-%02d\"}}\n", i, i, i)
+	}
+	dir := deploytest.HealthyDir(t, b.String())
+	gitRun(t, dir, "init", "-q", "-b", "main")
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "base")
+	gitRun(t, dir, "checkout", "-q", "-b", "feature")
+	setValues(t, dir, `shared: stamp: "one"`, `shared: stamp: "two"`)
+	gitRun(t, dir, "commit", "-qam", "every release reads this")
+	return dir
+}
+
+func partialOf(t *testing.T, dir string, i, n int, noCache bool) *pipeline.PartialReview {
+	t.Helper()
+	p, err := pipeline.ReviewShard(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, Shard: &pipeline.Shard{Index: i, Count: n}, NoCache: noCache})
+	assert.NilError(t, err)
+	// As a CI artifact: written and read back.
+	b, err := json.Marshal(p)
+	assert.NilError(t, err)
+	var back pipeline.PartialReview
+	assert.NilError(t, json.Unmarshal(b, &back))
+	return &back
+}
+
+// The shards of a review, merged, are the review: the same JSON, byte
+// for byte, in the same (wave) order, whichever order the partials come
+// in; each shard renders only its part. Partials that do not belong
+// together are refused.
+func TestShardsMergeIntoTheReview(t *testing.T) {
+	t.Setenv("OPM_CACHE_DIR", t.TempDir())
+	dir := shardRepo(t, 7)
+	whole, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, NoCache: true})
+	assert.NilError(t, err)
+	assert.Equal(t, len(whole.Releases), 21)
+	want, err := json.MarshalIndent(whole, "", "  ")
+	assert.NilError(t, err)
+
+	parts := []*pipeline.PartialReview{partialOf(t, dir, 3, 3, true), partialOf(t, dir, 1, 3, true), partialOf(t, dir, 2, 3, true)}
+	for _, p := range parts {
+		assert.Equal(t, len(p.ChangeSet.Releases), 7, "shard %s reviews a third", p.Shard)
+	}
+	merged, err := pipeline.MergeReviews(parts)
+	assert.NilError(t, err)
+	got, err := json.MarshalIndent(merged, "", "  ")
+	assert.NilError(t, err)
+	assert.Equal(t, string(got), string(want))
+
+	for name, c := range map[string]struct {
+		parts []*pipeline.PartialReview
+		want  string
+	}{
+		"missing":   {parts[:2], "shard 2/3 is missing"},
+		"twice":     {[]*pipeline.PartialReview{parts[0], parts[1], parts[2], parts[1]}, "shard 1/3 is given twice"},
+		"count":     {[]*pipeline.PartialReview{parts[0], partialOf(t, dir, 1, 2, true)}, "split the review differently (3 and 2 shards)"},
+		"not-parts": {[]*pipeline.PartialReview{{Format: "something else"}}, "is not a partial review"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := pipeline.MergeReviews(c.parts)
+			assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
+			assert.ErrorContains(t, err, c.want)
+		})
+	}
+	// Another head commit: the partials are of another review.
+	setValues(t, dir, `shared: stamp: "two"`, `shared: stamp: "three"`)
+	gitRun(t, dir, "commit", "-qam", "moved on")
+	_, err = pipeline.MergeReviews([]*pipeline.PartialReview{parts[0], parts[1], partialOf(t, dir, 2, 3, true)})
+	assert.ErrorContains(t, err, "merge the shards of one review")
+
+	// Uncommitted changes cannot be sharded: other runners cannot see them.
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "extra.cue"), []byte("package deploy\n"), 0o644))
+	_, err = pipeline.ReviewShard(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, Shard: &pipeline.Shard{Index: 1, Count: 2}})
+	assert.ErrorContains(t, err, "uncommitted changes")
+}
+
+// The base side of a review is what main rendered: with the cache warm
+// from main's own review, the base is read, not evaluated, and the result
+// is the same.
+func TestWarmCacheReviewsTheSame(t *testing.T) {
+	t.Setenv("OPM_CACHE_DIR", t.TempDir())
+	dir := deploytest.Dir(t, "team-a", `withSecret: false`)
+	gitRun(t, dir, "init", "-q", "-b", "main")
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "base")
+	gitRun(t, dir, "checkout", "-q", "-b", "feature")
+	p := filepath.Join(dir, "deploy.cue")
+	b, err := os.ReadFile(p)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(p, append(b, []byte("\nreleases: app: values: replicas: 3\n")...), 0o644))
+	gitRun(t, dir, "commit", "-qam", "scale")
+
+	opts := pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}}
+	cold, err := pipeline.Review(t.Context(), opts)
+	assert.NilError(t, err)
+	assert.Assert(t, cold.Counts.Changed())
+	entries := func() int {
+		n := 0
+		_ = filepath.WalkDir(filepath.Join(os.Getenv("OPM_CACHE_DIR"), "renders"), func(_ string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	assert.Equal(t, entries(), 2, "both sides' renders are cached")
+	warm, err := pipeline.Review(t.Context(), opts)
+	assert.NilError(t, err)
+	cj, _ := json.Marshal(cold)
+	wj, _ := json.Marshal(warm)
+	assert.Equal(t, string(wj), string(cj))
+	noCache := opts
+	noCache.NoCache = true
+	fresh, err := pipeline.Review(t.Context(), noCache)
+	assert.NilError(t, err)
+	fj, _ := json.Marshal(fresh)
+	assert.Equal(t, string(fj), string(cj))
+}
