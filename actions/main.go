@@ -82,6 +82,12 @@ type config struct {
 	waveTimeout     time.Duration
 	pruneGhosts     bool
 	timeout         time.Duration
+	// shard and partialsDir split a review across jobs; reviewTarget and
+	// reviewMaxShards size it in plan mode.
+	shard           *pipeline.Shard
+	partialsDir     string
+	reviewTarget    time.Duration
+	reviewMaxShards int
 	// rollbackTo and allowDifferentDigest are rollback mode's.
 	rollbackTo           string
 	allowDifferentDigest bool
@@ -192,6 +198,30 @@ func readConfig(a *githubactions.Action) (config, error) {
 	}
 	if !slices.Contains([]string{"review", "apply", "smoke", "rollback", "drift", "plan"}, cfg.mode) {
 		return cfg, fmt.Errorf("input mode must be review, apply, smoke, rollback, drift or plan, not %q", cfg.mode)
+	}
+	if v := input(a, "shard"); v != "" {
+		sh, err := pipeline.ParseShard(v)
+		if err != nil {
+			return cfg, fmt.Errorf("input shard: %w", err)
+		}
+		cfg.shard = sh
+	}
+	cfg.partialsDir = input(a, "partials-dir")
+	cfg.reviewTarget = 5 * time.Minute
+	if v := input(a, "review-target"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("input review-target must be a positive duration such as 5m, not %q", v)
+		}
+		cfg.reviewTarget = d
+	}
+	cfg.reviewMaxShards = 16
+	if v := input(a, "review-max-shards"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return cfg, fmt.Errorf("input review-max-shards must be a whole number ≥ 1, not %q", v)
+		}
+		cfg.reviewMaxShards = n
 	}
 	if v := input(a, "timeout"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/opmodel/pipeline/pipeline"
@@ -25,7 +26,51 @@ func (r *runner) plan(ctx context.Context) error {
 	for _, e := range p.Matrix.Include {
 		fmt.Fprintf(&b, "| %d | %s | %s |\n", e.Wave, cell(e.Environment), cell(e.Group))
 	}
+	if md, err := r.planReview(ctx); err != nil {
+		return err
+	} else {
+		b.WriteString(md)
+	}
 	r.addSummary(b.String() + "\n" + r.info.Footer() + "\n")
 	r.infof("plan: %d environments in %d waves", len(p.Matrix.Include), len(p.Waves))
 	return nil
+}
+
+// planReview sizes a sharded review on a pull request (or with base-ref):
+// the pairs to render, what the render cache already holds, and the
+// shards that keep each under review-target. Outside a pull request
+// there is nothing to review and nothing is set.
+func (r *runner) planReview(ctx context.Context) (string, error) {
+	if r.ev.pr == nil && r.cfg.baseRef == "" {
+		return "", nil
+	}
+	refs, err := r.baseRefs()
+	if err != nil || len(refs) == 0 {
+		return "", err
+	}
+	plan, err := pipeline.PlanReview(ctx, r.reviewOptions(refs))
+	if err != nil {
+		return "", fmt.Errorf("planning the review: %w", err)
+	}
+	n := plan.Shards(r.cfg.reviewTarget, r.cfg.reviewMaxShards)
+	m := reviewMatrix{Include: []reviewShard{}}
+	for i := 1; i <= n; i++ {
+		m.Include = append(m.Include, reviewShard{Shard: fmt.Sprintf("%d/%d", i, n)})
+	}
+	r.setOutput("review-shards", strconv.Itoa(n))
+	r.setOutput("review-matrix", mustJSON(m))
+	r.setOutput("review-plan", mustJSON(plan))
+	r.infof("review plan: %d pairs to review (%d unchanged), %d renders (%d cached), about %.0fs of rendering: %d shard(s) of at most %s",
+		plan.Pairs, plan.Unchanged, plan.Renders, plan.Cached, plan.Seconds, n, r.cfg.reviewTarget)
+	return fmt.Sprintf("\n### Review plan\n\n%d release/environment pairs to review (%d unchanged), %d renders of which %d are cached, about %.0fs of rendering: **%d shard(s)**.\n",
+		plan.Pairs, plan.Unchanged, plan.Renders, plan.Cached, plan.Seconds, n), nil
+}
+
+// reviewMatrix is the shard jobs' strategy.matrix.
+type reviewMatrix struct {
+	Include []reviewShard `json:"include"`
+}
+
+type reviewShard struct {
+	Shard string `json:"shard"`
 }

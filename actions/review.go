@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,10 +23,16 @@ func (r *runner) review(ctx context.Context) error {
 		err    error
 		mdOpts report.MarkdownOptions
 	)
-	if len(r.cfg.kubeconfig) > 0 {
+	switch {
+	case len(r.cfg.kubeconfig) > 0:
 		mdOpts = report.MarkdownOptions{Title: "opm diff", BaseLabel: "live", HeadLabel: "render"}
 		cs, err = r.clusterDiff(ctx)
-	} else {
+	case r.cfg.shard != nil:
+		return r.reviewShard(ctx)
+	case r.cfg.partialsDir != "":
+		mdOpts = report.MarkdownOptions{Title: "opm review"}
+		cs, err = r.mergedReview()
+	default:
 		mdOpts = report.MarkdownOptions{Title: "opm review"}
 		cs, err = r.gitReview(ctx)
 	}
@@ -39,6 +47,12 @@ func (r *runner) review(ctx context.Context) error {
 	sumOpts := report.ReportMarkdownOptions(r.info.Footer())
 	sumOpts.Title, sumOpts.BaseLabel, sumOpts.HeadLabel = mdOpts.Title, mdOpts.BaseLabel, mdOpts.HeadLabel
 	r.addSummary(report.Markdown(cs, sumOpts))
+	// The whole review, uncut, for a workflow artifact: the summary and
+	// the comment are cut to GitHub's limits at organisation scale.
+	full := filepath.Join(cmp.Or(os.Getenv("RUNNER_TEMP"), os.TempDir()), "opm-review.md")
+	if err := os.WriteFile(full, []byte(r.red.text(report.Markdown(cs, withLimit(sumOpts, -1, "", "")))), 0o644); err == nil {
+		r.setOutput("report", full)
+	}
 
 	commentURL, err := r.comment(ctx, cs, mdOpts)
 	if err != nil {
@@ -66,6 +80,82 @@ func withLimit(o report.MarkdownOptions, limit int, summaryURL, hint string) rep
 	return o
 }
 
+// reviewOptions are the review's options from the inputs.
+func (r *runner) reviewOptions(refs []string) pipeline.ReviewOptions {
+	return pipeline.ReviewOptions{
+		Selection:    r.selection(""),
+		Environments: r.cfg.environments,
+		BaseRefs:     refs,
+		Protection:   pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
+	}
+}
+
+// reviewShard reviews the shard input's part and writes it, sealed and
+// redacted as anything published, as a partial review into partials-dir
+// (output partial); the job that merges the parts comments.
+func (r *runner) reviewShard(ctx context.Context) error {
+	refs, err := r.baseRefs()
+	if err != nil {
+		return err
+	}
+	if len(refs) == 0 {
+		return fmt.Errorf("a sharded review needs a base to compare with; this push created its branch: review it unsharded")
+	}
+	opts := r.reviewOptions(refs)
+	opts.Shard = r.cfg.shard
+	part, err := pipeline.ReviewShard(ctx, opts)
+	if err != nil {
+		return err
+	}
+	part.ChangeSet = part.ChangeSet.Sealed(r.sealer)
+	dir := r.cfg.partialsDir
+	if dir == "" {
+		dir = filepath.Join(cmp.Or(os.Getenv("RUNNER_TEMP"), os.TempDir()), "opm-partials")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("writing the partial review: %w", err)
+	}
+	name := filepath.Join(dir, fmt.Sprintf("review-%d-of-%d.json", part.Shard.Index, part.Shard.Count))
+	b, err := json.MarshalIndent(part, "", "  ")
+	if err != nil {
+		return fmt.Errorf("writing the partial review: %w", err)
+	}
+	if err := os.WriteFile(name, []byte(r.red.text(string(b))), 0o644); err != nil {
+		return fmt.Errorf("writing the partial review: %w", err)
+	}
+	r.setOutput("partial", name)
+	r.infof("shard %s: %d pairs reviewed, written to %s", part.Shard, len(part.ChangeSet.Releases), name)
+	r.addSummary(fmt.Sprintf("### opm review, shard %s\n\n%d release/environment pairs reviewed; the merge job comments on the pull request.\n\n%s\n", part.Shard, len(part.ChangeSet.Releases), r.info.Footer()))
+	return nil
+}
+
+// mergedReview reads every partial review in partials-dir and merges
+// them into the one review.
+func (r *runner) mergedReview() (*pipeline.ChangeSet, error) {
+	names, err := filepath.Glob(filepath.Join(r.cfg.partialsDir, "*.json"))
+	if err != nil || len(names) == 0 {
+		return nil, fmt.Errorf("partials-dir %s holds no partial review (*.json): download every shard's artifact into it", r.cfg.partialsDir)
+	}
+	var parts []*pipeline.PartialReview
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			return nil, fmt.Errorf("reading partial review %s: %w", n, err)
+		}
+		var p pipeline.PartialReview
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, fmt.Errorf("reading partial review %s: it is not one: %w", n, err)
+		}
+		parts = append(parts, &p)
+	}
+	cs, err := pipeline.MergeReviews(parts)
+	if err != nil {
+		return nil, err
+	}
+	r.infof("merged %d partial reviews of %s", len(parts), short(cs.BaseCommit))
+	return cs, nil
+}
+
 // gitReview renders the merge base of the base ref and HEAD next to the
 // working tree and compares them (pipeline.Review with BaseRefs, the same
 // review `opm review --base` prints).
@@ -75,13 +165,7 @@ func (r *runner) gitReview(ctx context.Context) (*pipeline.ChangeSet, error) {
 		return nil, err
 	}
 	// Without refs there is no base: everything is added.
-	opts := pipeline.ReviewOptions{
-		Selection:    r.selection(""),
-		Environments: r.cfg.environments,
-		BaseRefs:     refs,
-		Protection:   pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
-	}
-	cs, err := pipeline.Review(ctx, opts)
+	cs, err := pipeline.Review(ctx, r.reviewOptions(refs))
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +262,7 @@ func (r *runner) environments(ctx context.Context) ([]string, error) {
 func (r *runner) comment(ctx context.Context, cs *pipeline.ChangeSet, mdOpts report.MarkdownOptions) (string, error) {
 	marker := comment.Marker(fmt.Sprintf("%s/%s/%s", r.gh.Workflow, r.gh.Job, r.envKey()))
 	mdOpts.Marker, mdOpts.SummaryURL, mdOpts.Footer = marker, r.runURL(), r.info.Footer()
+	mdOpts.CutHint = fmt.Sprintf("The full review is in the [job summary](%s), and whole in the file of this step's `report` output (the docs' workflows upload it as the artifact `opm-review`).", r.runURL())
 	return r.stickyComment(ctx, "review", marker, func() string { return report.Markdown(cs, mdOpts) })
 }
 

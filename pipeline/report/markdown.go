@@ -137,7 +137,11 @@ func markdownBody(cs *pipeline.ChangeSet, opts MarkdownOptions) string {
 		order[i] = i
 	}
 	saving := func(i int) int { return len(blocks[i]) - len(stubs[i]) }
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(saving(b), saving(a)) })
+	// The least significant releases lose their details first (the most
+	// significant diffs stay), the largest first among equals.
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(significance(d.releases[a]), significance(d.releases[b])), cmp.Compare(saving(b), saving(a)))
+	})
 	collapsed := map[int]bool{}
 	for _, i := range order {
 		if hdr.Len()+total <= limit || saving(i) <= 0 {
@@ -287,11 +291,20 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 		fmt.Fprintf(b, "%s\n\n", same)
 	}
 
-	if len(cs.Releases) > 0 {
+	table := cs.Releases
+	if len(cs.Releases) > MaxTableRows {
+		// At organisation scale a row per release would fill the comment
+		// before the first diff: totals by environment and by kind, then
+		// the rows that matter most.
+		writeScaleSummary(b, cs)
+		table = mostSignificant(cs.Releases, MaxTableRows)
+		fmt.Fprintf(b, "The %d most significant of %d releases (errors, then prunes, then the most objects changed); every release is in the full review.\n\n", len(table), len(cs.Releases))
+	}
+	if len(table) > 0 {
 		fmt.Fprintf(b, "| Release | Environment | Namespace | Writes to | Change ID (%s → %s) | Digest (%s → %s) | + | ~ | − |\n",
 			o.BaseLabel, o.HeadLabel, o.BaseLabel, o.HeadLabel)
 		b.WriteString("| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: |\n")
-		for _, r := range cs.Releases {
+		for _, r := range table {
 			if r.Error != "" {
 				what := "❌ error"
 				if r.Unreachable {
@@ -582,6 +595,85 @@ func mdEscape(s string) string {
 func mdFirstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return strings.TrimSuffix(s, ":")
+}
+
+// MaxTableRows is how many releases the review table lists before it
+// becomes a summary by environment and kind plus the most significant.
+const MaxTableRows = 50
+
+// significance orders releases for a reader with little room: errors,
+// then prunes, then changed objects.
+func significance(r pipeline.ReleaseChanges) int {
+	s := r.Counts.Stale*1000 + r.Counts.Added + r.Counts.Modified
+	if r.Error != "" {
+		s += 1 << 30
+	}
+	return s
+}
+
+// mostSignificant are the n most significant releases, in review order.
+func mostSignificant(rs []pipeline.ReleaseChanges, n int) []pipeline.ReleaseChanges {
+	idx := make([]int, len(rs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(significance(rs[b]), significance(rs[a])) })
+	idx = idx[:min(n, len(idx))]
+	slices.Sort(idx)
+	out := make([]pipeline.ReleaseChanges, len(idx))
+	for i, k := range idx {
+		out[i] = rs[k]
+	}
+	return out
+}
+
+// writeScaleSummary writes the review's totals by environment and by
+// kind of object.
+func writeScaleSummary(b *strings.Builder, cs *pipeline.ChangeSet) {
+	type row struct {
+		releases, errs int
+		c              pipeline.Counts
+	}
+	var envs, kinds []string
+	byEnv, byKind := map[string]*row{}, map[string]*row{}
+	for _, r := range cs.Releases {
+		e := mdEnvLabel(r.Environment)
+		if byEnv[e] == nil {
+			byEnv[e] = &row{}
+			envs = append(envs, e)
+		}
+		byEnv[e].releases++
+		if r.Error != "" {
+			byEnv[e].errs++
+		}
+		byEnv[e].c.AddAll(r.Counts)
+		for _, o := range r.Objects {
+			k := o.Object.Kind
+			if byKind[k] == nil {
+				byKind[k] = &row{}
+				kinds = append(kinds, k)
+			}
+			byKind[k].c.Add(o.Change)
+		}
+	}
+	b.WriteString("| Environment | Releases | + | ~ | − | Errors |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, e := range envs {
+		r := byEnv[e]
+		fmt.Fprintf(b, "| %s | %d | %d | %d | %d | %d |\n", mdCell(e), r.releases, r.c.Added, r.c.Modified, r.c.Stale, r.errs)
+	}
+	slices.SortFunc(kinds, func(a, b string) int {
+		ca, cb := byKind[a].c, byKind[b].c
+		return cmp.Or(cmp.Compare(cb.Added+cb.Modified+cb.Stale, ca.Added+ca.Modified+ca.Stale), strings.Compare(a, b))
+	})
+	b.WriteString("\n| Kind | + | ~ | − |\n| --- | ---: | ---: | ---: |\n")
+	for _, k := range kinds {
+		c := byKind[k].c
+		if c.Added+c.Modified+c.Stale == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %d | %d | %d |\n", mdCell(k), c.Added, c.Modified, c.Stale)
+	}
+	b.WriteString("\n")
 }
 
 func mdPlural(n int, one, many string) string {
