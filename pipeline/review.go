@@ -1,3 +1,10 @@
+// Review: two versions of a deployment directory compared without a
+// cluster. Review is the one path every review takes, in five steps, each
+// below in that order: plan the pairs, look them up in the render cache,
+// render the misses (locally, or as one shard of many), compare, report.
+// gitreview.go reads the base from git; review_shard.go splits a review
+// across runners and merges the parts.
+
 package pipeline
 
 import (
@@ -7,11 +14,13 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"cuelang.org/go/cue"
-
 	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/fingerprint"
@@ -65,6 +74,13 @@ type ReviewOptions struct {
 	baseTree *fingerprint.Tree
 	// planOnly stops a review after its plan (PlanReview).
 	planOnly bool
+}
+
+// UnchangedRelease is a release × environment a review did not render:
+// its input fingerprints are equal on both sides, so are its renders.
+type UnchangedRelease struct {
+	Release     string `json:"release"`
+	Environment string `json:"environment,omitempty"`
 }
 
 // Review compares two versions of a deployment directory without a
@@ -149,94 +165,90 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	return cs, nil
 }
 
-// verifyUnchanged, with OPM_VERIFY_SKIPS set, reviews again rendering
-// every pair and fails loudly when a pair the fingerprints called
-// unchanged renders differently on the two sides.
-func verifyUnchanged(ctx context.Context, opts ReviewOptions, cs *ChangeSet) error {
-	if os.Getenv(EnvVerifySkips) == "" || opts.NoSkip || len(cs.Unchanged) == 0 {
-		return nil
-	}
-	o := opts
-	o.NoSkip = true
-	full, err := Review(ctx, o)
-	if err != nil {
-		return fmt.Errorf("%s: reviewing every pair: %w", EnvVerifySkips, err)
-	}
-	for _, u := range cs.Unchanged {
-		for _, r := range full.Releases {
-			if r.key != u.Release || r.Environment != u.Environment {
-				continue
-			}
-			if r.Error != "" || r.Counts.Changed() {
-				return fmt.Errorf("%s: release %s (environment %q) was skipped as unchanged (inputs identical on both sides), but rendering both sides shows %s: "+
-					"the skip was wrong. This is a bug in opm; --no-skip renders regardless", EnvVerifySkips, u.Release, u.Environment, cmp.Or(r.Error, "changes"))
-			}
-		}
-	}
-	return nil
-}
+// 1. Plan the pairs: read both sides (parsed and fingerprinted when the
+// syntax allows, loaded otherwise), choose the environments and releases,
+// set apart the pairs whose inputs are equal on both sides, and (see
+// review_shard.go) leave a shard its part.
 
-// reviewFleet is the fleet the head (else the base) declares. When the
-// renders came from the cache and neither side was evaluated, the head's
-// environments alone are, so a review reads in rollout order whether its
-// renders were cached or not.
-func reviewFleet(ctx context.Context, head, base *reviewSide) *fleet.Fleet {
-	for _, side := range []*reviewSide{head, base} {
-		if side.d != nil {
-			if f, err := fleet.Read(side.d); err == nil {
-				return f
+// scanReviewSides parses both sides without evaluating them. ok is false
+// when fingerprints cannot decide (NoSkip, syntax the scan cannot follow,
+// a group or an unknown name asked for): then both sides are loaded as
+// before.
+func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *reviewSide, ok bool) {
+	if opts.NoSkip {
+		return nil, nil, false
+	}
+	scan := func(name, dir string, required bool, overlay map[string][]byte, scanned *fingerprint.Tree) (*reviewSide, bool) {
+		s := &reviewSide{name: name, dir: dir, overlay: overlay}
+		if !required {
+			if dir == "" {
+				return s, true
+			}
+			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+				return s, true
 			}
 		}
+		t := scanned
+		if t == nil {
+			p, err := load.ParseImports(ctx, dir, overlay)
+			if err != nil {
+				return nil, false
+			}
+			if t, err = fingerprint.Scan(ctx, p); err != nil {
+				return nil, false
+			}
+			t.UseCache(cacheDir("environments"))
+		}
+		if t.Sure() != nil {
+			return nil, false
+		}
+		envs, exact := t.Environments(ctx)
+		if !exact {
+			return nil, false
+		}
+		s.present, s.tree, s.releases, s.envs = true, t, t.Releases(), envs
+		return s, true
 	}
-	if !head.present || head.err != nil || !head.nothingToRender {
-		return nil
+	// One side after the other: cue/load parses in parallel already.
+	if head, ok = scan("head", opts.Selection.renderOptions().Dir, true, nil, nil); !ok {
+		return nil, nil, false
 	}
-	d, err := load.LoadWith(ctx, head.dir, load.Options{Overlay: head.overlay, Pruned: fingerprint.EnvironmentsRoot(head.dir, head.overlay)})
-	if err != nil {
-		return nil
+	if base, ok = scan("base", opts.BaseDir, false, opts.baseOverlay, opts.baseTree); !ok {
+		return nil, nil, false
 	}
-	f, err := fleet.Read(d)
-	if err != nil {
-		return nil
+	// Groups are read by evaluating environments: leave them to the load.
+	want := slices.Clone(opts.Environments)
+	if len(want) == 0 && opts.Environment != "" {
+		want = strings.Split(opts.Environment, ",")
 	}
-	return f
-}
-
-// groupByWave gives each release its environment's group and wave and,
-// when the deployment has either, orders releases by wave, group and
-// environment, so a fleet reads in the order it rolls out.
-func groupByWave(cs *ChangeSet, f *fleet.Fleet) {
-	for i, rc := range cs.Releases {
-		if e, ok := f.Lookup(rc.Environment); ok {
-			cs.Releases[i].Group, cs.Releases[i].Wave = e.Group, e.Wave
+	all := reviewUnion(head.envs, base.envs)
+	for _, e := range want {
+		if !slices.Contains(all, strings.TrimSpace(e)) {
+			return nil, nil, false
 		}
 	}
-	orderByWave(cs)
+	if opts.Group != "" {
+		return nil, nil, false
+	}
+	return head, base, true
 }
 
-// orderByWave orders releases by wave, group and environment when any
-// has a group or a wave; otherwise they stay in plan order.
-func orderByWave(cs *ChangeSet) {
-	if !slices.ContainsFunc(cs.Releases, func(rc ReleaseChanges) bool { return rc.Group != "" || rc.Wave != 0 }) {
-		return
+// loadReviewSides loads the head and the base, at the same time when more
+// than one render may run at once: each gets its own CUE context, and the
+// review cannot start before both are read.
+func loadReviewSides(ctx context.Context, opts ReviewOptions) (head, base *reviewSide) {
+	loadHead := func() { head = loadReviewSide(ctx, "head", opts.Selection.renderOptions().Dir, true, nil, nil) }
+	loadBase := func() { base = loadReviewSide(ctx, "base", opts.BaseDir, false, opts.baseOverlay, nil) }
+	if render.Workers(2, opts.Parallelism) < 2 {
+		loadHead()
+		loadBase()
+		return head, base
 	}
-	slices.SortStableFunc(cs.Releases, func(a, b ReleaseChanges) int {
-		return cmp.Or(cmp.Compare(a.Wave, b.Wave), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Environment, b.Environment))
-	})
-}
-
-// DeclaredEnvironments lists the environments the deployment directory
-// dir declares, sorted; front doors use it to expand "all environments".
-func DeclaredEnvironments(ctx context.Context, dir string) ([]string, error) {
-	d, err := load.Load(ctx, cmp.Or(dir, "."))
-	if err != nil {
-		return nil, err
-	}
-	envs, err := load.FieldNames(d.Root.LookupPath(cue.ParsePath("environments")))
-	if err != nil {
-		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading the environments of %s:\n%s", dir, load.Describe(err)))
-	}
-	return envs, nil
+	var wg sync.WaitGroup
+	wg.Go(loadBase)
+	loadHead()
+	wg.Wait()
+	return head, base
 }
 
 // reviewSide is one loaded version of the deployment directory.
@@ -397,6 +409,231 @@ func reviewReleases(opts ReviewOptions, head, base *reviewSide) ([]string, error
 	return out, nil
 }
 
+func reviewUnion(a, b []string) []string {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// identicalUnits finds the release × environment units both sides
+// declare with equal input fingerprints, marks them on the head side so
+// nothing renders them, and returns them in review order.
+func identicalUnits(ctx context.Context, opts ReviewOptions, head, base *reviewSide, envs, keys []string) []UnchangedRelease {
+	if head.tree == nil || base.tree == nil {
+		return nil
+	}
+	ro := opts.Selection.renderOptions()
+	var out []UnchangedRelease
+	head.identical = map[string]bool{}
+	for _, env := range envs {
+		for _, key := range keys {
+			if !head.declares(key, env) || !base.declares(key, env) {
+				continue
+			}
+			in := fingerprint.Inputs{Environment: env, ValuesFiles: ro.ValuesFiles, Values: ro.Values}
+			h, herr := head.tree.Of(ctx, key, in)
+			b, berr := base.tree.Of(ctx, key, in)
+			if herr != nil || berr != nil || h != b {
+				continue
+			}
+			head.identical[unitKey(env, key)] = true
+			out = append(out, UnchangedRelease{Release: key, Environment: env})
+		}
+	}
+	return out
+}
+
+// worthReviewing reports whether a release × environment is anything to report:
+// not when neither side declares it there (an environment of one side
+// crossed with a release of the other).
+func worthReviewing(head, base *reviewSide, key, env string) bool {
+	if head.identical[unitKey(env, key)] || head.elsewhere[unitKey(env, key)] {
+		return false
+	}
+	return head.err != nil || base.err != nil || head.declares(key, env) || base.declares(key, env)
+}
+
+// 2. Look the pairs up in the render cache, by fingerprint.
+
+// reviewCache is the render cache a review reads and writes: none with
+// NoCache or NoSkip, or when the sides could not be fingerprinted.
+func reviewCache(opts ReviewOptions, scanned bool) *rendercache.Cache {
+	if opts.NoCache || opts.NoSkip || !scanned {
+		return nil
+	}
+	max, _ := strconv.ParseInt(os.Getenv(EnvCacheMaxBytes), 10, 64)
+	return rendercache.Open(cacheDir("renders"), max)
+}
+
+// EnvCacheMaxBytes bounds the render cache (bytes; default 1 GiB).
+const EnvCacheMaxBytes = "OPM_CACHE_MAX_BYTES"
+
+// lookUpRenders finds, for each unit reviewed here, each side's render
+// in the cache by the unit's input fingerprint on that side. What is
+// found is never rendered; what is not is stored once rendered.
+func lookUpRenders(ctx context.Context, opts ReviewOptions, cache *rendercache.Cache, head, base *reviewSide, envs, keys []string) {
+	if cache == nil {
+		return
+	}
+	ro := opts.Selection.renderOptions()
+	for _, side := range []*reviewSide{head, base} {
+		if side.tree == nil {
+			continue
+		}
+		side.cache, side.cached, side.fps = cache, map[string]*render.Release{}, map[string]string{}
+		for _, env := range envs {
+			for _, key := range keys {
+				if !worthReviewing(head, base, key, env) || !side.declares(key, env) {
+					continue
+				}
+				fp, err := side.tree.Of(ctx, key, fingerprint.Inputs{Environment: env, ValuesFiles: ro.ValuesFiles, Values: ro.Values})
+				if err != nil {
+					continue
+				}
+				u := unitKey(env, key)
+				side.fps[u] = fp
+				if rel, _, ok := cache.Get(fp); ok {
+					side.cached[u] = rel
+				}
+			}
+		}
+	}
+}
+
+// 3. Render the misses: evaluate each side only as far as they reach.
+
+// pruneSides limits each scanned side's evaluation to the releases that
+// are rendered: those of the units reviewed here, neither identical nor
+// found in the render cache, that it declares. A side with none is not
+// evaluated at all.
+func pruneSides(head, base *reviewSide, envs, keys []string) {
+	for _, side := range []*reviewSide{head, base} {
+		if !side.present || side.tree == nil {
+			continue
+		}
+		var rendered []string
+		for _, key := range keys {
+			for _, env := range envs {
+				u := unitKey(env, key)
+				if worthReviewing(head, base, key, env) && side.cached[u] == nil && side.declares(key, env) && !slices.Contains(rendered, key) {
+					rendered = append(rendered, key)
+				}
+			}
+		}
+		if len(rendered) == 0 {
+			side.nothingToRender = true
+			continue
+		}
+		side.pruned = fingerprint.PrunedRoot(side.dir, rendered, side.overlay)
+	}
+}
+
+// loadScannedSides evaluates two scanned sides, at once when more than
+// one render may run at once.
+func loadScannedSides(ctx context.Context, opts ReviewOptions, head, base *reviewSide) {
+	if render.Workers(2, opts.Parallelism) < 2 {
+		head.load(ctx)
+		base.load(ctx)
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { base.load(ctx) })
+	head.load(ctx)
+	wg.Wait()
+}
+
+// reviewed is one release × environment of a review.
+type reviewed struct {
+	rc ReleaseChanges
+	ok bool
+}
+
+// reviewAll reviews every environment × release, environments outermost;
+// the results are in that order whichever finishes first.
+//
+// One render at a time, each release is rendered on both sides and
+// compared. With more, the renders run first, one goroutine per core, and
+// each side's renders are a queue of their own: a goroutine works through
+// its home side's queue (the first two use the head and the base already
+// loaded, so two cores need no extra load) and then helps with the other,
+// loading that side only when it first does. A loaded deployment's CUE
+// values must not be evaluated concurrently, so no side is shared. The
+// comparisons (plain Go, a tenth of the work: diffs of every modified
+// object) follow on as many goroutines.
+func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, envs, keys []string) ([]reviewed, error) {
+	n := len(envs) * len(keys)
+	unit := func(i int) (env, key string) { return envs[i/len(keys)], keys[i%len(keys)] }
+	out := make([]reviewed, n)
+	workers := render.Workers(2*n, opts.Parallelism)
+	if workers < 2 {
+		for i := range n {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			env, key := unit(i)
+			rc, ok := reviewRelease(ctx, opts, head, base, key, env)
+			out[i] = reviewed{rc: rc, ok: ok}
+		}
+		return out, nil
+	}
+
+	sides := [2]*reviewSide{head, base}
+	dirs := [2]string{opts.Selection.renderOptions().Dir, opts.BaseDir}
+	renders := make([][2]sideRender, n)
+	var next [2]atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			var own [2]*reviewSide
+			if w < 2 {
+				own[w] = sides[w]
+			}
+			for _, s := range []int{w % 2, 1 - w%2} {
+				for {
+					i := int(next[s].Add(1) - 1)
+					if i >= n || ctx.Err() != nil {
+						break
+					}
+					env, key := unit(i)
+					if !worthReviewing(head, base, key, env) {
+						continue
+					}
+					if r, ok := sides[s].cached[unitKey(env, key)]; ok {
+						renders[i][s] = sideRender{rel: r}
+						continue
+					}
+					if own[s] == nil {
+						own[s] = loadReviewSide(ctx, sides[s].name, dirs[s], s == 0, sides[s].overlay, sides[s].pruned)
+						own[s].cache, own[s].fps = sides[s].cache, sides[s].fps
+					}
+					renders[i][s] = own[s].renderFor(ctx, key, env, opts.Selection)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var cmpNext atomic.Int64
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(cmpNext.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				env, key := unit(i)
+				if worthReviewing(head, base, key, env) {
+					out[i] = reviewed{rc: compareRelease(opts, key, env, renders[i][0], renders[i][1]), ok: true}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out, nil
+}
+
 // renderOne renders one release of a side in one environment.
 func (s *reviewSide) renderOne(ctx context.Context, key, env string, sel Selection) (*render.Release, error) {
 	ro := sel.renderOptions()
@@ -443,16 +680,6 @@ func (s *reviewSide) renderFor(ctx context.Context, key, env string, sel Selecti
 	return sideRender{rel: r}
 }
 
-// worthReviewing reports whether a release × environment is anything to report:
-// not when neither side declares it there (an environment of one side
-// crossed with a release of the other).
-func worthReviewing(head, base *reviewSide, key, env string) bool {
-	if head.identical[unitKey(env, key)] || head.elsewhere[unitKey(env, key)] {
-		return false
-	}
-	return head.err != nil || base.err != nil || head.declares(key, env) || base.declares(key, env)
-}
-
 // reviewRelease reviews one release in one environment; ok is false when
 // there is nothing to report (see worthReviewing).
 func reviewRelease(ctx context.Context, opts ReviewOptions, head, base *reviewSide, key, env string) (rc ReleaseChanges, ok bool) {
@@ -461,6 +688,8 @@ func reviewRelease(ctx context.Context, opts ReviewOptions, head, base *reviewSi
 	}
 	return compareRelease(opts, key, env, head.renderFor(ctx, key, env, opts.Selection), base.renderFor(ctx, key, env, opts.Selection)), true
 }
+
+// 4. Compare.
 
 // compareRelease builds the review of one release × environment from both
 // sides' renders.
@@ -595,8 +824,94 @@ func reviewRef(e inventory.Entry) ObjectRef {
 	return ObjectRef{Group: e.Group, Version: e.V, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, Component: e.Component}
 }
 
-func reviewUnion(a, b []string) []string {
-	out := slices.Concat(a, b)
-	slices.Sort(out)
-	return slices.Compact(out)
+// 5. Report: in rollout order, verified against the full path on request.
+
+// reviewFleet is the fleet the head (else the base) declares. When the
+// renders came from the cache and neither side was evaluated, the head's
+// environments alone are, so a review reads in rollout order whether its
+// renders were cached or not.
+func reviewFleet(ctx context.Context, head, base *reviewSide) *fleet.Fleet {
+	for _, side := range []*reviewSide{head, base} {
+		if side.d != nil {
+			if f, err := fleet.Read(side.d); err == nil {
+				return f
+			}
+		}
+	}
+	if !head.present || head.err != nil || !head.nothingToRender {
+		return nil
+	}
+	d, err := load.LoadWith(ctx, head.dir, load.Options{Overlay: head.overlay, Pruned: fingerprint.EnvironmentsRoot(head.dir, head.overlay)})
+	if err != nil {
+		return nil
+	}
+	f, err := fleet.Read(d)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// groupByWave gives each release its environment's group and wave and,
+// when the deployment has either, orders releases by wave, group and
+// environment, so a fleet reads in the order it rolls out.
+func groupByWave(cs *ChangeSet, f *fleet.Fleet) {
+	for i, rc := range cs.Releases {
+		if e, ok := f.Lookup(rc.Environment); ok {
+			cs.Releases[i].Group, cs.Releases[i].Wave = e.Group, e.Wave
+		}
+	}
+	orderByWave(cs)
+}
+
+// orderByWave orders releases by wave, group and environment when any
+// has a group or a wave; otherwise they stay in plan order.
+func orderByWave(cs *ChangeSet) {
+	if !slices.ContainsFunc(cs.Releases, func(rc ReleaseChanges) bool { return rc.Group != "" || rc.Wave != 0 }) {
+		return
+	}
+	slices.SortStableFunc(cs.Releases, func(a, b ReleaseChanges) int {
+		return cmp.Or(cmp.Compare(a.Wave, b.Wave), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Environment, b.Environment))
+	})
+}
+
+// verifyUnchanged, with OPM_VERIFY_SKIPS set, reviews again rendering
+// every pair and fails loudly when a pair the fingerprints called
+// unchanged renders differently on the two sides.
+func verifyUnchanged(ctx context.Context, opts ReviewOptions, cs *ChangeSet) error {
+	if os.Getenv(EnvVerifySkips) == "" || opts.NoSkip || len(cs.Unchanged) == 0 {
+		return nil
+	}
+	o := opts
+	o.NoSkip = true
+	full, err := Review(ctx, o)
+	if err != nil {
+		return fmt.Errorf("%s: reviewing every pair: %w", EnvVerifySkips, err)
+	}
+	for _, u := range cs.Unchanged {
+		for _, r := range full.Releases {
+			if r.key != u.Release || r.Environment != u.Environment {
+				continue
+			}
+			if r.Error != "" || r.Counts.Changed() {
+				return fmt.Errorf("%s: release %s (environment %q) was skipped as unchanged (inputs identical on both sides), but rendering both sides shows %s: "+
+					"the skip was wrong. This is a bug in opm; --no-skip renders regardless", EnvVerifySkips, u.Release, u.Environment, cmp.Or(r.Error, "changes"))
+			}
+		}
+	}
+	return nil
+}
+
+// DeclaredEnvironments lists the environments the deployment directory
+// dir declares, sorted; front doors use it to expand "all environments".
+func DeclaredEnvironments(ctx context.Context, dir string) ([]string, error) {
+	d, err := load.Load(ctx, cmp.Or(dir, "."))
+	if err != nil {
+		return nil, err
+	}
+	envs, err := load.FieldNames(d.Root.LookupPath(cue.ParsePath("environments")))
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading the environments of %s:\n%s", dir, load.Describe(err)))
+	}
+	return envs, nil
 }
