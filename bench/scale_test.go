@@ -40,8 +40,12 @@ func TestBenchReviewAtScale(t *testing.T) {
 	dir := sharedRepo(t, filepath.Join(work, "org"), scaleReleases)
 	cache := filepath.Join(work, "cache")
 	env := append(os.Environ(), "OPM_CACHE_DIR="+cache)
+	var reviewWith func(env []string, args ...string) (time.Duration, []byte, int64)
 
 	review := func(args ...string) (time.Duration, []byte, int64) {
+		return reviewWith(env, args...)
+	}
+	reviewWith = func(env []string, args ...string) (time.Duration, []byte, int64) {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
 		cmd := exec.Command(opm, append([]string{"review", dir, "--base", "main", "-o", "json"}, args...)...)
@@ -82,6 +86,13 @@ func TestBenchReviewAtScale(t *testing.T) {
 	if !identical {
 		t.Errorf("the merged shards are not the unsharded review's JSON")
 	}
+	// opm's collector settings (internal/gctune) let the heap grow to its
+	// soft limit before collecting, whatever the work: at Go's default
+	// the resident set shows what each run needs.
+	gc100 := append(env, "GOGC=100", "GOMEMLIMIT=off")
+	_, _, wholeNeed := reviewWith(gc100, "--no-cache")
+	_, _, shardNeed := reviewWith(gc100, "--no-cache", "--shard", "1/8")
+	fmt.Printf("bench review-shards-gogc100 rss=%dMiB shard-rss=%dMiB rss-ratio=%.2f\n", wholeNeed>>10, shardNeed>>10, float64(shardNeed)/float64(wholeNeed))
 
 	// The first push's review fills the cache; a second push changes the
 	// head again, and its review reads the base from the cache.

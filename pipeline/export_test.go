@@ -8,3 +8,6 @@ import "time"
 func SetSoakProbe(o *RolloutOptions, interval time.Duration, probe func()) {
 	o.soakInterval, o.soakProbe = interval, probe
 }
+
+// SetReviewChunk makes a review render n releases per chunk.
+func SetReviewChunk(o *ReviewOptions, n int) { o.chunk = n }

@@ -74,6 +74,8 @@ type ReviewOptions struct {
 	baseTree *fingerprint.Tree
 	// planOnly stops a review after its plan (PlanReview).
 	planOnly bool
+	// chunk overrides chunkReleases (tests).
+	chunk int
 }
 
 // UnchangedRelease is a release × environment a review did not render:
@@ -135,14 +137,28 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	// 3. Render what is left: evaluate the scanned sides first (only as
 	// far as the misses reach, not at all for a side all found in the
 	// cache), so the renders (some concurrent) only read them.
-	if scanned {
-		pruneSides(head, base, envs, keys)
-		loadScannedSides(ctx, opts, head, base)
-	}
-	// 4. Compare.
-	results, err := reviewAll(ctx, opts, head, base, envs, keys)
-	if err != nil {
-		return nil, err
+	// Many releases render in chunks, each side evaluated pruned to the
+	// chunk's releases: evaluating a release inside a root of a thousand
+	// costs three times what it does inside a root of a hundred, and only
+	// one chunk is held in memory at a time.
+	// 4. Compare (each chunk as its renders are done).
+	results := make([]reviewed, len(envs)*len(keys))
+	for _, chunk := range renderChunks(cmp.Or(opts.chunk, chunkReleases), scanned, head, base, envs, keys) {
+		if scanned {
+			head.chunk = chunk
+			pruneSides(head, base, envs, keys)
+			loadScannedSides(ctx, opts, head, base)
+		}
+		part, err := reviewAll(ctx, opts, head, base, envs, keys)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range part {
+			if r.ok {
+				results[i] = r
+			}
+		}
+		head.chunk = nil
 	}
 	// 5. Report.
 	if cache != nil {
@@ -278,6 +294,9 @@ type reviewSide struct {
 	fps    map[string]string
 	// nothingToRender: every unit of this side was found in the cache.
 	nothingToRender bool
+	// chunk (head side only), when set, are the releases rendered now;
+	// the others' pairs wait for their chunk.
+	chunk map[string]bool
 }
 
 func unitKey(env, key string) string { return env + "\x00" + key }
@@ -447,10 +466,45 @@ func identicalUnits(ctx context.Context, opts ReviewOptions, head, base *reviewS
 // not when neither side declares it there (an environment of one side
 // crossed with a release of the other).
 func worthReviewing(head, base *reviewSide, key, env string) bool {
-	if head.identical[unitKey(env, key)] || head.elsewhere[unitKey(env, key)] {
+	if head.identical[unitKey(env, key)] || head.elsewhere[unitKey(env, key)] || (head.chunk != nil && !head.chunk[key]) {
 		return false
 	}
 	return head.err != nil || base.err != nil || head.declares(key, env) || base.declares(key, env)
+}
+
+// chunkReleases is how many releases a chunk of a review renders: in
+// the generated monorepo (one Deployment and one ConfigMap each) a root
+// pruned to 125 releases renders each in a third of the time the whole
+// root of 1 000 does, and chunks of that size cost little to load.
+const chunkReleases = 125
+
+// renderChunks splits the releases whose pairs are rendered here into
+// chunks of size releases (one nil chunk, meaning all, when the sides are
+// not scanned, so cannot be pruned, or when there are few).
+func renderChunks(size int, scanned bool, head, base *reviewSide, envs, keys []string) []map[string]bool {
+	var rendered []string
+	for _, key := range keys {
+		for _, env := range envs {
+			if worthReviewing(head, base, key, env) && (head.cached[unitKey(env, key)] == nil || base.cached[unitKey(env, key)] == nil) {
+				rendered = append(rendered, key)
+				break
+			}
+		}
+	}
+	if !scanned || len(rendered) <= size {
+		return []map[string]bool{nil}
+	}
+	var out []map[string]bool
+	for len(rendered) > 0 {
+		n := min(size, len(rendered))
+		c := map[string]bool{}
+		for _, k := range rendered[:n] {
+			c[k] = true
+		}
+		out = append(out, c)
+		rendered = rendered[n:]
+	}
+	return out
 }
 
 // 2. Look the pairs up in the render cache, by fingerprint.
@@ -511,6 +565,8 @@ func pruneSides(head, base *reviewSide, envs, keys []string) {
 		if !side.present || side.tree == nil {
 			continue
 		}
+		// A scanned side is evaluated afresh for each chunk of a review.
+		side.d, side.err, side.pruned, side.nothingToRender = nil, nil, nil, false
 		var rendered []string
 		for _, key := range keys {
 			for _, env := range envs {

@@ -64,6 +64,15 @@ func TestShardsMergeIntoTheReview(t *testing.T) {
 	assert.Equal(t, len(whole.Releases), 21)
 	want, err := json.MarshalIndent(whole, "", "  ")
 	assert.NilError(t, err)
+	// Rendered two releases at a time (each side evaluated pruned to the
+	// chunk), the review is the same.
+	chunked := pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, NoCache: true}
+	pipeline.SetReviewChunk(&chunked, 2)
+	inChunks, err := pipeline.Review(t.Context(), chunked)
+	assert.NilError(t, err)
+	got, err := json.MarshalIndent(inChunks, "", "  ")
+	assert.NilError(t, err)
+	assert.Equal(t, string(got), string(want))
 
 	parts := []*pipeline.PartialReview{partialOf(t, dir, 3, 3, true), partialOf(t, dir, 1, 3, true), partialOf(t, dir, 2, 3, true)}
 	for _, p := range parts {
@@ -71,7 +80,7 @@ func TestShardsMergeIntoTheReview(t *testing.T) {
 	}
 	merged, err := pipeline.MergeReviews(parts)
 	assert.NilError(t, err)
-	got, err := json.MarshalIndent(merged, "", "  ")
+	got, err = json.MarshalIndent(merged, "", "  ")
 	assert.NilError(t, err)
 	assert.Equal(t, string(got), string(want))
 
