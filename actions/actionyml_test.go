@@ -102,8 +102,9 @@ func TestActionYMLPassesEveryInput(t *testing.T) {
 	h := newHarness(t, r, "pull_request", "pull_request.json")
 	assert.NilError(t, h.run())
 	// Drift and plan modes' own outputs are checked by TestDriftMode and
-	// TestPlanMatrixAgreesWithTheCLIPlan.
-	written := []string{"drifted", "drift-count", "issue-url", "matrix", "waves", "wave-matrices"}
+	// TestPlanMatrixAgreesWithTheCLIPlan, a sharded review's by
+	// TestShardedReviewCommentsAsOne.
+	written := []string{"drifted", "drift-count", "issue-url", "matrix", "waves", "wave-matrices", "partial", "review-shards", "review-matrix", "review-plan"}
 	var declared []string
 	for k := range h.outputs() {
 		written = append(written, k)
