@@ -434,6 +434,67 @@ func (m *Opm) Plan(
 	return jsonOf(p), nil
 }
 
+// ReviewShard reviews part shard ("2/8") of the review of the source
+// against baseRef and returns it as a partial review (JSON) for `opm
+// review merge`, which combines every shard's into the one review. The
+// base is read from the source's git repository, so the source must hold
+// its .git directory, and must be a commit (no uncommitted changes).
+func (m *Opm) ReviewShard(
+	ctx context.Context,
+	// Branch or commit to review against (its merge base with HEAD).
+	baseRef string,
+	// This shard, I/N.
+	shard string,
+	// +optional
+	env []string,
+	// Releases to select (repeat the flag); default all.
+	// +optional
+	release []string,
+) (ret string, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
+	sh, err := pipeline.ParseShard(shard)
+	if err != nil {
+		return "", err
+	}
+	sel, err := m.selection(ctx, "", release, nil)
+	if err != nil {
+		return "", err
+	}
+	part, err := pipeline.ReviewShard(ctx, pipeline.ReviewOptions{Selection: sel, Environments: env, BaseRefs: []string{baseRef, "origin/" + baseRef}, Shard: sh})
+	if err != nil {
+		return "", err
+	}
+	part.ChangeSet = part.ChangeSet.Sealed(redact.From(ctx).Sealer())
+	return jsonOf(part), nil
+}
+
+// PlanReview plans the review of the source against baseRef without
+// rendering (JSON: pairs, unchanged, renders, cached, seconds), as the
+// Action's plan mode does to size a sharded review. The source must hold
+// its .git directory.
+func (m *Opm) PlanReview(
+	ctx context.Context,
+	// Branch or commit to review against (its merge base with HEAD).
+	baseRef string,
+	// +optional
+	env []string,
+	// +optional
+	release []string,
+) (ret string, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
+	sel, err := m.selection(ctx, "", release, nil)
+	if err != nil {
+		return "", err
+	}
+	p, err := pipeline.PlanReview(ctx, pipeline.ReviewOptions{Selection: sel, Environments: env, BaseRefs: []string{baseRef, "origin/" + baseRef}})
+	if err != nil {
+		return "", err
+	}
+	return jsonOf(p), nil
+}
+
 // Explain lists, per selected release, its input fingerprint and every
 // input it covers with its SHA-256, or why it has none (`opm explain -o
 // json`): how to check why apply, diff or review skipped a render.

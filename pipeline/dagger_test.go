@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,7 +93,9 @@ func TestEveryPipelineOperationHasADaggerFunction(t *testing.T) {
 			return true
 		})
 		assert.Check(t, calls, "Opm.%s does not call pipeline.%s", op, op)
-		writes := op != "Render" && op != "Review"
+		// Operations on the source alone may be cached by Dagger, keyed by
+		// their inputs; the others reach a cluster.
+		writes := !slices.Contains([]string{"Render", "Review", "ReviewShard", "PlanReview"}, op)
 		if writes {
 			assert.Check(t, fn.Doc != nil && strings.Contains(fn.Doc.Text(), `+cache="never"`), "Opm.%s reaches a cluster and must not be cached", op)
 		}

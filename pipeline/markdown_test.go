@@ -218,7 +218,44 @@ func TestMarkdownCollapsesReleasesWhenDiffsAreNotEnough(t *testing.T) {
 	assert.Assert(t, len(md) <= report.DefaultMarkdownLimit, "%d", len(md))
 	checkBalanced(t, md)
 	assert.Assert(t, strings.Contains(md, "releases' details left out"), "missing %q", "releases' details left out")
-	assert.Assert(t, strings.Contains(md, "| release-399 |"), "the summary table is whole")
+	// 400 releases: totals by environment and kind, then the most
+	// significant releases (here all alike: the first 50).
+	assert.Assert(t, strings.Contains(md, "| staging | 400 | 0 | 0 | 2000 | 0 |"), "the summary by environment")
+	assert.Assert(t, strings.Contains(md, "| ConfigMap | 0 | 0 | 2000 |"), "the summary by kind")
+	assert.Assert(t, strings.Contains(md, "The 50 most significant of 400 releases"))
+	assert.Assert(t, strings.Contains(md, "| release-049 |") && !strings.Contains(md, "| release-050 |"))
+}
+
+// At scale the most significant releases are listed and keep their
+// details: an error, then the release that prunes, before the many
+// that change one object.
+func TestMarkdownAtScaleShowsTheMostSignificantFirst(t *testing.T) {
+	cs := &pipeline.ChangeSet{}
+	for i := range 300 {
+		r := pipeline.ReleaseChanges{Name: fmt.Sprintf("release-%03d", i), Namespace: "ns", Environment: []string{"dev", "prod"}[i%2]}
+		change := pipeline.Modified
+		switch i {
+		case 200:
+			change = pipeline.Stale
+		case 250:
+			r.Error = "rendering the head: something broke"
+		}
+		if r.Error == "" {
+			r.Objects = append(r.Objects, pipeline.ObjectChange{Object: pipeline.ObjectRef{Kind: "Deployment", Namespace: "ns", Name: "web"}, Change: change,
+				Diff: strings.Repeat("-a: b\n+a: c\n", 300)})
+			r.Counts.Add(change)
+		}
+		cs.Releases = append(cs.Releases, r)
+		cs.Counts.AddAll(r.Counts)
+	}
+	md := report.Markdown(cs, report.MarkdownOptions{})
+	assert.Assert(t, len(md) <= report.DefaultMarkdownLimit)
+	checkBalanced(t, md)
+	assert.Check(t, strings.Contains(md, "| dev | 150 |"), "by environment")
+	assert.Check(t, strings.Contains(md, "| Deployment | 0 | 298 | 1 |"), "by kind")
+	assert.Check(t, strings.Contains(md, "| release-250 |"), "the error is listed")
+	assert.Check(t, strings.Contains(md, "| release-200 |"), "the prune is listed")
+	assert.Check(t, strings.Contains(md, "<b>release-200</b>"), "the prune keeps its details")
 }
 
 func TestMarkdownHardCutStillCloses(t *testing.T) {
