@@ -121,17 +121,14 @@ func (d DeletedRelease) Label() string {
 
 func deleteFleet(ctx context.Context, opts DeleteOptions, envs []FleetEnvironment) (*DeleteResult, error) {
 	out := &DeleteResult{Releases: []DeletedRelease{}}
-	var errs []error
-	for _, e := range envs {
+	err := eachEnvironment(opts.Selection, envs, func(sel Selection) error {
 		o := opts
-		o.Selection = opts.Selection.ForEnvironment(e.Name)
+		o.Selection = sel
 		r, err := Delete(ctx, o)
 		if r != nil {
 			out.Releases = append(out.Releases, r.Releases...)
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("environment %s (wave %d): %w", e.Name, e.Wave, err))
-		}
-	}
-	return out, errors.Join(errs...)
+		return err
+	})
+	return out, err
 }

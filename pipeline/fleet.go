@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -66,6 +67,19 @@ func fleetOf(ctx context.Context, sel Selection, err error) ([]FleetEnvironment,
 		return nil, false
 	}
 	return envs, true
+}
+
+// eachEnvironment runs op on the selection narrowed to each environment
+// of a fleet, in wave order, every one of them whatever the others did;
+// the errors are joined, each naming its environment and wave.
+func eachEnvironment(sel Selection, envs []FleetEnvironment, op func(Selection) error) error {
+	var errs []error
+	for _, e := range envs {
+		if err := op(sel.ForEnvironment(e.Name)); err != nil {
+			errs = append(errs, fmt.Errorf("environment %s (wave %d): %w", e.Name, e.Wave, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // renderFleet renders each environment of a fleet, in wave order.

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/opmodel/pipeline/engine/fault"
@@ -87,21 +86,19 @@ func History(ctx context.Context, opts HistoryOptions) (*HistoryResult, error) {
 // with the others still listed, and reported in the error.
 func historyFleet(ctx context.Context, opts HistoryOptions, envs []FleetEnvironment) (*HistoryResult, error) {
 	out := &HistoryResult{Releases: []ReleaseHistory{}}
-	var errs []error
-	for _, e := range envs {
+	err := eachEnvironment(opts.Selection, envs, func(sel Selection) error {
 		o := opts
-		o.Selection = opts.Selection.ForEnvironment(e.Name)
+		o.Selection = sel
 		r, err := History(ctx, o)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("environment %s (wave %d): %w", e.Name, e.Wave, err))
-			continue
+		if r != nil {
+			out.Releases = append(out.Releases, r.Releases...)
 		}
-		out.Releases = append(out.Releases, r.Releases...)
-	}
+		return err
+	})
 	if len(out.Releases) == 0 {
-		return nil, errors.Join(errs...)
+		return nil, err
 	}
-	return out, errors.Join(errs...)
+	return out, err
 }
 
 // foundInventory is a release's inventory and the cluster it is on.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -203,20 +202,17 @@ func refOf(e inventory.Entry) ObjectRef {
 // statusFleet reports each environment of a fleet, in wave order.
 func statusFleet(ctx context.Context, opts StatusOptions, envs []FleetEnvironment) (*StatusResult, error) {
 	out := &StatusResult{Healthy: true}
-	var errs []error
-	for _, e := range envs {
+	err := eachEnvironment(opts.Selection, envs, func(sel Selection) error {
 		o := opts
-		o.Selection = opts.Selection.ForEnvironment(e.Name)
+		o.Selection = sel
 		r, err := Status(ctx, o)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("environment %s (wave %d): %w", e.Name, e.Wave, err))
-		}
-		if r != nil {
-			out.Releases = append(out.Releases, r.Releases...)
-			out.Healthy = out.Healthy && r.Healthy
-		} else {
+		if r == nil {
 			out.Healthy = false
+			return err
 		}
-	}
-	return out, errors.Join(errs...)
+		out.Releases = append(out.Releases, r.Releases...)
+		out.Healthy = out.Healthy && r.Healthy
+		return err
+	})
+	return out, err
 }
