@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -153,4 +154,61 @@ func TestWarmCacheReviewsTheSame(t *testing.T) {
 	assert.NilError(t, err)
 	fj, _ := json.Marshal(fresh)
 	assert.Equal(t, string(fj), string(cj))
+}
+
+// Reviews that share one render cache at the same time, while it is
+// trimmed to almost nothing under them, all give the review a cacheless
+// run gives: an entry is whole or absent, never half, and a miss only
+// costs a render.
+func TestConcurrentReviewsShareTheCache(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("OPM_CACHE_DIR", cache)
+	t.Setenv(pipeline.EnvCacheMaxBytes, "4096") // about one entry: every review trims
+	// Releases without secret data, so their renders are cached.
+	var b strings.Builder
+	b.WriteString("package deploy\n\nimport (\n\tcore \"github.com/opmodel/pipeline/catalog@v0\"\n\tappmodule \"test.example/deploy/app\"\n)\n\n" +
+		"environments: [Name=string]: core.#Environment & {metadata: name: Name}\nreleases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}\n" +
+		"environments: dev: namespace: \"dev\"\nenvironments: prod: namespace: \"prod\"\nshared: replicas: 1\n")
+	for i := range 4 {
+		fmt.Fprintf(&b, "releases: r%d: {#module: appmodule, values: {withSecret: false, replicas: shared.replicas}}\n", i)
+	}
+	dir := deploytest.Write(t, map[string]string{"deploy.cue": b.String()})
+	gitRun(t, dir, "init", "-q", "-b", "main")
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "base")
+	gitRun(t, dir, "checkout", "-q", "-b", "feature")
+	setValues(t, dir, `shared: replicas: 1`, `shared: replicas: 2`)
+	gitRun(t, dir, "commit", "-qam", "every release reads this")
+	want, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, NoCache: true})
+	assert.NilError(t, err)
+	wantJSON, _ := json.Marshal(want)
+	const runs = 6
+	got := make([][]byte, runs)
+	errs := make([]error, runs)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			cs, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}})
+			errs[i] = err
+			got[i], _ = json.Marshal(cs)
+		})
+	}
+	wg.Wait()
+	for i := range runs {
+		assert.NilError(t, errs[i])
+		assert.Equal(t, string(got[i]), string(wantJSON), "run %d", i)
+	}
+	assert.Equal(t, len(want.Releases), 8)
+	assert.Assert(t, want.Counts.Modified > 0)
+	// The cache was used: entries exist (trimmed down to its bound), and
+	// nothing half-written is left behind.
+	entries := 0
+	assert.NilError(t, filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+		assert.Check(t, !strings.HasPrefix(d.Name(), ".tmp-"), "a temporary file is left: %s", p)
+		if err == nil && !d.IsDir() {
+			entries++
+		}
+		return err
+	}))
+	assert.Assert(t, entries > 0, "no render was cached")
 }
