@@ -204,7 +204,7 @@ func waitHealthy(ctx context.Context, co ClusterOptions, sel Selection, timeout 
 	case err != nil && st == nil:
 		return false, err.Error()
 	case err != nil:
-		return false, fmt.Sprintf("not healthy within %s: %v", timeout, err)
+		return false, err.Error() // says how long it waited, and for what
 	}
 	return false, fmt.Sprintf("not healthy within %s", timeout)
 }
