@@ -81,6 +81,11 @@ func Read(d *load.Deployment) (*Fleet, error) {
 			}
 		}
 		if sv := v.LookupPath(cue.ParsePath("rollout.soak")); sv.Exists() {
+			if err := sv.Validate(cue.Concrete(true)); err != nil {
+				// The catalog's pattern refused it: CUE's error names the
+				// value and both places (the user's file and the catalog).
+				return nil, fault.Validationf("environment %q: rollout.soak must be a Go duration such as \"10m\" or \"1h30m\":\n%s", n, load.Describe(err))
+			}
 			text, _ := sv.String()
 			d, err := time.ParseDuration(text)
 			if err != nil || d < 0 {

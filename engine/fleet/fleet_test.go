@@ -3,7 +3,9 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 
@@ -141,4 +143,32 @@ environments: canary: {namespace: "app", rollout: {wave: 0, after: ["qa"]}}
 	assert.ErrorContains(t, err, `but its gate "qa" runs in wave 0`)
 	assert.ErrorContains(t, err, "deploy.cue:")
 	assert.ErrorContains(t, err, "make it at least 1")
+}
+
+// rollout.soak is a Go duration; a gate's environment knows the soak of
+// each environment it waits for, and a value that is no duration is
+// refused naming the field, the value and where it is set.
+func TestSoak(t *testing.T) {
+	f, err := read(t, `
+environments: qa: {namespace: "x", rollout: soak: "1h30m"}
+environments: prod: {namespace: "x", rollout: after: ["qa"]}
+`)
+	assert.NilError(t, err)
+	prod, ok := f.Lookup("prod")
+	assert.Assert(t, ok)
+	assert.Equal(t, prod.GateSoaks["qa"], 90*time.Minute)
+	qa, _ := f.Lookup("qa")
+	assert.Equal(t, qa.Soak, 90*time.Minute)
+
+	for _, bad := range []string{`"10 minutes"`, `"ten"`, `600`} {
+		d, err := load.Load(context.Background(), deploytest.Write(t, map[string]string{"deploy.cue": header +
+			"environments: qa: {namespace: \"x\", rollout: soak: " + bad + "}\n"}))
+		if err == nil {
+			_, err = fleet.Read(d)
+		}
+		assert.Assert(t, err != nil, "soak %s was accepted", bad)
+		assert.ErrorContains(t, err, "rollout.soak")
+		assert.ErrorContains(t, err, strings.Trim(bad, `"`))
+		assert.ErrorContains(t, err, "deploy.cue:11:")
+	}
 }
