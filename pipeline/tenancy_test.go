@@ -9,6 +9,7 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	"gotest.tools/v3/poll"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -25,6 +26,7 @@ import (
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/internal/deploytest"
+	"github.com/opmodel/pipeline/internal/kubetest"
 	"github.com/opmodel/pipeline/pipeline"
 )
 
@@ -369,4 +371,45 @@ func createAsAdmin(t *testing.T, o map[string]any) error {
 	_, err = dyn.Resource(gvr).Create(t.Context(), u, metav1.CreateOptions{})
 	t.Cleanup(func() { _ = dyn.Resource(gvr).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
 	return err
+}
+
+// An unhealthy workload's pod-level reason reaches a tenant who holds only
+// what `opm rbac` grants: list on the namespace's pods, nothing more.
+func TestPodReasonsUnderTheEnvironmentsIdentity(t *testing.T) {
+	cs := clientset(t)
+	ns := env.Namespace(t) + "-pods"
+	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	deployment := fmt.Sprintf(`{apiVersion: "apps/v1", kind: "Deployment", metadata: name: "web", spec: {replicas: 1, selector: matchLabels: app: "web", template: {metadata: labels: app: "web", spec: containers: [{name: "web", image: %q}]}}}`, kubetest.FailingImage)
+	dir := tenantDir(t, ns, fmt.Sprintf(`cluster: impersonate: serviceAccount: "%s/deployer"`, ns), "", deployment)
+	sel := pipeline.Selection{Dir: dir, Environment: "tenant"}
+	rb, err := pipeline.RBAC(t.Context(), pipeline.RBACOptions{Selection: sel, ClusterOptions: cluster(t), Bootstrap: true})
+	assert.NilError(t, err)
+	for _, o := range rb.Releases[0].Objects {
+		assert.NilError(t, createAsAdmin(t, o))
+	}
+	user := "system:serviceaccount:" + ns + ":deployer"
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+	assert.Check(t, canI(t, cs, user, groups, "list", "", "pods", ns, ""))
+	assert.Check(t, !canI(t, cs, user, groups, "delete", "", "pods", ns, ""), "reading pods is all")
+	_, err = pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: cluster(t)})
+	assert.NilError(t, err, "as the tenant")
+	poll.WaitOn(t, func(poll.LogT) poll.Result {
+		pods, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return poll.Error(err)
+		}
+		for _, p := range pods.Items {
+			for _, c := range p.Status.ContainerStatuses {
+				if w := c.State.Waiting; w != nil && w.Reason == "ImagePullBackOff" {
+					return poll.Success()
+				}
+			}
+		}
+		return poll.Continue("no pod in ImagePullBackOff yet")
+	}, poll.WithTimeout(time.Minute), poll.WithDelay(200*time.Millisecond))
+	st, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+	assert.Assert(t, !st.Healthy)
+	reason := st.Releases[0].Components[0].Objects[0].Reason
+	assert.Check(t, strings.HasPrefix(reason, "ImagePullBackOff: Back-off pulling image"), reason)
 }
