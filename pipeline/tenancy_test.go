@@ -9,7 +9,6 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	"gotest.tools/v3/poll"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -393,20 +392,7 @@ func TestPodReasonsUnderTheEnvironmentsIdentity(t *testing.T) {
 	assert.Check(t, !canI(t, cs, user, groups, "delete", "", "pods", ns, ""), "reading pods is all")
 	_, err = pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: cluster(t)})
 	assert.NilError(t, err, "as the tenant")
-	poll.WaitOn(t, func(poll.LogT) poll.Result {
-		pods, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			return poll.Error(err)
-		}
-		for _, p := range pods.Items {
-			for _, c := range p.Status.ContainerStatuses {
-				if w := c.State.Waiting; w != nil && w.Reason == "ImagePullBackOff" {
-					return poll.Success()
-				}
-			}
-		}
-		return poll.Continue("no pod in ImagePullBackOff yet")
-	}, poll.WithTimeout(time.Minute), poll.WithDelay(200*time.Millisecond))
+	kubetest.WaitForPodReason(t, cs, ns, "ImagePullBackOff")
 	st, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: cluster(t)})
 	assert.NilError(t, err)
 	assert.Assert(t, !st.Healthy)

@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	"gotest.tools/v3/poll"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/opmodel/pipeline/internal/deploytest"
@@ -118,20 +115,7 @@ func TestStatusWaitTimesOutOnAnImageThatNeverPulls(t *testing.T) {
 	// names it rather than only the Deployment's count.
 	cs, err := kubernetes.NewForConfig(env.Config)
 	assert.NilError(t, err)
-	poll.WaitOn(t, func(poll.LogT) poll.Result {
-		pods, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			return poll.Error(err)
-		}
-		for _, p := range pods.Items {
-			for _, c := range p.Status.ContainerStatuses {
-				if w := c.State.Waiting; w != nil && w.Reason == "ImagePullBackOff" {
-					return poll.Success()
-				}
-			}
-		}
-		return poll.Continue("no pod in ImagePullBackOff yet")
-	}, poll.WithTimeout(time.Minute), poll.WithDelay(200*time.Millisecond))
+	kubetest.WaitForPodReason(t, cs, ns, "ImagePullBackOff")
 	code, out, errOut := runOpm(t, append([]string{"status", dir, "--wait", "--timeout", "3s"}, kc...)...)
 	assert.Equal(t, code, 1, "%s%s", out, errOut)
 	assert.Check(t, is.Contains(errOut, "Error: timed out after 3s waiting for 1 of 2 objects to become Current: "+

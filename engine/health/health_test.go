@@ -10,7 +10,6 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	"gotest.tools/v3/poll"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -102,26 +101,6 @@ func failingJob(ns, name string) *unstructured.Unstructured {
 // waitUntil polls e's health until it has status want and its reason
 // contains reason, for at most a minute (a rollout on kwok's nodes takes
 // about a second; on kind, an image pull).
-// waitPodWaiting waits until a pod of ns reports a container waiting
-// for reason.
-func waitPodWaiting(t *testing.T, cl *kube.Cluster, ns, reason string) {
-	t.Helper()
-	poll.WaitOn(t, func(poll.LogT) poll.Result {
-		pods, err := cl.Clientset.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			return poll.Error(err)
-		}
-		for _, p := range pods.Items {
-			for _, c := range p.Status.ContainerStatuses {
-				if w := c.State.Waiting; w != nil && w.Reason == reason {
-					return poll.Success()
-				}
-			}
-		}
-		return poll.Continue("no pod of %s waiting for %s yet", ns, reason)
-	}, poll.WithTimeout(time.Minute), poll.WithDelay(100*time.Millisecond))
-}
-
 func waitUntil(t *testing.T, cl *kube.Cluster, e inventory.Entry, want Status, reason string) ObjectHealth {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -259,7 +238,7 @@ func TestHealthOfWorkloads(t *testing.T) {
 		e := create(t, cl, deployment(ns, "broken", kubetest.FailingImage))
 		// Once the nodes report the pull failure, a wait that times out
 		// names it, with the pod and container, before kstatus's count.
-		waitPodWaiting(t, cl, ns, "ImagePullBackOff")
+		kubetest.WaitForPodReason(t, cl.Clientset, ns, "ImagePullBackOff")
 		_, err := Wait(t.Context(), cl, []inventory.Entry{e}, WaitOptions{Interval: 100 * time.Millisecond, Timeout: time.Second})
 		var werr *WaitError
 		assert.Assert(t, errors.As(err, &werr), "got %v", err)
@@ -406,7 +385,7 @@ func TestWaitTimesOutNamingWhatIsNotReady(t *testing.T) {
 		{Kind: "ConfigMap", Namespace: ns, Name: "never-created", V: "v1"},
 	}
 
-	waitPodWaiting(t, cl, ns, "ImagePullBackOff")
+	kubetest.WaitForPodReason(t, cl.Clientset, ns, "ImagePullBackOff")
 	start := time.Now()
 	hs, err := Wait(t.Context(), cl, refs, WaitOptions{Interval: 100 * time.Millisecond, Timeout: time.Second})
 	elapsed := time.Since(start)

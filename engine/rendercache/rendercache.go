@@ -70,14 +70,6 @@ func Open(dir string, max int64) *Cache {
 	return &Cache{dir: dir, max: max}
 }
 
-// Dir is the cache's directory.
-func (c *Cache) Dir() string {
-	if c == nil {
-		return ""
-	}
-	return c.dir
-}
-
 // entry is what a file holds.
 type entry struct {
 	Fingerprint string `json:"fingerprint"`

@@ -569,3 +569,28 @@ func (e *Env) RequireNoControllers(t testing.TB) {
 		t.Skip("writes object status by hand, which this cluster's controllers would overwrite; use Env.WithoutControllers")
 	}
 }
+
+// WaitForPodReason waits, up to a minute, until a container of a pod in
+// ns is waiting for reason (the simulated nodes report ImagePullBackOff
+// for FailingImage), and fails t when none does: tests that assert what
+// a wait reports first wait for the condition it reports.
+func WaitForPodReason(t testing.TB, cs kubernetes.Interface, ns, reason string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		if err == nil {
+			for _, p := range pods.Items {
+				for _, c := range p.Status.ContainerStatuses {
+					if w := c.State.Waiting; w != nil && w.Reason == reason {
+						return
+					}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pod in %s reported %s within a minute (last list error: %v)", ns, reason, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
