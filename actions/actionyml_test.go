@@ -104,7 +104,7 @@ func TestActionYMLPassesEveryInput(t *testing.T) {
 	// Drift and plan modes' own outputs are checked by TestDriftMode and
 	// TestPlanMatrixAgreesWithTheCLIPlan, a sharded review's by
 	// TestShardedReviewCommentsAsOne.
-	written := []string{"drifted", "drift-count", "issue-url", "matrix", "waves", "wave-matrices", "partial", "review-shards", "review-matrix", "review-plan"}
+	written := []string{"drifted", "drift-count", "issue-url", "matrix", "waves", "wave-matrices", "partial", "review-shards", "review-matrix", "review-plan", "review-plan-file"}
 	var declared []string
 	for k := range h.outputs() {
 		written = append(written, k)

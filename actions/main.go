@@ -86,6 +86,7 @@ type config struct {
 	// reviewMaxShards size it in plan mode.
 	shard           *pipeline.Shard
 	partialsDir     string
+	reviewPlanFile  string
 	reviewTarget    time.Duration
 	reviewMaxShards int
 	// rollbackTo and allowDifferentDigest are rollback mode's.
@@ -169,6 +170,12 @@ type runner struct {
 	sealer *manifest.Sealer
 }
 
+// tempPath is name in the runner's temporary directory ($RUNNER_TEMP,
+// one per job on GitHub's runners), for files later steps upload.
+func (r *runner) tempPath(name string) string {
+	return filepath.Join(cmp.Or(r.action.Getenv("RUNNER_TEMP"), os.TempDir()), name)
+}
+
 // selection is the inputs' selection in env, with the secret inputs.
 func (r *runner) selection(env string) pipeline.Selection {
 	sel := pipeline.Selection{Dir: r.dir(), Environment: env, Releases: r.cfg.releases}
@@ -207,6 +214,7 @@ func readConfig(a *githubactions.Action) (config, error) {
 		cfg.shard = sh
 	}
 	cfg.partialsDir = input(a, "partials-dir")
+	cfg.reviewPlanFile = input(a, "review-plan-file")
 	cfg.reviewTarget = 5 * time.Minute
 	if v := input(a, "review-target"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -139,6 +139,7 @@ func newHarness(t *testing.T, r *repo, eventName, file string) *harness {
 		"GITHUB_JOB":          "review",
 		"GITHUB_OUTPUT":       filepath.Join(tmp, "output"),
 		"GITHUB_STEP_SUMMARY": filepath.Join(tmp, "summary.md"),
+		"RUNNER_TEMP":         tmp,
 		"INPUT_PATH":          "examples",
 		"INPUT_GITHUB_TOKEN":  token,
 	}}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -57,13 +58,33 @@ func (r *runner) planReview(ctx context.Context) (string, error) {
 	for i := 1; i <= n; i++ {
 		m.Include = append(m.Include, reviewShard{Shard: fmt.Sprintf("%d/%d", i, n)})
 	}
+	// The split assigns each pair to a shard by cost; it goes to the shard
+	// jobs as a file (an artifact): as an output or input it could exceed
+	// what a job output or an environment variable holds.
+	split := plan.SplitInto(n)
+	file := r.tempPath("opm-review-plan.json")
+	if err := os.WriteFile(file, []byte(mustJSON(plan)), 0o644); err != nil {
+		return "", fmt.Errorf("writing the review plan: %w", err)
+	}
+	summary := *plan
+	summary.Split = nil
 	r.setOutput("review-shards", strconv.Itoa(n))
 	r.setOutput("review-matrix", mustJSON(m))
-	r.setOutput("review-plan", mustJSON(plan))
+	r.setOutput("review-plan", mustJSON(summary))
+	r.setOutput("review-plan-file", file)
 	r.infof("review plan: %d pairs to review (%d unchanged), %d renders (%d cached), about %.0fs of rendering: %d shard(s) of at most %s",
 		plan.Pairs, plan.Unchanged, plan.Renders, plan.Cached, plan.Seconds, n, r.cfg.reviewTarget)
-	return fmt.Sprintf("\n### Review plan\n\n%d release/environment pairs to review (%d unchanged), %d renders of which %d are cached, about %.0fs of rendering: **%d shard(s)**.\n",
-		plan.Pairs, plan.Unchanged, plan.Renders, plan.Cached, plan.Seconds, n), nil
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n### Review plan\n\n%d release/environment pairs to review (%d unchanged), %d renders of which %d are cached, about %.0fs of rendering: **%d shard(s)**.\n",
+		plan.Pairs, plan.Unchanged, plan.Renders, plan.Cached, plan.Seconds, n)
+	if n > 1 {
+		b.WriteString("\n| Shard | Pairs | Estimated |\n| --- | ---: | ---: |\n")
+		count := split.Pairs()
+		for i, s := range split.Seconds {
+			fmt.Fprintf(&b, "| %d/%d | %d | %.0fs |\n", i+1, n, count[i], s)
+		}
+	}
+	return b.String(), nil
 }
 
 // reviewMatrix is the shard jobs' strategy.matrix.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -49,7 +48,7 @@ func (r *runner) review(ctx context.Context) error {
 	r.addSummary(report.Markdown(cs, sumOpts))
 	// The whole review, uncut, for a workflow artifact: the summary and
 	// the comment are cut to GitHub's limits at organisation scale.
-	full := filepath.Join(cmp.Or(os.Getenv("RUNNER_TEMP"), os.TempDir()), "opm-review.md")
+	full := r.tempPath("opm-review.md")
 	if err := os.WriteFile(full, []byte(r.red.text(report.Markdown(cs, withLimit(sumOpts, -1, "", "")))), 0o644); err == nil {
 		r.setOutput("report", full)
 	}
@@ -103,6 +102,11 @@ func (r *runner) reviewShard(ctx context.Context) error {
 	}
 	opts := r.reviewOptions(refs)
 	opts.Shard = r.cfg.shard
+	if r.cfg.reviewPlanFile != "" {
+		if opts.Split, err = pipeline.ReadSplit(r.cfg.reviewPlanFile); err != nil {
+			return fmt.Errorf("input review-plan-file: %w", err)
+		}
+	}
 	part, err := pipeline.ReviewShard(ctx, opts)
 	if err != nil {
 		return err
@@ -110,7 +114,7 @@ func (r *runner) reviewShard(ctx context.Context) error {
 	part.ChangeSet = part.ChangeSet.Sealed(r.sealer)
 	dir := r.cfg.partialsDir
 	if dir == "" {
-		dir = filepath.Join(cmp.Or(os.Getenv("RUNNER_TEMP"), os.TempDir()), "opm-partials")
+		dir = r.tempPath("opm-partials")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("writing the partial review: %w", err)

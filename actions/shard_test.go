@@ -36,6 +36,12 @@ func TestShardedReviewCommentsAsOne(t *testing.T) {
 	// Nothing cached yet: every render is to do, as many shards as allowed.
 	out, p := planned()
 	assert.Equal(t, out["review-shards"], "3")
+	assert.Assert(t, p.Split == nil, "the split is in the file, not the output")
+	planFile := out["review-plan-file"]
+	split, err := pipeline.ReadSplit(planFile)
+	assert.NilError(t, err)
+	assert.Equal(t, split.Shards, 3)
+	assert.DeepEqual(t, split.Pairs(), []int{2, 1, 1})
 	assert.Equal(t, p.Pairs, 4)
 	assert.Equal(t, p.Renders, 8)
 	assert.Equal(t, p.Cached, 0)
@@ -58,6 +64,7 @@ func TestShardedReviewCommentsAsOne(t *testing.T) {
 	assert.Assert(t, strings.Contains(string(report), "## opm review"))
 
 	// The unsharded review cached what it rendered: nothing left to do.
+	// (The second plan's file is elsewhere: each job has its own temp.)
 	out, p = planned()
 	assert.Equal(t, p.Cached, p.Renders, "%+v", p)
 	assert.Equal(t, out["review-shards"], "1")
@@ -67,6 +74,7 @@ func TestShardedReviewCommentsAsOne(t *testing.T) {
 		job := newHarness(t, r, "pull_request", "pull_request.json")
 		job.env["INPUT_SHARD"] = e.Shard
 		job.env["INPUT_PARTIALS-DIR"] = parts
+		job.env["INPUT_REVIEW-PLAN-FILE"] = planFile
 		assert.NilError(t, job.run())
 		assert.Equal(t, len(job.ours(prNumber)), 0, "a shard does not comment")
 		_, err := os.Stat(job.outputs()["partial"])

@@ -450,6 +450,11 @@ func (m *Opm) ReviewShard(
 	// Releases to select (repeat the flag); default all.
 	// +optional
 	release []string,
+	// The plan plan-review returned with shards set: this shard reviews
+	// what its split assigns it (give it to every shard or to none);
+	// without it, pairs are dealt out by count.
+	// +optional
+	plan *dagger.File,
 ) (ret string, retErr error) {
 	ctx = m.redacting(ctx)
 	defer publish(ctx, &ret, &retErr)
@@ -461,7 +466,17 @@ func (m *Opm) ReviewShard(
 	if err != nil {
 		return "", err
 	}
-	part, err := pipeline.ReviewShard(ctx, pipeline.ReviewOptions{Selection: sel, Environments: env, BaseRefs: []string{baseRef, "origin/" + baseRef}, Shard: sh})
+	opts := pipeline.ReviewOptions{Selection: sel, Environments: env, BaseRefs: []string{baseRef, "origin/" + baseRef}, Shard: sh}
+	if plan != nil {
+		name := filepath.Join(os.TempDir(), "opm-review-plan.json")
+		if _, err := plan.Export(ctx, name); err != nil {
+			return "", err
+		}
+		if opts.Split, err = pipeline.ReadSplit(name); err != nil {
+			return "", err
+		}
+	}
+	part, err := pipeline.ReviewShard(ctx, opts)
 	if err != nil {
 		return "", err
 	}
@@ -470,8 +485,10 @@ func (m *Opm) ReviewShard(
 }
 
 // PlanReview plans the review of the source against baseRef without
-// rendering (JSON: pairs, unchanged, renders, cached, seconds), as the
-// Action's plan mode does to size a sharded review. The source must hold
+// rendering (JSON: pairs, unchanged, renders, cached, seconds, plan), as
+// the Action's plan mode does to size a sharded review; with shards, it
+// also splits the pairs into that many shards balanced by estimated cost
+// (give the result to every review-shard as plan). The source must hold
 // its .git directory.
 func (m *Opm) PlanReview(
 	ctx context.Context,
@@ -481,6 +498,9 @@ func (m *Opm) PlanReview(
 	env []string,
 	// +optional
 	release []string,
+	// Split the pairs into this many shards (0: no split).
+	// +optional
+	shards int,
 ) (ret string, retErr error) {
 	ctx = m.redacting(ctx)
 	defer publish(ctx, &ret, &retErr)
@@ -491,6 +511,9 @@ func (m *Opm) PlanReview(
 	p, err := pipeline.PlanReview(ctx, pipeline.ReviewOptions{Selection: sel, Environments: env, BaseRefs: []string{baseRef, "origin/" + baseRef}})
 	if err != nil {
 		return "", err
+	}
+	if shards > 0 {
+		p.SplitInto(shards)
 	}
 	return jsonOf(p), nil
 }

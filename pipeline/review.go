@@ -62,8 +62,11 @@ type ReviewOptions struct {
 	NoSkip bool `json:"noSkip,omitempty"`
 	// NoCache neither reads nor writes the render cache (OPM_CACHE_DIR/renders).
 	NoCache bool `json:"noCache,omitempty"`
-	// Shard, when set, reviews only its part of the pairs (see Shard).
-	Shard *Shard `json:"shard,omitempty"`
+	// Shard, when set, reviews only its part of the pairs (see Shard):
+	// the part Split assigns it when set (see ReviewPlan.SplitInto), else
+	// every Count-th pair.
+	Shard *Shard       `json:"shard,omitempty"`
+	Split *ReviewSplit `json:"split,omitempty"`
 
 	// masker masks Secret values, one key per Review.
 	masker *diff.Masker
@@ -124,7 +127,7 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	// unchanged; of the rest, a shard takes its part.
 	cs.Unchanged = identicalUnits(ctx, opts, head, base, envs, keys)
 	cs.plan = planDigest(head, base, envs, keys)
-	if err := shardUnits(opts.Shard, head, base, envs, keys); err != nil {
+	if err := shardUnits(opts.Shard, opts.Split, cs.plan, head, base, envs, keys); err != nil {
 		return nil, err
 	}
 	// 2. Look the rest up in the render cache, by fingerprint.

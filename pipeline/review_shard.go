@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,34 +40,54 @@ func ParseShard(s string) (*Shard, error) {
 func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
 // shardUnits leaves to the shard its part of the pairs to review: those
-// neither identical on both sides nor outside both, in review order
-// (environments outermost), dealt out one by one, so every shard of a
-// review computes the same split from the same two commits, whatever its
-// cache holds, and no shard has more than one pair more than another.
-// Dealing by count rather than by recorded render cost is deliberate:
-// runners restore caches of different ages, and a split that depended
-// on them would render some pairs twice and others never.
-func shardUnits(sh *Shard, head, base *reviewSide, envs, keys []string) error {
+// neither identical on both sides nor outside both, in plan order
+// (environments outermost). With a split (planned by PlanReview and
+// handed to every shard), its part is what the split assigns it, balanced
+// by the renders' recorded cost. Without one, the pairs are dealt out one
+// by one, so every shard computes the same split from the same two
+// commits whatever its cache holds, and no shard has more than one pair
+// more than another. A shard never balances by its own cache's costs:
+// runners restore caches of different ages, and a split that depended on
+// them would render some pairs twice and others never.
+func shardUnits(sh *Shard, split *ReviewSplit, plan string, head, base *reviewSide, envs, keys []string) error {
 	if sh == nil {
+		if split != nil {
+			return fault.Validationf("a split is used by a shard: give the shard (I/N) too")
+		}
 		return nil
 	}
 	if sh.Index < 1 || sh.Index > sh.Count {
 		return fault.Validationf("shard %s does not exist: a shard is I/N with 1 ≤ I ≤ N", sh)
 	}
+	units := plannedUnits(head, base, envs, keys)
+	if err := split.check(sh, plan, len(units)); err != nil {
+		return err
+	}
 	head.elsewhere = map[string]bool{}
-	n := 0
-	for _, env := range envs {
-		for _, key := range keys {
-			if !worthReviewing(head, base, key, env) {
-				continue
-			}
-			if n%sh.Count != sh.Index-1 {
-				head.elsewhere[unitKey(env, key)] = true
-			}
-			n++
+	for n, u := range units {
+		mine := n%sh.Count == sh.Index-1
+		if split != nil {
+			mine = split.Assign[n] == sh.Index
+		}
+		if !mine {
+			head.elsewhere[u] = true
 		}
 	}
 	return nil
+}
+
+// plannedUnits are the pairs a review plans, in plan order (environments
+// outermost), before any is left to another shard.
+func plannedUnits(head, base *reviewSide, envs, keys []string) []string {
+	var out []string
+	for _, env := range envs {
+		for _, key := range keys {
+			if worthReviewing(head, base, key, env) {
+				out = append(out, unitKey(env, key))
+			}
+		}
+	}
+	return out
 }
 
 // planDigest names the pairs a review plans, before sharding: shards of
@@ -94,9 +116,12 @@ type PartialReview struct {
 	Shard  Shard  `json:"shard"`
 	// HeadCommit and the ChangeSet's BaseCommit say which two commits
 	// were compared; Plan which pairs the review planned.
-	HeadCommit string     `json:"headCommit"`
-	Plan       string     `json:"plan"`
-	ChangeSet  *ChangeSet `json:"changeSet"`
+	HeadCommit string `json:"headCommit"`
+	Plan       string `json:"plan"`
+	// Split says how the pairs were split: "count" (dealt out one by
+	// one) or the digest of the planned split every shard was given.
+	Split     string     `json:"split"`
+	ChangeSet *ChangeSet `json:"changeSet"`
 	// Units and Keys are, per release of ChangeSet, its place in the plan
 	// and its key in `releases`.
 	Units []int    `json:"units"`
@@ -124,7 +149,7 @@ func ReviewShard(ctx context.Context, opts ReviewOptions) (*PartialReview, error
 	if err != nil {
 		return nil, err
 	}
-	p := &PartialReview{Format: PartialFormat, Shard: *opts.Shard, HeadCommit: st.Commit, Plan: cs.plan, ChangeSet: cs}
+	p := &PartialReview{Format: PartialFormat, Shard: *opts.Shard, HeadCommit: st.Commit, Plan: cs.plan, Split: opts.Split.digest(), ChangeSet: cs}
 	for _, rc := range cs.Releases {
 		p.Units = append(p.Units, rc.unit)
 		p.Keys = append(p.Keys, rc.key)
@@ -156,6 +181,8 @@ func MergeReviews(parts []*PartialReview) (*ChangeSet, error) {
 				p.Shard, short(p.ChangeSet.BaseCommit), short(p.HeadCommit), first.Shard, short(first.ChangeSet.BaseCommit), short(first.HeadCommit))
 		case p.Plan != first.Plan:
 			return nil, fault.Validationf("shard %s and shard %s planned different pairs (another opm, or other options): run every shard with the same opm and options", p.Shard, first.Shard)
+		case p.Split != first.Split:
+			return nil, fault.Validationf("shard %s and shard %s split the pairs differently (%s and %s): give every shard the same plan (--plan), or none", p.Shard, first.Shard, splitName(first.Split), splitName(p.Split))
 		case seen[p.Shard.Index]:
 			return nil, fault.Validationf("shard %s is given twice", p.Shard)
 		}
@@ -200,24 +227,37 @@ type ReviewPlan struct {
 	Cached  int `json:"cached"`
 	// Seconds estimates the renders' total cost on one core.
 	Seconds float64 `json:"seconds"`
+	// Plan names the pairs, as partial reviews do: a split applies only
+	// to the review it was planned for.
+	Plan string `json:"plan"`
+	// Split, once made (SplitInto), assigns the pairs to shards.
+	Split *ReviewSplit `json:"split,omitempty"`
+
+	// costs are the pairs' estimated costs (seconds), in plan order.
+	costs []float64
 }
 
 // DefaultRenderCost is assumed for a render nothing is known about: one
 // release of the generated monorepo on the reference machine (2 cores).
 const DefaultRenderCost = 250 * time.Millisecond
 
+// cachedRenderCost is what reading, verifying and comparing a cached
+// render costs, so that pairs found in the cache are spread too.
+const cachedRenderCost = 5 * time.Millisecond
+
 // PlanReview plans a review (ReviewOptions as for Review) without
 // rendering: the Action's plan mode sizes a sharded review with it. A
 // deployment whose inputs cannot be fingerprinted is loaded to plan it,
 // and every pair counts as changed.
 func PlanReview(ctx context.Context, opts ReviewOptions) (*ReviewPlan, error) {
-	opts.planOnly, opts.Shard = true, nil
+	opts.planOnly, opts.Shard, opts.Split = true, nil, nil
 	cs, err := Review(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	p := *cs.estimate
 	p.Unchanged = len(cs.Unchanged)
+	p.Plan = cs.plan
 	return &p, nil
 }
 
@@ -231,9 +271,137 @@ func (p *ReviewPlan) Shards(target time.Duration, most int) int {
 	return min(max(n, 1), max(most, 1))
 }
 
-// estimateRenders counts what the review's plan leaves to render.
+// SplitFormat names the split format; shards refuse others.
+const SplitFormat = "opm-review-split-v1"
+
+// ReviewSplit assigns each pair of a review's plan to a shard, balancing
+// the shards' estimated render costs. It is made once, by the job that
+// plans the review, and handed to every shard job (a file, an artifact in
+// CI), as Nx Cloud's and Knapsack Pro's orchestrators hand agents their
+// tasks by recorded duration: every shard then splits alike, whatever
+// its own cache holds.
+type ReviewSplit struct {
+	Format string `json:"format"`
+	// Plan is the plan the split was made for (ReviewPlan.Plan).
+	Plan string `json:"plan"`
+	// Shards is how many shards there are; Seconds the estimated
+	// rendering of each.
+	Shards  int       `json:"shards"`
+	Seconds []float64 `json:"seconds"`
+	// Assign gives, for each pair in plan order, its shard (1..Shards).
+	Assign []int `json:"assign"`
+}
+
+// SplitInto splits the plan's pairs into n shards (at least one) by
+// estimated cost, records the split in the plan and returns it.
+//
+// It is the longest-processing-time rule: the costliest pair first, each
+// to the shard with the least so far (the lowest-numbered on a tie), so a
+// shard exceeds the average by less than the costliest pair. Pairs of
+// equal cost keep plan order, so the split is the same on every machine.
+func (p *ReviewPlan) SplitInto(n int) *ReviewSplit {
+	n = max(n, 1)
+	order := make([]int, len(p.costs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(p.costs[b], p.costs[a]) })
+	s := &ReviewSplit{Format: SplitFormat, Plan: p.Plan, Shards: n, Seconds: make([]float64, n), Assign: make([]int, len(p.costs))}
+	for _, i := range order {
+		least := 0
+		for j := 1; j < n; j++ {
+			if s.Seconds[j] < s.Seconds[least] {
+				least = j
+			}
+		}
+		s.Assign[i] = least + 1
+		s.Seconds[least] += p.costs[i]
+	}
+	for j := range s.Seconds {
+		s.Seconds[j] = math.Round(s.Seconds[j]*1000) / 1000
+	}
+	p.Split = s
+	return s
+}
+
+// Pairs is how many pairs the split gives each shard.
+func (s *ReviewSplit) Pairs() []int {
+	count := make([]int, s.Shards)
+	for _, a := range s.Assign {
+		count[a-1]++
+	}
+	return count
+}
+
+// ReadSplit reads the split of a plan written as JSON (opm review plan
+// -o json, the Action's review-plan-file).
+func ReadSplit(name string) (*ReviewSplit, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("reading the review plan %s: %w", name, err))
+	}
+	var p ReviewPlan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading the review plan %s: it is not one (opm review plan -o json writes them): %w", name, err))
+	}
+	if p.Split == nil {
+		return nil, fault.Validationf("the review plan %s has no split: make it with opm review plan --shards N (or --target) -o json", name)
+	}
+	return p.Split, nil
+}
+
+// check refuses a split made for another review (other pairs) or shard
+// count, or not covering the plan's pairs: a shard given it would review
+// the wrong part. A split made before a push that left the pairs as they
+// were is accepted: it still gives each pair to one shard.
+func (s *ReviewSplit) check(sh *Shard, plan string, pairs int) error {
+	switch {
+	case s == nil:
+		return nil
+	case s.Format != SplitFormat:
+		return fault.Validationf("the plan's split is not one opm reads (format %q, want %q): plan again with this opm (opm review plan)", s.Format, SplitFormat)
+	case s.Plan != plan:
+		return fault.Validationf("the plan's split was made for another review (its pairs differ: a release or environment added or removed, other options or another opm): plan again from this checkout (opm review plan)")
+	case s.Shards != sh.Count:
+		return fault.Validationf("the plan splits the review into %d shards, not %d: run shards 1/%d to %d/%d", s.Shards, sh.Count, s.Shards, s.Shards, s.Shards)
+	case len(s.Assign) != pairs:
+		return fault.Validationf("the plan's split assigns %d pairs, but the review has %d: plan again (opm review plan)", len(s.Assign), pairs)
+	}
+	for i, a := range s.Assign {
+		if a < 1 || a > s.Shards {
+			return fault.Validationf("the plan's split assigns pair %d to shard %d, which does not exist (1 to %d): plan again (opm review plan)", i+1, a, s.Shards)
+		}
+	}
+	return nil
+}
+
+// digest names the split a partial review used: "count" when the pairs
+// were dealt out one by one.
+func (s *ReviewSplit) digest() string {
+	if s == nil {
+		return "count"
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00", s.Format, s.Plan, s.Shards)
+	for _, a := range s.Assign {
+		fmt.Fprintf(h, "%d,", a)
+	}
+	return "split-sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// splitName says in words how a partial's pairs were split.
+func splitName(d string) string {
+	if d == "count" || d == "" {
+		return "by count"
+	}
+	return "by the plan " + d[:min(len(d), len("split-sha256:")+12)]
+}
+
+// estimateRenders counts what the review's plan leaves to render, and
+// estimates each pair's cost: its renders not in the cache, at the cost
+// the cache recorded for either side of the pair (or DefaultRenderCost).
 func estimateRenders(cache *rendercache.Cache, head, base *reviewSide, envs, keys []string) *ReviewPlan {
-	p := &ReviewPlan{}
+	p := &ReviewPlan{costs: []float64{}}
 	for _, env := range envs {
 		for _, key := range keys {
 			if !worthReviewing(head, base, key, env) {
@@ -247,6 +415,9 @@ func estimateRenders(cache *rendercache.Cache, head, base *reviewSide, envs, key
 					known = max(known, c)
 				}
 			}
+			// Seconds counts renders only (the shards' target is
+			// rendering); a pair's cost for the split counts reads too.
+			var rendering, reading time.Duration
 			for _, side := range []*reviewSide{head, base} {
 				if !side.declares(key, env) {
 					continue
@@ -254,10 +425,13 @@ func estimateRenders(cache *rendercache.Cache, head, base *reviewSide, envs, key
 				p.Renders++
 				if side.cached[u] != nil {
 					p.Cached++
+					reading += cachedRenderCost
 					continue
 				}
-				p.Seconds += cmp.Or(known, DefaultRenderCost).Seconds()
+				rendering += cmp.Or(known, DefaultRenderCost)
 			}
+			p.Seconds += rendering.Seconds()
+			p.costs = append(p.costs, (rendering + reading).Seconds())
 		}
 	}
 	return p

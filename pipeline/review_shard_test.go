@@ -8,10 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/rendercache"
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/pipeline"
 )
@@ -164,21 +166,7 @@ func TestConcurrentReviewsShareTheCache(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("OPM_CACHE_DIR", cache)
 	t.Setenv(pipeline.EnvCacheMaxBytes, "4096") // about one entry: every review trims
-	// Releases without secret data, so their renders are cached.
-	var b strings.Builder
-	b.WriteString("package deploy\n\nimport (\n\tcore \"github.com/opmodel/pipeline/catalog@v0\"\n\tappmodule \"test.example/deploy/app\"\n)\n\n" +
-		"environments: [Name=string]: core.#Environment & {metadata: name: Name}\nreleases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}\n" +
-		"environments: dev: namespace: \"dev\"\nenvironments: prod: namespace: \"prod\"\nshared: replicas: 1\n")
-	for i := range 4 {
-		fmt.Fprintf(&b, "releases: r%d: {#module: appmodule, values: {withSecret: false, replicas: shared.replicas}}\n", i)
-	}
-	dir := deploytest.Write(t, map[string]string{"deploy.cue": b.String()})
-	gitRun(t, dir, "init", "-q", "-b", "main")
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "base")
-	gitRun(t, dir, "checkout", "-q", "-b", "feature")
-	setValues(t, dir, `shared: replicas: 1`, `shared: replicas: 2`)
-	gitRun(t, dir, "commit", "-qam", "every release reads this")
+	dir := cacheableRepo(t, 4)
 	want, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, NoCache: true})
 	assert.NilError(t, err)
 	wantJSON, _ := json.Marshal(want)
@@ -211,4 +199,119 @@ func TestConcurrentReviewsShareTheCache(t *testing.T) {
 		return err
 	}))
 	assert.Assert(t, entries > 0, "no render was cached")
+}
+
+// cacheableRepo is a git repository of n releases without secret data
+// (so their renders are cached) in environments dev and prod, a base
+// commit on main and a head commit on branch feature that changes what
+// every release reads.
+func cacheableRepo(t *testing.T, n int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("package deploy\n\nimport (\n\tcore \"github.com/opmodel/pipeline/catalog@v0\"\n\tappmodule \"test.example/deploy/app\"\n)\n\n" +
+		"environments: [Name=string]: core.#Environment & {metadata: name: Name}\nreleases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}\n" +
+		"environments: dev: namespace: \"dev\"\nenvironments: prod: namespace: \"prod\"\nshared: replicas: 1\n")
+	for i := range n {
+		fmt.Fprintf(&b, "releases: r%d: {#module: appmodule, values: {withSecret: false, replicas: shared.replicas}}\n", i)
+	}
+	dir := deploytest.Write(t, map[string]string{"deploy.cue": b.String()})
+	gitRun(t, dir, "init", "-q", "-b", "main")
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "base")
+	gitRun(t, dir, "checkout", "-q", "-b", "feature")
+	setValues(t, dir, `shared: replicas: 1`, `shared: replicas: 2`)
+	gitRun(t, dir, "commit", "-qam", "every release reads this")
+	return dir
+}
+
+// A split planned from the render cache's recorded costs gives a costly
+// pair a shard of its own, where dealing by count gives every shard the
+// same number of pairs; merged, either is the review. Shards given the
+// split of another review, another shard count, or splitting otherwise
+// than the others are refused.
+func TestPlannedSplitBalancesByRecordedCost(t *testing.T) {
+	cacheDir := t.TempDir()
+	t.Setenv("OPM_CACHE_DIR", cacheDir)
+	dir := cacheableRepo(t, 6)
+	opts := pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}}
+	// Main's renders are cached (as its own run left them), r3 in prod
+	// recorded as costing ten seconds.
+	gitRun(t, dir, "checkout", "-q", "main")
+	ex, err := pipeline.Explain(t.Context(), pipeline.Selection{Dir: dir, Environment: "prod", Releases: []string{"r3"}})
+	assert.NilError(t, err)
+	gitRun(t, dir, "checkout", "-q", "feature")
+	_, err = pipeline.Review(t.Context(), opts)
+	assert.NilError(t, err)
+	cache := rendercache.Open(filepath.Join(cacheDir, "renders"), 0)
+	rel, _, ok := cache.Get(ex[0].Fingerprint)
+	assert.Assert(t, ok, "main's r3 in prod is cached")
+	assert.NilError(t, cache.Put(ex[0].Fingerprint, rel, 10*time.Second))
+	// The pull request moves on: its head is not cached, main is.
+	setValues(t, dir, `shared: replicas: 2`, `shared: replicas: 3`)
+	gitRun(t, dir, "commit", "-qam", "again")
+
+	whole, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, NoCache: true})
+	assert.NilError(t, err)
+	want, _ := json.MarshalIndent(whole, "", "  ")
+	plan, err := pipeline.PlanReview(t.Context(), opts)
+	assert.NilError(t, err)
+	assert.Equal(t, plan.Pairs, 12)
+	assert.Equal(t, plan.Cached, 12, "main's side of every pair")
+	split := plan.SplitInto(3)
+	assert.Assert(t, split.Seconds[0] >= 10 && split.Seconds[1] < 10 && split.Seconds[2] < 10, "%v", split.Seconds)
+	// As the plan job's artifact: written and read back.
+	b, err := json.Marshal(plan)
+	assert.NilError(t, err)
+	var back pipeline.ReviewPlan
+	assert.NilError(t, json.Unmarshal(b, &back))
+
+	shard := func(i, n int, split *pipeline.ReviewSplit) *pipeline.PartialReview {
+		t.Helper()
+		o := opts
+		o.Shard, o.Split = &pipeline.Shard{Index: i, Count: n}, split
+		p, err := pipeline.ReviewShard(t.Context(), o)
+		assert.NilError(t, err)
+		b, err := json.Marshal(p)
+		assert.NilError(t, err)
+		var back pipeline.PartialReview
+		assert.NilError(t, json.Unmarshal(b, &back))
+		return &back
+	}
+	var parts []*pipeline.PartialReview
+	for i := 1; i <= 3; i++ {
+		parts = append(parts, shard(i, 3, back.Split))
+	}
+	first := parts[0].ChangeSet.Releases
+	assert.Equal(t, len(first), 1, "the costly pair has a shard of its own")
+	assert.Equal(t, first[0].Name+"/"+first[0].Environment, "r3/prod")
+	assert.Equal(t, len(parts[1].ChangeSet.Releases)+len(parts[2].ChangeSet.Releases), 11)
+	merged, err := pipeline.MergeReviews(parts)
+	assert.NilError(t, err)
+	got, _ := json.MarshalIndent(merged, "", "  ")
+	assert.Equal(t, string(got), string(want))
+
+	// By count, every shard has four pairs.
+	byCount := shard(1, 3, nil)
+	assert.Equal(t, len(byCount.ChangeSet.Releases), 4)
+	_, err = pipeline.MergeReviews([]*pipeline.PartialReview{byCount, parts[1], parts[2]})
+	assert.ErrorContains(t, err, "split the pairs differently (by count and by the plan split-sha256:")
+
+	o := opts
+	o.Shard, o.Split = &pipeline.Shard{Index: 1, Count: 2}, back.Split
+	_, err = pipeline.ReviewShard(t.Context(), o)
+	assert.ErrorContains(t, err, "splits the review into 3 shards, not 2")
+	// A split names pairs, not commits: one planned before a push that
+	// leaves the pairs as they were still gives each to one shard.
+	setValues(t, dir, `shared: replicas: 3`, `shared: replicas: 4`)
+	gitRun(t, dir, "commit", "-qam", "once more")
+	o.Shard = &pipeline.Shard{Index: 1, Count: 3}
+	p, err := pipeline.ReviewShard(t.Context(), o)
+	assert.NilError(t, err)
+	assert.Equal(t, len(p.ChangeSet.Releases), 1)
+	// A push that adds a pair makes it a split of another review.
+	setValues(t, dir, `shared: replicas: 4`, "shared: replicas: 4\nreleases: r6: {#module: appmodule, values: withSecret: false}")
+	gitRun(t, dir, "commit", "-qam", "r6 comes")
+	_, err = pipeline.ReviewShard(t.Context(), o)
+	assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
+	assert.ErrorContains(t, err, "made for another review")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,7 @@ func newReviewCmd() *cobra.Command {
 		base     string
 		output   string
 		shard    string
+		planFile string
 		wantCode bool
 	)
 	cmd := &cobra.Command{
@@ -42,9 +44,11 @@ with the same inputs — the base side, once main was reviewed or merged — is 
 verified, instead of evaluated (--no-cache neither reads nor writes it). Releases
 holding secret data are never cached.
 
---shard I/N reviews the I-th of N equal parts of the pairs to render and prints a
+--shard I/N reviews the I-th of N parts of the pairs to render and prints a
 partial review (JSON) instead; "opm review merge" combines the N partials into the
-one review, as if it had run on one machine.
+one review, as if it had run on one machine. Without --plan, the pairs are dealt
+out one by one; with --plan (a file "opm review plan --shards N" printed), each
+shard reviews what the plan's split assigns it, balanced by recorded render cost.
 
 REF is a branch, tag or commit; origin/REF is tried when REF does not exist.
 With --exit-code, the exit code is 0 for no differences, 1 for differences and 2
@@ -67,11 +71,21 @@ or more for errors, as diff.`,
 					return usageError{err}
 				}
 				opts.Shard = sh
+				if planFile != "" {
+					split, err := pipeline.ReadSplit(planFile)
+					if err != nil {
+						return err
+					}
+					opts.Split = split
+				}
 				part, err := pipeline.ReviewShard(cmd.Context(), opts)
 				if err != nil {
 					return err
 				}
 				return writeJSON(cmd.OutOrStdout(), part)
+			}
+			if planFile != "" {
+				return usageError{fmt.Errorf("--plan splits a sharded review: give --shard I/N too")}
 			}
 			cs, err := pipeline.Review(cmd.Context(), opts)
 			if err != nil {
@@ -92,7 +106,8 @@ or more for errors, as diff.`,
 	fs.BoolVar(&opts.NoSkip, "no-skip", false, "render every release on both sides, even those whose input fingerprints are equal")
 	fs.BoolVar(&opts.NoCache, "no-cache", false, "neither read nor write the render cache")
 	fs.StringVar(&shard, "shard", "", "review only part I of N (\"2/8\") and print it as a partial review for opm review merge")
-	cmd.AddCommand(newReviewMergeCmd())
+	fs.StringVar(&planFile, "plan", "", "with --shard: review the part the split in this file (opm review plan --shards N -o json) assigns")
+	cmd.AddCommand(newReviewMergeCmd(), newReviewPlanCmd())
 	return cmd
 }
 
@@ -164,5 +179,80 @@ twice or a shard missing are refused (exit 2), naming which.`,
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or markdown")
 	cmd.Flags().BoolVar(&wantCode, "exit-code", false, "exit 1 when there are differences (0 none, 2+ errors)")
+	return cmd
+}
+
+func newReviewPlanCmd() *cobra.Command {
+	var (
+		opts   pipeline.ReviewOptions
+		envs   []string
+		base   string
+		output string
+		shards int
+		target time.Duration
+		most   int
+	)
+	cmd := &cobra.Command{
+		Use:   "plan [DIR] --base REF",
+		Short: "Plan a review without rendering: pairs, cached renders, cost, and a split into shards",
+		Long: `Plan the review "opm review" would run, without rendering anything: the
+release × environment pairs to review, those unchanged (equal input fingerprints),
+the renders they need, how many the render cache holds, and an estimate of the
+rest from the costs the cache recorded (` + pipeline.DefaultRenderCost.String() + ` a render when unknown).
+
+With --shards N, or --target D (as many shards as keep each under D of
+rendering, at most --max-shards), the plan also splits the pairs into shards
+balanced by that cost. Hand the plan (-o json) to every shard job and run each
+as "opm review --shard I/N --plan FILE": every shard then reviews what the split
+assigns it, whatever its own cache holds.`,
+		Args: dirArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return usageError{fmt.Errorf("-o must be text or json, not %q", output)}
+			}
+			if base == "" {
+				return usageError{fmt.Errorf("--base is required: the branch or commit to compare with")}
+			}
+			if shards < 0 || most < 1 {
+				return usageError{fmt.Errorf("--shards must be 1 or more (0 for no split) and --max-shards 1 or more")}
+			}
+			opts.Selection = (&selectionFlags{releases: opts.Releases, files: opts.ValuesFiles}).selection(args)
+			opts.Environments = envs
+			opts.BaseRefs = []string{base, "origin/" + base}
+			p, err := pipeline.PlanReview(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			switch {
+			case shards > 0:
+				p.SplitInto(shards)
+			case target > 0:
+				p.SplitInto(p.Shards(target, most))
+			}
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), p)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%d release/environment pairs to review (%d unchanged), %d renders of which %d are cached, about %.1fs of rendering\n",
+				p.Pairs, p.Unchanged, p.Renders, p.Cached, p.Seconds)
+			if p.Split != nil {
+				count := p.Split.Pairs()
+				for i, s := range p.Split.Seconds {
+					fmt.Fprintf(out, "shard %d/%d: %d pairs, about %.1fs\n", i+1, p.Split.Shards, count[i], s)
+				}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&base, "base", "", "branch, tag or commit to compare with (its merge base with HEAD)")
+	fs.StringArrayVarP(&envs, "env", "e", nil, "environment to review (repeatable; default every declared one)")
+	fs.StringArrayVarP(&opts.Releases, "release", "r", nil, "release to select (repeatable; default all)")
+	fs.StringArrayVarP(&opts.ValuesFiles, "values", "f", nil, "values file merged last on both sides; needs exactly one release (repeatable)")
+	fs.BoolVar(&opts.NoCache, "no-cache", false, "plan as if the render cache were empty")
+	fs.IntVar(&shards, "shards", 0, "split the pairs into this many shards, balanced by estimated cost")
+	fs.DurationVar(&target, "target", 0, "split into as many shards as keep each under this much rendering (with --max-shards)")
+	fs.IntVar(&most, "max-shards", 16, "the most shards --target may ask for")
+	fs.StringVarP(&output, "output", "o", "text", "output format: text or json (the file --plan reads)")
 	return cmd
 }

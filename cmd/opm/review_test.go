@@ -99,3 +99,47 @@ func TestReviewCommand(t *testing.T) {
 	assert.Equal(t, code, 2)
 	assert.Assert(t, strings.Contains(errOut, "--base is required"), errOut)
 }
+
+// opm review plan splits the pairs; each shard given the plan reviews its
+// part; opm review merge of the parts is opm review's JSON.
+func TestReviewPlanShardsAndMerge(t *testing.T) {
+	t.Setenv("OPM_CACHE_DIR", t.TempDir())
+	repo := gitExamples(t)
+	dir := filepath.Join(repo, "examples")
+	gitIn(t, repo, "checkout", "-q", "-b", "feature")
+	editFile(t, filepath.Join(dir, "releases.cue"), `difficulty: "normal"`, `difficulty: "hard"`)
+	gitIn(t, repo, "commit", "-qam", "harder")
+
+	code, out, errOut := runOpm(t, "review", "plan", dir, "--base", "main", "--shards", "2")
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, strings.Contains(out, "4 release/environment pairs to review (0 unchanged), 8 renders of which 0 are cached"), out)
+	assert.Assert(t, strings.Contains(out, "shard 1/2: 2 pairs") && strings.Contains(out, "shard 2/2: 2 pairs"), out)
+	code, out, errOut = runOpm(t, "review", "plan", dir, "--base", "main", "--shards", "2", "-o", "json")
+	assert.Equal(t, code, 0, errOut)
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	assert.NilError(t, os.WriteFile(plan, []byte(out), 0o644))
+
+	code, want, errOut := runOpm(t, "review", dir, "--base", "main", "-o", "json", "--no-cache")
+	assert.Equal(t, code, 0, errOut)
+	var parts []string
+	for _, sh := range []string{"2/2", "1/2"} {
+		code, out, errOut := runOpm(t, "review", dir, "--base", "main", "--shard", sh, "--plan", plan)
+		assert.Equal(t, code, 0, errOut)
+		p := filepath.Join(t.TempDir(), "part.json")
+		assert.NilError(t, os.WriteFile(p, []byte(out), 0o644))
+		parts = append(parts, p)
+	}
+	code, got, errOut := runOpm(t, append([]string{"review", "merge", "-o", "json"}, parts...)...)
+	assert.Equal(t, code, 0, errOut)
+	assert.Equal(t, got, want)
+
+	// --plan needs a shard, and a plan with a split.
+	code, _, errOut = runOpm(t, "review", dir, "--base", "main", "--plan", plan)
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(errOut, "give --shard I/N too"), errOut)
+	_, out, _ = runOpm(t, "review", "plan", dir, "--base", "main", "-o", "json")
+	assert.NilError(t, os.WriteFile(plan, []byte(out), 0o644))
+	code, _, errOut = runOpm(t, "review", dir, "--base", "main", "--shard", "1/2", "--plan", plan)
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(errOut, "has no split: make it with opm review plan --shards N"), errOut)
+}

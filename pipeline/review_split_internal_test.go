@@ -1,0 +1,93 @@
+package pipeline
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+// A split assigns every pair to exactly one existing shard, is the same
+// on every machine, and leaves no shard further above the average than
+// the costliest pair (Graham's bound for a greedy schedule): checked on
+// generated plans of skewed costs.
+func TestSplitBalancesGeneratedPlans(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 1))
+	for round := range 500 {
+		pairs, n := rng.IntN(300), 1+rng.IntN(12)
+		costs := make([]float64, pairs)
+		for i := range costs {
+			// Mostly small renders, a few a hundred times costlier.
+			costs[i] = 0.005 + rng.Float64()*0.3
+			if rng.IntN(20) == 0 {
+				costs[i] *= 100
+			}
+		}
+		p := &ReviewPlan{Plan: "plan-sha256:x", costs: costs}
+		s := p.SplitInto(n)
+		again := (&ReviewPlan{Plan: "plan-sha256:x", costs: slices.Clone(costs)}).SplitInto(n)
+		assert.DeepEqual(t, s.Assign, again.Assign)
+		assert.Equal(t, len(s.Assign), pairs, "round %d", round)
+		loads := make([]float64, n)
+		var sum, most float64
+		for i, a := range s.Assign {
+			assert.Assert(t, a >= 1 && a <= n, "round %d: pair %d to shard %d of %d", round, i, a, n)
+			loads[a-1] += costs[i]
+			sum += costs[i]
+			most = max(most, costs[i])
+		}
+		bound := sum/float64(n) + most*(1-1/float64(n)) + 1e-9
+		assert.Assert(t, slices.Max(loads) <= bound, "round %d: a shard has %.3fs, bound %.3fs", round, slices.Max(loads), bound)
+		assert.NilError(t, s.check(&Shard{Index: 1, Count: n}, "plan-sha256:x", pairs))
+	}
+}
+
+// Where costs cluster, dealing pairs by count puts the costly ones on one
+// shard; the split by cost spreads them.
+func TestSplitSpreadsWhatDealingByCountClusters(t *testing.T) {
+	// Every third pair (a heavy release in each of three environments,
+	// say) costs ten times the others.
+	var costs []float64
+	for i := range 30 {
+		c := 0.1
+		if i%3 == 0 {
+			c = 1
+		}
+		costs = append(costs, c)
+	}
+	byCount := make([]float64, 3)
+	for i, c := range costs {
+		byCount[i%3] += c
+	}
+	s := (&ReviewPlan{costs: costs}).SplitInto(3)
+	assert.Equal(t, slices.Max(byCount), 10.0)
+	assert.Assert(t, slices.Max(s.Seconds) <= 4.1, "%v", s.Seconds)
+}
+
+// A split is refused when it is not for this review or shard count, or
+// does not assign every pair to a shard that exists.
+func TestSplitCheckRefusesAnotherReviewsSplit(t *testing.T) {
+	s := (&ReviewPlan{Plan: "plan-sha256:a", costs: []float64{1, 2, 3}}).SplitInto(2)
+	for want, c := range map[string]struct {
+		sh    Shard
+		plan  string
+		pairs int
+		edit  func(*ReviewSplit)
+	}{
+		"made for another review": {Shard{1, 2}, "plan-sha256:b", 3, nil},
+		"into 2 shards, not 3":    {Shard{1, 3}, "plan-sha256:a", 3, nil},
+		"assigns 3 pairs":         {Shard{1, 2}, "plan-sha256:a", 4, nil},
+		"to shard 7, which does":  {Shard{1, 2}, "plan-sha256:a", 3, func(s *ReviewSplit) { s.Assign[1] = 7 }},
+		"not one opm reads":       {Shard{1, 2}, "plan-sha256:a", 3, func(s *ReviewSplit) { s.Format = "v0" }},
+	} {
+		c2 := *s
+		c2.Assign = slices.Clone(s.Assign)
+		if c.edit != nil {
+			c.edit(&c2)
+		}
+		assert.ErrorContains(t, c2.check(&c.sh, c.plan, c.pairs), want)
+	}
+	assert.Equal(t, (*ReviewSplit)(nil).digest(), "count")
+	assert.Assert(t, s.digest() != (&ReviewSplit{Format: SplitFormat, Plan: s.Plan, Shards: 2, Assign: []int{1, 1, 2}}).digest())
+}
