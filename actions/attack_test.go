@@ -64,6 +64,25 @@ func TestAttackerLearnsNothingFromTheAction(t *testing.T) {
 			// The secret rotates in CI; a review shows the change.
 			h.env["INPUT_VALUES_SECRET"] = deploytest.AttackValues(deploytest.AttackCanary2, deploytest.AttackPIN2)
 			run("review", "pull_request")
+			// The same review sharded: the plan file and each shard's
+			// partial (artifacts anyone with read access downloads), and
+			// the merge job's comment, summary and outputs.
+			h.env["INPUT_REVIEW-TARGET"], h.env["INPUT_REVIEW-MAX-SHARDS"] = "1ms", "2"
+			run("plan", "pull_request")
+			planFile := h.outputs()["review-plan-file"]
+			published.WriteString(readFile(t, planFile))
+			h.env["INPUT_PARTIALS-DIR"] = t.TempDir()
+			for _, sh := range []string{"1/2", "2/2"} {
+				h.env["INPUT_SHARD"], h.env["INPUT_REVIEW-PLAN-FILE"] = sh, planFile
+				run("review", "pull_request")
+				published.WriteString(readFile(t, h.outputs()["partial"]))
+			}
+			delete(h.env, "INPUT_SHARD")
+			delete(h.env, "INPUT_REVIEW-PLAN-FILE")
+			run("review", "pull_request")
+			assert.Assert(t, strings.Contains(readFile(t, h.outputs()["report"]), "opm review"))
+			published.WriteString(readFile(t, h.outputs()["report"]))
+			delete(h.env, "INPUT_PARTIALS-DIR")
 			run("apply", "push")
 
 			// Someone edits the ConfigMap on the cluster: drift reports it.
@@ -113,4 +132,11 @@ func (r *repo) commit2(name, content string) string {
 	r.t.Helper()
 	assert.NilError(r.t, os.WriteFile(r.dir+"/"+name, []byte(content), 0o644))
 	return r.commit("change " + name)
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	assert.NilError(t, err)
+	return string(b)
 }

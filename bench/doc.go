@@ -25,7 +25,11 @@
 // environments review against the sequential path; TestBenchRenderScaling
 // renders 10 to 500 components; TestBenchWave applies a wave of three
 // environments on three control planes against one environment and against
-// the three one after the other. docs/performance.md lists every line they print.
+// the three one after the other; TestBenchReviewAtScale reviews 1 000
+// releases × 3 environments (no cache, warm cache, 8 shards) and
+// TestBenchShardsByCost compares 8 shards dealt by count with 8 split by
+// recorded cost on releases of uneven sizes. docs/performance.md lists
+// every line they print.
 //
 // Both tools run as separate processes, so each pays its own start-up,
 // discovery and (for opm) CUE rendering; kubectl gets a warm discovery

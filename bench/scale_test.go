@@ -37,7 +37,7 @@ const scaleReleases = 1000
 func TestBenchReviewAtScale(t *testing.T) {
 	work := t.TempDir()
 	opm := buildOpm(t, work)
-	dir := sharedRepo(t, filepath.Join(work, "org"), scaleReleases)
+	dir := sharedRepo(t, filepath.Join(work, "org"), scaleReleases, nil)
 	cache := filepath.Join(work, "cache")
 	env := append(os.Environ(), "OPM_CACHE_DIR="+cache)
 	var reviewWith func(env []string, args ...string) (time.Duration, []byte, int64)
@@ -151,7 +151,9 @@ func maxRSS(cmd *exec.Cmd) int64 {
 // sharedRepo is a git repository of n releases (one module each) in
 // monoEnvs environments, every module importing one shared package; on
 // branch feature, that package changes: every release reads the change.
-func sharedRepo(t *testing.T, dir string, n int) string {
+// Module i has components(i) components (one when components is nil),
+// each a Deployment and a ConfigMap.
+func sharedRepo(t *testing.T, dir string, n int, components func(i int) int) string {
 	t.Helper()
 	var deploy strings.Builder
 	deploy.WriteString("package deploy\n\nimport (\n\tcore \"github.com/opmodel/pipeline/catalog@v0\"\n")
@@ -172,6 +174,22 @@ func sharedRepo(t *testing.T, dir string, n int) string {
 	}
 	for i := range n {
 		name := fmt.Sprintf("m%04d", i)
+		k := 1
+		if components != nil {
+			k = components(i)
+		}
+		var comps strings.Builder
+		for c := range k {
+			fmt.Fprintf(&comps, `#components: web%[2]d: {
+	core.#Workload
+	core.#Configs
+	spec: {
+		workload: {type: "stateless", replicas: 1, container: {image: #config.image, ports: http: containerPort: 8080}}
+		configs: "%[1]s-config-%[2]d": data: {platform: lib.platform, tier: lib.tier}
+	}
+}
+`, name, c)
+		}
 		files["mods/"+name+"/mod.cue"] = fmt.Sprintf(`package %[1]s
 
 import (
@@ -185,15 +203,7 @@ metadata: {apiVersion: "example.com/org/mods/%[1]s@v0", name: %[1]q, version: "0
 
 #config: image: *"nginx:1.27" | string
 
-#components: web: {
-	core.#Workload
-	core.#Configs
-	spec: {
-		workload: {type: "stateless", replicas: 1, container: {image: #config.image, ports: http: containerPort: 8080}}
-		configs: "%[1]s-config": data: {platform: lib.platform, tier: lib.tier}
-	}
-}
-`, name)
+%[2]s`, name, comps.String())
 	}
 	for name, content := range files {
 		writeFile(t, filepath.Join(dir, name), content)

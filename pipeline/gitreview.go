@@ -54,6 +54,7 @@ func reviewGit(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	}
 	defer done()
 	o.BaseRefs, o.BaseDir, o.baseOverlay, o.baseTree = nil, baseDir, overlay, scanned
+	o.maskScope += "\x00" + base
 	cs, err := Review(ctx, o)
 	if err != nil {
 		return nil, err

@@ -67,9 +67,17 @@ type ReviewOptions struct {
 	// every Count-th pair.
 	Shard *Shard       `json:"shard,omitempty"`
 	Split *ReviewSplit `json:"split,omitempty"`
+	// MaskKey, when set, keys the markers of masked Secret values for
+	// this review (its commits and pairs): shards given the same key mask
+	// equal values equally, so their merge compares them as one review
+	// does. Nil: ReviewShard derives one from the context's seal key
+	// (redact), and Review draws a random one.
+	MaskKey []byte `json:"-"`
 
-	// masker masks Secret values, one key per Review.
-	masker *diff.Masker
+	// masker masks Secret values, one key per Review; maskScope names
+	// the review's commits for KeyedMasker.
+	masker    *diff.Masker
+	maskScope string
 	// baseOverlay holds the base's CUE files when they were read from
 	// git rather than checked out (see reviewGit).
 	baseOverlay map[string][]byte
@@ -120,13 +128,14 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	if len(opts.ValuesFiles)+len(opts.SecretValues) > 0 && len(keys) != 1 {
 		return nil, fault.Validationf("values files apply to exactly one release, but %d are selected: select one release", len(keys))
 	}
-	// One key for the whole output: equal Secret values mask equally.
-	opts.masker = diff.NewMasker()
 	cs := &ChangeSet{Operation: "review", Releases: []ReleaseChanges{}}
 	// 1. Plan the pairs: those whose inputs are equal on both sides are
 	// unchanged; of the rest, a shard takes its part.
 	cs.Unchanged = identicalUnits(ctx, opts, head, base, envs, keys)
 	cs.plan = planDigest(head, base, envs, keys)
+	// One key for the whole output: equal Secret values mask equally, in
+	// every shard of the review when they share MaskKey.
+	opts.masker = diff.KeyedMasker(opts.MaskKey, opts.maskScope+"\x00"+cs.plan)
 	if err := shardUnits(opts.Shard, opts.Split, cs.plan, head, base, envs, keys); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/gitref"
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/rendercache"
 )
 
@@ -145,6 +146,13 @@ func ReviewShard(ctx context.Context, opts ReviewOptions) (*PartialReview, error
 	if st.Dirty {
 		return nil, fault.Validationf("the deployment directory has uncommitted changes: shards on other runners cannot review them; commit first")
 	}
+	// Shards mask Secret values with a key from the seal key (the CI
+	// secret every runner of the review has), so the merged review shows
+	// equal values equally across shards, as one review does.
+	opts.maskScope = st.Commit
+	if opts.MaskKey == nil {
+		opts.MaskKey = redact.From(ctx).Sealer().Derive("review-mask")
+	}
 	cs, err := Review(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -233,8 +241,10 @@ type ReviewPlan struct {
 	// Split, once made (SplitInto), assigns the pairs to shards.
 	Split *ReviewSplit `json:"split,omitempty"`
 
-	// costs are the pairs' estimated costs (seconds), in plan order.
+	// costs are the pairs' estimated costs (seconds), in plan order, and
+	// keys their releases.
 	costs []float64
+	keys  []string
 }
 
 // DefaultRenderCost is assumed for a render nothing is known about: one
@@ -295,27 +305,63 @@ type ReviewSplit struct {
 // SplitInto splits the plan's pairs into n shards (at least one) by
 // estimated cost, records the split in the plan and returns it.
 //
-// It is the longest-processing-time rule: the costliest pair first, each
-// to the shard with the least so far (the lowest-numbered on a tie), so a
-// shard exceeds the average by less than the costliest pair. Pairs of
-// equal cost keep plan order, so the split is the same on every machine.
+// A release's pairs stay together: a shard evaluates each of its releases
+// once whatever the environments, so a release split across shards is
+// evaluated by each. Only a release costlier than a shard's share is
+// split into its pairs. The units (releases, or pairs of a split one) go
+// by the longest-processing-time rule: the costliest first, each to the
+// shard with the least so far (the lowest-numbered on a tie), so no shard
+// exceeds the average by more than the costliest unit. Units of equal
+// cost keep plan order, so the split is the same on every machine.
 func (p *ReviewPlan) SplitInto(n int) *ReviewSplit {
 	n = max(n, 1)
-	order := make([]int, len(p.costs))
-	for i := range order {
-		order[i] = i
+	type unit struct {
+		pairs []int
+		cost  float64
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(p.costs[b], p.costs[a]) })
+	var total float64
+	var releases []unit
+	of := map[string]int{}
+	for i, c := range p.costs {
+		total += c
+		key := ""
+		if i < len(p.keys) {
+			key = p.keys[i]
+		} else {
+			key = strconv.Itoa(i)
+		}
+		j, ok := of[key]
+		if !ok {
+			j = len(releases)
+			of[key] = j
+			releases = append(releases, unit{})
+		}
+		releases[j].pairs = append(releases[j].pairs, i)
+		releases[j].cost += c
+	}
+	var units []unit
+	for _, r := range releases {
+		if r.cost <= total/float64(n) || len(r.pairs) == 1 {
+			units = append(units, r)
+			continue
+		}
+		for _, i := range r.pairs {
+			units = append(units, unit{pairs: []int{i}, cost: p.costs[i]})
+		}
+	}
+	slices.SortStableFunc(units, func(a, b unit) int { return cmp.Compare(b.cost, a.cost) })
 	s := &ReviewSplit{Format: SplitFormat, Plan: p.Plan, Shards: n, Seconds: make([]float64, n), Assign: make([]int, len(p.costs))}
-	for _, i := range order {
+	for _, u := range units {
 		least := 0
 		for j := 1; j < n; j++ {
 			if s.Seconds[j] < s.Seconds[least] {
 				least = j
 			}
 		}
-		s.Assign[i] = least + 1
-		s.Seconds[least] += p.costs[i]
+		for _, i := range u.pairs {
+			s.Assign[i] = least + 1
+		}
+		s.Seconds[least] += u.cost
 	}
 	for j := range s.Seconds {
 		s.Seconds[j] = math.Round(s.Seconds[j]*1000) / 1000
@@ -432,6 +478,7 @@ func estimateRenders(cache *rendercache.Cache, head, base *reviewSide, envs, key
 			}
 			p.Seconds += rendering.Seconds()
 			p.costs = append(p.costs, (rendering + reading).Seconds())
+			p.keys = append(p.keys, key)
 		}
 	}
 	return p

@@ -1,10 +1,12 @@
 package pipeline_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +14,10 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/rendercache"
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/pipeline"
@@ -314,4 +319,67 @@ func TestPlannedSplitBalancesByRecordedCost(t *testing.T) {
 	_, err = pipeline.ReviewShard(t.Context(), o)
 	assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
 	assert.ErrorContains(t, err, "made for another review")
+}
+
+// Shards given one seal key (the CI secret every runner has) mask equal
+// Secret values equally, so their merge shows a rotated secret as one
+// review does: two markers, the old value's and the new one's, in every
+// release whichever shard reviewed it; the values themselves never show.
+// Without a seal key each shard's markers are its own; another review
+// (another head commit) gets other markers for the same value.
+func TestShardsMaskSecretsAlike(t *testing.T) {
+	t.Setenv("OPM_CACHE_DIR", t.TempDir())
+	var b strings.Builder
+	b.WriteString(`environments: dev: {namespace: "dev"}
+environments: prod: {namespace: "prod"}
+shared: secret: "first-canary-value"
+`)
+	for i := range 4 {
+		fmt.Fprintf(&b, "releases: r%d: {#module: appmodule, values: secret: shared.secret}\n", i)
+	}
+	dir := deploytest.HealthyDir(t, b.String())
+	gitRun(t, dir, "init", "-q", "-b", "main")
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "base")
+	gitRun(t, dir, "checkout", "-q", "-b", "feature")
+	setValues(t, dir, `shared: secret: "first-canary-value"`, `shared: secret: "second-canary-value"`)
+	gitRun(t, dir, "commit", "-qam", "rotate")
+
+	marker := regexp.MustCompile(regexp.QuoteMeta(diff.MaskPrefix) + `[0-9a-f]{12}\)`)
+	merged := func(ctx context.Context) (text string, markers map[string]bool) {
+		t.Helper()
+		var parts []*pipeline.PartialReview
+		for i := 1; i <= 2; i++ {
+			p, err := pipeline.ReviewShard(ctx, pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, Shard: &pipeline.Shard{Index: i, Count: 2}})
+			assert.NilError(t, err)
+			parts = append(parts, p)
+		}
+		cs, err := pipeline.MergeReviews(parts)
+		assert.NilError(t, err)
+		assert.Equal(t, len(cs.Releases), 8)
+		j, err := json.Marshal(cs)
+		assert.NilError(t, err)
+		markers = map[string]bool{}
+		for _, m := range marker.FindAllString(string(j), -1) {
+			markers[m] = true
+		}
+		return string(j), markers
+	}
+	sealed := redact.With(t.Context(), redact.New(manifest.NewSealer([]byte("the repository's seal key"))))
+	text, alike := merged(sealed)
+	assert.Assert(t, !strings.Contains(text, "canary-value"), "a secret value shows")
+	assert.Equal(t, len(alike), 2, "old and new value, whichever shard: %v", alike)
+	_, again := merged(sealed)
+	assert.DeepEqual(t, again, alike)
+
+	_, unkeyed := merged(t.Context())
+	assert.Equal(t, len(unkeyed), 4, "each shard's own markers: %v", unkeyed)
+
+	setValues(t, dir, `environments: dev: {namespace: "dev"}`, `environments: dev: {namespace: "dev", labels: team: "a"}`)
+	gitRun(t, dir, "commit", "-qam", "another review")
+	_, other := merged(sealed)
+	assert.Equal(t, len(other), 2)
+	for m := range other {
+		assert.Assert(t, !alike[m], "another review links to this one's marker %s", m)
+	}
 }

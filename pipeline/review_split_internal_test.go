@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -9,35 +10,53 @@ import (
 )
 
 // A split assigns every pair to exactly one existing shard, is the same
-// on every machine, and leaves no shard further above the average than
-// the costliest pair (Graham's bound for a greedy schedule): checked on
-// generated plans of skewed costs.
+// on every machine, keeps a release's pairs on one shard unless the
+// release alone costs more than a shard's share, and leaves no shard
+// further above the average than the costliest unit it placed (Graham's
+// bound for a greedy schedule; a unit is a release, or one pair of a
+// release costlier than a share): checked on generated plans of skewed
+// costs.
 func TestSplitBalancesGeneratedPlans(t *testing.T) {
 	rng := rand.New(rand.NewPCG(35, 1))
 	for round := range 500 {
 		pairs, n := rng.IntN(300), 1+rng.IntN(12)
-		costs := make([]float64, pairs)
+		costs, keys := make([]float64, pairs), make([]string, pairs)
+		releases := 1 + rng.IntN(pairs+1)
 		for i := range costs {
 			// Mostly small renders, a few a hundred times costlier.
 			costs[i] = 0.005 + rng.Float64()*0.3
 			if rng.IntN(20) == 0 {
 				costs[i] *= 100
 			}
+			keys[i] = fmt.Sprintf("r%d", rng.IntN(releases))
 		}
-		p := &ReviewPlan{Plan: "plan-sha256:x", costs: costs}
+		p := &ReviewPlan{Plan: "plan-sha256:x", costs: costs, keys: keys}
 		s := p.SplitInto(n)
-		again := (&ReviewPlan{Plan: "plan-sha256:x", costs: slices.Clone(costs)}).SplitInto(n)
+		again := (&ReviewPlan{Plan: "plan-sha256:x", costs: slices.Clone(costs), keys: slices.Clone(keys)}).SplitInto(n)
 		assert.DeepEqual(t, s.Assign, again.Assign)
 		assert.Equal(t, len(s.Assign), pairs, "round %d", round)
 		loads := make([]float64, n)
 		var sum, most float64
+		release := map[string]float64{}
 		for i, a := range s.Assign {
 			assert.Assert(t, a >= 1 && a <= n, "round %d: pair %d to shard %d of %d", round, i, a, n)
 			loads[a-1] += costs[i]
 			sum += costs[i]
 			most = max(most, costs[i])
+			release[keys[i]] += costs[i]
 		}
-		bound := sum/float64(n) + most*(1-1/float64(n)) + 1e-9
+		share := sum / float64(n)
+		for i, a := range s.Assign {
+			if release[keys[i]] > share {
+				continue
+			}
+			for j := range i {
+				if keys[j] == keys[i] {
+					assert.Equal(t, s.Assign[j], a, "round %d: release %s (%.3fs, a share is %.3fs) is split", round, keys[i], release[keys[i]], share)
+				}
+			}
+		}
+		bound := sum/float64(n) + max(share, most)*(1-1/float64(n)) + 1e-9
 		assert.Assert(t, slices.Max(loads) <= bound, "round %d: a shard has %.3fs, bound %.3fs", round, slices.Max(loads), bound)
 		assert.NilError(t, s.check(&Shard{Index: 1, Count: n}, "plan-sha256:x", pairs))
 	}

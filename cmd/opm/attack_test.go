@@ -80,6 +80,21 @@ func TestAttackerLearnsNothingFromTheCLI(t *testing.T) {
 				opm("review", dir, "--base", "main", "--env", "production", "-o", o)
 				opm(append([]string{"diff", dir, "-o", o}, prod...)...)
 			}
+			// The same review planned and sharded: the plan, each shard's
+			// partial (a CI artifact) and their merge.
+			opm("review", "plan", dir, "--base", "main", "--env", "production", "--shards", "2")
+			plan := filepath.Join(t.TempDir(), "plan.json")
+			assert.NilError(t, os.WriteFile(plan, []byte(opm("review", "plan", dir, "--base", "main", "--env", "production", "--shards", "2", "-o", "json")), 0o644))
+			var parts []string
+			for _, sh := range []string{"1/2", "2/2"} {
+				part := filepath.Join(t.TempDir(), "part.json")
+				assert.NilError(t, os.WriteFile(part, []byte(opm("review", dir, "--base", "main", "--env", "production", "--shard", sh, "--plan", plan)), 0o644))
+				parts = append(parts, part)
+			}
+			for _, o := range []string{"text", "json", "markdown"} {
+				merged := opm(append([]string{"review", "merge", "-o", o}, parts...)...)
+				assert.Assert(t, strings.Contains(merged, "pin"), "the merged review shows the releases: %s", merged)
+			}
 			opm(append([]string{"apply", dir, "-o", "json"}, prod...)...)
 			for _, o := range []string{"table", "json", "yaml"} {
 				opm(append([]string{"status", dir, "-o", o}, prod...)...)

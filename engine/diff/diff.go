@@ -85,6 +85,19 @@ func NewMasker() *Masker {
 	return &Masker{key: key}
 }
 
+// KeyedMasker returns a Masker whose key is derived from key and scope:
+// runs given the same key and scope (the shards of one review, on other
+// machines) mask equal values equally, and anyone without key still
+// cannot link a marker to a value. An empty key gives NewMasker's.
+func KeyedMasker(key []byte, scope string) *Masker {
+	if len(key) == 0 {
+		return NewMasker()
+	}
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte("opm-mask-v1\x00" + scope))
+	return &Masker{key: h.Sum(nil)}
+}
+
 // Mask returns the marker that stands for a Secret value: the first 12
 // hex characters of its HMAC-SHA-256 under the Masker's key. Equal values
 // give equal markers within one Masker, unrelated ones across Maskers.

@@ -43,6 +43,18 @@ func (s *Sealer) mac(kind, v string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// Derive returns a key for another use (purpose), derived from the
+// sealer's: runs with the same seal key derive the same one, and it
+// reveals nothing about the seal key. Nil for a nil Sealer.
+func (s *Sealer) Derive(purpose string) []byte {
+	if s == nil {
+		return nil
+	}
+	h := hmac.New(sha256.New, s.key)
+	h.Write([]byte("derive\x00" + purpose))
+	return h.Sum(nil)
+}
+
 // Digest seals a manifest digest; an empty one stays empty.
 func (s *Sealer) Digest(d string) string {
 	if d == "" {
