@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/values"
@@ -64,25 +65,36 @@ func TestAttackerLearnsNothingFromTheAction(t *testing.T) {
 			// The secret rotates in CI; a review shows the change.
 			h.env["INPUT_VALUES_SECRET"] = deploytest.AttackValues(deploytest.AttackCanary2, deploytest.AttackPIN2)
 			run("review", "pull_request")
-			// The same review sharded: the plan file and each shard's
-			// partial (artifacts anyone with read access downloads), and
-			// the merge job's comment, summary and outputs.
+			// A pull request that moves every object to another namespace
+			// (each shown whole, added and stale), reviewed sharded:
+			// the plan file and each shard's partial (artifacts anyone with
+			// read access downloads), and the merge job's comment, summary
+			// and outputs. Sharded reviews compare with git: no kubeconfig.
+			deploy := readFile(t, r.dir+"/deploy.cue")
+			assert.Assert(t, strings.Contains(deploy, "\tnamespace: \""+ns+"\"\n"))
+			r.commit2("deploy.cue", strings.Replace(deploy, "\tnamespace: \""+ns+"\"\n", "\tnamespace: \""+ns+"-moved\"\n", 1))
+			delete(h.env, "INPUT_KUBECONFIG")
 			h.env["INPUT_REVIEW-TARGET"], h.env["INPUT_REVIEW-MAX-SHARDS"] = "1ms", "2"
 			run("plan", "pull_request")
+			assert.Equal(t, h.outputs()["review-shards"], "2")
 			planFile := h.outputs()["review-plan-file"]
 			published.WriteString(readFile(t, planFile))
 			h.env["INPUT_PARTIALS-DIR"] = t.TempDir()
+			var partials string
 			for _, sh := range []string{"1/2", "2/2"} {
 				h.env["INPUT_SHARD"], h.env["INPUT_REVIEW-PLAN-FILE"] = sh, planFile
 				run("review", "pull_request")
-				published.WriteString(readFile(t, h.outputs()["partial"]))
+				partials += readFile(t, h.outputs()["partial"])
 			}
+			assert.Assert(t, strings.Contains(partials, diff.MaskPrefix), "a partial shows the masked secret's diff: %s", partials)
+			published.WriteString(partials)
 			delete(h.env, "INPUT_SHARD")
 			delete(h.env, "INPUT_REVIEW-PLAN-FILE")
 			run("review", "pull_request")
-			assert.Assert(t, strings.Contains(readFile(t, h.outputs()["report"]), "opm review"))
 			published.WriteString(readFile(t, h.outputs()["report"]))
 			delete(h.env, "INPUT_PARTIALS-DIR")
+			r.git("reset", "-q", "--hard", "HEAD~1")
+			h.env["INPUT_KUBECONFIG"] = string(b)
 			run("apply", "push")
 
 			// Someone edits the ConfigMap on the cluster: drift reports it.

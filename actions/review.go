@@ -23,6 +23,10 @@ func (r *runner) review(ctx context.Context) error {
 		mdOpts report.MarkdownOptions
 	)
 	switch {
+	case len(r.cfg.kubeconfig) > 0 && (r.cfg.shard != nil || r.cfg.partialsDir != ""):
+		return fmt.Errorf("inputs shard and partials-dir split a review from git, but with kubeconfig review mode diffs against the cluster: give the shard and merge jobs no kubeconfig")
+	case r.cfg.reviewPlanFile != "" && r.cfg.shard == nil:
+		return fmt.Errorf("input review-plan-file tells a shard its part: give shard too")
 	case len(r.cfg.kubeconfig) > 0:
 		mdOpts = report.MarkdownOptions{Title: "opm diff", BaseLabel: "live", HeadLabel: "render"}
 		cs, err = r.clusterDiff(ctx)

@@ -91,6 +91,15 @@ func TestShardedReviewCommentsAsOne(t *testing.T) {
 		assert.Equal(t, gotOut[k], wantOut[k], k)
 	}
 
+	// A shard with a kubeconfig would have diffed against the cluster
+	// instead; a plan file without a shard would be ignored: both refused.
+	wrong := newHarness(t, r, "pull_request", "pull_request.json")
+	wrong.env["INPUT_SHARD"], wrong.env["INPUT_KUBECONFIG"] = "1/3", "apiVersion: v1\nkind: Config\n"
+	assert.ErrorContains(t, wrong.run(), "give the shard and merge jobs no kubeconfig")
+	wrong = newHarness(t, r, "pull_request", "pull_request.json")
+	wrong.env["INPUT_REVIEW-PLAN-FILE"] = planFile
+	assert.ErrorContains(t, wrong.run(), "input review-plan-file tells a shard its part: give shard too")
+
 	// A shard missing: the merge fails and says which.
 	assert.NilError(t, os.Remove(filepath.Join(parts, "review-2-of-3.json")))
 	err = merge.run()

@@ -357,6 +357,9 @@ shared: secret: "first-canary-value"
 		cs, err := pipeline.MergeReviews(parts)
 		assert.NilError(t, err)
 		assert.Equal(t, len(cs.Releases), 8)
+		for _, rc := range cs.Releases {
+			assert.Equal(t, rc.Error, "", "%s/%s", rc.Name, rc.Environment)
+		}
 		j, err := json.Marshal(cs)
 		assert.NilError(t, err)
 		markers = map[string]bool{}
@@ -375,10 +378,10 @@ shared: secret: "first-canary-value"
 	_, unkeyed := merged(t.Context())
 	assert.Equal(t, len(unkeyed), 4, "each shard's own markers: %v", unkeyed)
 
-	setValues(t, dir, `environments: dev: {namespace: "dev"}`, `environments: dev: {namespace: "dev", labels: team: "a"}`)
+	setValues(t, dir, `environments: dev: {namespace: "dev"}`, `environments: dev: {namespace: "dev-moved"}`)
 	gitRun(t, dir, "commit", "-qam", "another review")
 	_, other := merged(sealed)
-	assert.Equal(t, len(other), 2)
+	assert.Equal(t, len(other), 2, "%v", other)
 	for m := range other {
 		assert.Assert(t, !alike[m], "another review links to this one's marker %s", m)
 	}

@@ -199,8 +199,21 @@ func (m *Masker) maskFields(obj, desired map[string]any) map[string]any {
 		b, _ := json.Marshal(v)
 		return b
 	}
-	fields := slices.Clone(m.fields)
+	// Each field once, and not a Secret's data values: Normalize masked
+	// them by value already, and a marker masked again (or twice) would
+	// give one value several markers.
+	secret := obj["apiVersion"] == "v1" && obj["kind"] == "Secret"
+	var fields []taint.Field
+	seen := map[string]bool{}
 	for _, f := range m.fields {
+		id := fmt.Sprintf("%q %v", f.Path, f.Key)
+		if seen[id] || (secret && !f.Key && len(f.Path) == 2 && (f.Path[0] == "data" || f.Path[0] == "stringData")) {
+			continue
+		}
+		seen[id] = true
+		fields = append(fields, f)
+	}
+	for _, f := range slices.Clone(fields) {
 		if !f.Key {
 			continue
 		}

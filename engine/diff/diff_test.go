@@ -202,3 +202,49 @@ func TestSecretFieldsMaskedInAnyObject(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, same, "")
 }
+
+// One value has one marker in one run, whatever diff shows it: a Secret
+// added, removed or modified, with the fields a secret reaches traced
+// once or from both renders, a Secret's data (base64) or stringData, and
+// a traced ConfigMap field holding the same value.
+func TestOneValueOneMarker(t *testing.T) {
+	secret := func(ns, field, v string) *unstructured.Unstructured {
+		if field == "data" {
+			v = base64.StdEncoding.EncodeToString([]byte(v))
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+			"metadata": map[string]any{"name": "s", "namespace": ns}, field: map[string]any{"password": v}}}
+	}
+	config := func(v string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "c"}, "data": map[string]any{"dsn": v}}}
+	}
+	m := NewMasker()
+	want := map[string]string{"first": m.Mask([]byte("first")), "second": m.Mask([]byte("second"))}
+	for _, field := range []string{"data", "stringData"} {
+		traced := []taint.Field{{Path: []string{field, "password"}}}
+		for name, c := range map[string]struct {
+			before, after *unstructured.Unstructured
+			masker        *Masker
+		}{
+			"added":            {nil, secret("a", field, "second"), m.ForObject(traced)},
+			"removed":          {secret("a", field, "first"), nil, m.ForObject(traced)},
+			"modified":         {secret("a", field, "first"), secret("a", field, "second"), m},
+			"modified-traced":  {secret("a", field, "first"), secret("a", field, "second"), m.ForObject(traced)},
+			"traced-from-both": {secret("a", field, "first"), secret("a", field, "second"), m.ForObject(traced, traced)},
+		} {
+			got, err := Unified(c.before, c.after, Options{Masker: c.masker})
+			assert.NilError(t, err)
+			if c.before != nil {
+				assert.Assert(t, strings.Contains(got, "-  password: "+want["first"]), "%s %s:\n%s", field, name, got)
+			}
+			if c.after != nil {
+				assert.Assert(t, strings.Contains(got, "+  password: "+want["second"]), "%s %s:\n%s", field, name, got)
+			}
+		}
+	}
+	dsn := []taint.Field{{Path: []string{"data", "dsn"}}}
+	got, err := Unified(config("first"), config("second"), Options{Masker: m.ForObject(dsn, dsn)})
+	assert.NilError(t, err)
+	assert.Assert(t, strings.Contains(got, "-  dsn: "+want["first"]) && strings.Contains(got, "+  dsn: "+want["second"]), got)
+}
