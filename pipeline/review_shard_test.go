@@ -25,8 +25,8 @@ import (
 
 // shardRepo is a git repository of a fleet of n releases in three
 // environments (groups and waves, so the review is reordered by wave),
-// half without secrets (cacheable), a base commit on main and a head
-// commit on branch feature that changes what every release reads.
+// each holding a Secret (so never cached), a base commit on main and a
+// head commit on branch feature that changes what every release reads.
 func shardRepo(t *testing.T, n int) string {
 	t.Helper()
 	var b strings.Builder
@@ -38,19 +38,28 @@ shared: stamp: "one"
 	for i := range n {
 		fmt.Fprintf(&b, "releases: r%02d: {#module: appmodule, values: {stamp: shared.stamp + \"-%d\", secret: \"s3cret-value-%02d\"}}\n", i, i, i)
 	}
-	dir := deploytest.HealthyDir(t, b.String())
+	return pullRequest(t, deploytest.HealthyDir(t, b.String()), `shared: stamp: "one"`, `shared: stamp: "two"`)
+}
+
+// pullRequest makes dir a git repository: its files committed on main,
+// then on branch feature (checked out) one commit that replaces old with
+// new in deploy.cue.
+func pullRequest(t *testing.T, dir, old, new string) string {
+	t.Helper()
 	gitRun(t, dir, "init", "-q", "-b", "main")
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "base")
 	gitRun(t, dir, "checkout", "-q", "-b", "feature")
-	setValues(t, dir, `shared: stamp: "one"`, `shared: stamp: "two"`)
-	gitRun(t, dir, "commit", "-qam", "every release reads this")
+	setValues(t, dir, old, new)
+	gitRun(t, dir, "commit", "-qam", "the pull request")
 	return dir
 }
 
-func partialOf(t *testing.T, dir string, i, n int, noCache bool) *pipeline.PartialReview {
+// partialOf is shard i of n of the review o, as CI passes it on.
+func partialOf(t *testing.T, o pipeline.ReviewOptions, i, n int) *pipeline.PartialReview {
 	t.Helper()
-	p, err := pipeline.ReviewShard(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, Shard: &pipeline.Shard{Index: i, Count: n}, NoCache: noCache})
+	o.Shard = &pipeline.Shard{Index: i, Count: n}
+	p, err := pipeline.ReviewShard(t.Context(), o)
 	assert.NilError(t, err)
 	// As a CI artifact: written and read back.
 	b, err := json.Marshal(p)
@@ -67,7 +76,8 @@ func partialOf(t *testing.T, dir string, i, n int, noCache bool) *pipeline.Parti
 func TestShardsMergeIntoTheReview(t *testing.T) {
 	t.Setenv("OPM_CACHE_DIR", t.TempDir())
 	dir := shardRepo(t, 7)
-	whole, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, NoCache: true})
+	noCache := pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, NoCache: true}
+	whole, err := pipeline.Review(t.Context(), noCache)
 	assert.NilError(t, err)
 	assert.Equal(t, len(whole.Releases), 21)
 	want, err := json.MarshalIndent(whole, "", "  ")
@@ -82,7 +92,7 @@ func TestShardsMergeIntoTheReview(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, string(got), string(want))
 
-	parts := []*pipeline.PartialReview{partialOf(t, dir, 3, 3, true), partialOf(t, dir, 1, 3, true), partialOf(t, dir, 2, 3, true)}
+	parts := []*pipeline.PartialReview{partialOf(t, noCache, 3, 3), partialOf(t, noCache, 1, 3), partialOf(t, noCache, 2, 3)}
 	for _, p := range parts {
 		assert.Equal(t, len(p.ChangeSet.Releases), 7, "shard %s reviews a third", p.Shard)
 	}
@@ -98,7 +108,7 @@ func TestShardsMergeIntoTheReview(t *testing.T) {
 	}{
 		"missing":   {parts[:2], "shard 2/3 is missing"},
 		"twice":     {[]*pipeline.PartialReview{parts[0], parts[1], parts[2], parts[1]}, "shard 1/3 is given twice"},
-		"count":     {[]*pipeline.PartialReview{parts[0], partialOf(t, dir, 1, 2, true)}, "split the review differently (3 and 2 shards)"},
+		"count":     {[]*pipeline.PartialReview{parts[0], partialOf(t, noCache, 1, 2)}, "split the review differently (3 and 2 shards)"},
 		"not-parts": {[]*pipeline.PartialReview{{Format: "something else"}}, "is not a partial review"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -110,7 +120,7 @@ func TestShardsMergeIntoTheReview(t *testing.T) {
 	// Another head commit: the partials are of another review.
 	setValues(t, dir, `shared: stamp: "two"`, `shared: stamp: "three"`)
 	gitRun(t, dir, "commit", "-qam", "moved on")
-	_, err = pipeline.MergeReviews([]*pipeline.PartialReview{parts[0], parts[1], partialOf(t, dir, 2, 3, true)})
+	_, err = pipeline.MergeReviews([]*pipeline.PartialReview{parts[0], parts[1], partialOf(t, noCache, 2, 3)})
 	assert.ErrorContains(t, err, "merge the shards of one review")
 
 	// Uncommitted changes cannot be sharded: other runners cannot see them.
@@ -219,14 +229,7 @@ func cacheableRepo(t *testing.T, n int) string {
 	for i := range n {
 		fmt.Fprintf(&b, "releases: r%d: {#module: appmodule, values: {withSecret: false, replicas: shared.replicas}}\n", i)
 	}
-	dir := deploytest.Write(t, map[string]string{"deploy.cue": b.String()})
-	gitRun(t, dir, "init", "-q", "-b", "main")
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "base")
-	gitRun(t, dir, "checkout", "-q", "-b", "feature")
-	setValues(t, dir, `shared: replicas: 1`, `shared: replicas: 2`)
-	gitRun(t, dir, "commit", "-qam", "every release reads this")
-	return dir
+	return pullRequest(t, deploytest.Write(t, map[string]string{"deploy.cue": b.String()}), `shared: replicas: 1`, `shared: replicas: 2`)
 }
 
 // A split planned from the render cache's recorded costs gives a costly
@@ -273,14 +276,8 @@ func TestPlannedSplitBalancesByRecordedCost(t *testing.T) {
 	shard := func(i, n int, split *pipeline.ReviewSplit) *pipeline.PartialReview {
 		t.Helper()
 		o := opts
-		o.Shard, o.Split = &pipeline.Shard{Index: i, Count: n}, split
-		p, err := pipeline.ReviewShard(t.Context(), o)
-		assert.NilError(t, err)
-		b, err := json.Marshal(p)
-		assert.NilError(t, err)
-		var back pipeline.PartialReview
-		assert.NilError(t, json.Unmarshal(b, &back))
-		return &back
+		o.Split = split
+		return partialOf(t, o, i, n)
 	}
 	var parts []*pipeline.PartialReview
 	for i := 1; i <= 3; i++ {
@@ -337,13 +334,7 @@ shared: secret: "first-canary-value"
 	for i := range 4 {
 		fmt.Fprintf(&b, "releases: r%d: {#module: appmodule, values: secret: shared.secret}\n", i)
 	}
-	dir := deploytest.HealthyDir(t, b.String())
-	gitRun(t, dir, "init", "-q", "-b", "main")
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "base")
-	gitRun(t, dir, "checkout", "-q", "-b", "feature")
-	setValues(t, dir, `shared: secret: "first-canary-value"`, `shared: secret: "second-canary-value"`)
-	gitRun(t, dir, "commit", "-qam", "rotate")
+	dir := pullRequest(t, deploytest.HealthyDir(t, b.String()), `shared: secret: "first-canary-value"`, `shared: secret: "second-canary-value"`)
 
 	marker := regexp.MustCompile(regexp.QuoteMeta(diff.MaskPrefix) + `[0-9a-f]{12}\)`)
 	merged := func(ctx context.Context) (text string, markers map[string]bool) {
