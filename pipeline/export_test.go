@@ -1,6 +1,9 @@
 package pipeline
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // SetSoakProbe makes a rollout's soak re-check health every interval and
 // call probe after each check that passed, so a test can break a wave
@@ -11,3 +14,9 @@ func SetSoakProbe(o *RolloutOptions, interval time.Duration, probe func()) {
 
 // SetReviewChunk makes a review render n releases per chunk.
 func SetReviewChunk(o *ReviewOptions, n int) { o.chunk = n }
+
+// ReviewPart is ReviewShard without git: a shard of a review of two
+// directories (BaseDir), for tests that generate both.
+func ReviewPart(ctx context.Context, opts ReviewOptions) (*PartialReview, error) {
+	return reviewPart(ctx, opts, "generated")
+}

@@ -146,10 +146,15 @@ func ReviewShard(ctx context.Context, opts ReviewOptions) (*PartialReview, error
 	if st.Dirty {
 		return nil, fault.Validationf("the deployment directory has uncommitted changes: shards on other runners cannot review them; commit first")
 	}
+	return reviewPart(ctx, opts, st.Commit)
+}
+
+// reviewPart reviews opts.Shard's part of the review of head (a commit).
+func reviewPart(ctx context.Context, opts ReviewOptions, head string) (*PartialReview, error) {
 	// Shards mask Secret values with a key from the seal key (the CI
 	// secret every runner of the review has), so the merged review shows
 	// equal values equally across shards, as one review does.
-	opts.maskScope = st.Commit
+	opts.maskScope = head
 	if opts.MaskKey == nil {
 		opts.MaskKey = redact.From(ctx).Sealer().Derive("review-mask")
 	}
@@ -157,7 +162,7 @@ func ReviewShard(ctx context.Context, opts ReviewOptions) (*PartialReview, error
 	if err != nil {
 		return nil, err
 	}
-	p := &PartialReview{Format: PartialFormat, Shard: *opts.Shard, HeadCommit: st.Commit, Plan: cs.plan, Split: opts.Split.digest(), ChangeSet: cs}
+	p := &PartialReview{Format: PartialFormat, Shard: *opts.Shard, HeadCommit: head, Plan: cs.plan, Split: opts.Split.digest(), ChangeSet: cs}
 	for _, rc := range cs.Releases {
 		p.Units = append(p.Units, rc.unit)
 		p.Keys = append(p.Keys, rc.key)

@@ -253,8 +253,9 @@ func commentFor(name string) string {
 // FuzzSkipsAreSound generates a deployment, copies it, edits one file of
 // the copy, and checks the promise every skip rests on: wherever the two
 // sides' fingerprints are equal, their renders are byte-identical
-// (objects, digests, change IDs); and the fast review equals the review
-// that renders every pair (--no-skip). The seed corpus runs in make test;
+// (objects, digests, change IDs); and the fast review, from a cold or a
+// warm render cache or as merged shards (dealt by count or split by the
+// plan), equals the review that renders every pair (--no-skip). The seed corpus runs in make test;
 // `go test ./pipeline -run '^$' -fuzz FuzzSkipsAreSound` explores further.
 func FuzzSkipsAreSound(f *testing.F) {
 	fuzzRegistry(f)
@@ -308,6 +309,29 @@ func FuzzSkipsAreSound(f *testing.F) {
 		fj, _ := json.Marshal(fast)
 		wj, _ := json.Marshal(warm)
 		assert.Equal(t, string(wj), string(fj), "seed %d, edit %s: the warm review is not the cold one, byte for byte", seed, what)
+
+		// Sharded, dealt by count and split by the plan, the merged
+		// shards are the review.
+		opts := pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: head}, BaseDir: base, NoCache: true}
+		plan, err := pipeline.PlanReview(t.Context(), opts)
+		assert.NilError(t, err, "seed %d, edit %s", seed, what)
+		for _, split := range []*pipeline.ReviewSplit{nil, plan.SplitInto(3)} {
+			n := 2
+			if split != nil {
+				n = split.Shards
+			}
+			var parts []*pipeline.PartialReview
+			for i := 1; i <= n; i++ {
+				o := opts
+				o.Shard, o.Split = &pipeline.Shard{Index: i, Count: n}, split
+				p, err := pipeline.ReviewPart(t.Context(), o)
+				assert.NilError(t, err, "seed %d, edit %s, shard %d/%d", seed, what, i, n)
+				parts = append(parts, p)
+			}
+			merged, err := pipeline.MergeReviews(parts)
+			assert.NilError(t, err, "seed %d, edit %s", seed, what)
+			assert.Equal(t, outcome(t, merged), outcome(t, full), "seed %d, edit %s: %d shards (split %v) merged differ from --no-skip", seed, what, n, split != nil)
+		}
 	})
 }
 
