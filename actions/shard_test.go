@@ -3,11 +3,13 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
+	"sigs.k8s.io/yaml"
 
 	"github.com/opmodel/pipeline/pipeline"
 )
@@ -104,4 +106,109 @@ func TestShardedReviewCommentsAsOne(t *testing.T) {
 	assert.NilError(t, os.Remove(filepath.Join(parts, "review-2-of-3.json")))
 	err = merge.run()
 	assert.ErrorContains(t, err, "shard 2/3 is missing")
+}
+
+// The documented sharded workflow (.github/workflows/review-sharded.yml)
+// is wired as TestShardedReviewCommentsAsOne runs it (plan → shards given
+// the plan file → merge), keeps the render cache outside the checkout,
+// and its shell steps hand the merge job exactly the renders a shard
+// added: run here around a real shard's review.
+func TestShardedWorkflowCarriesEveryShardsRenders(t *testing.T) {
+	b, err := os.ReadFile("../.github/workflows/review-sharded.yml")
+	assert.NilError(t, err)
+	type step struct {
+		Uses string            `json:"uses"`
+		Run  string            `json:"run"`
+		With map[string]string `json:"with"`
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Steps []step `json:"steps"`
+		} `json:"jobs"`
+	}
+	assert.NilError(t, yaml.Unmarshal(b, &wf))
+	action := func(job string) map[string]string {
+		for _, s := range wf.Jobs[job].Steps {
+			if s.Uses == "./" {
+				return s.With
+			}
+		}
+		t.Fatalf("job %s runs no opm step", job)
+		return nil
+	}
+	assert.Equal(t, action("plan")["mode"], "plan")
+	shard, merge := action("shard"), action("merge")
+	assert.Equal(t, shard["shard"], "${{ matrix.shard }}")
+	assert.Assert(t, shard["review-plan-file"] != "" && shard["kubeconfig"] == "" && merge["kubeconfig"] == "")
+	assert.Assert(t, merge["shard"] == "" && merge["partials-dir"] != "")
+	var touch, collect string
+	for job, j := range wf.Jobs {
+		for _, s := range j.Steps {
+			if strings.HasPrefix(s.Uses, "actions/cache/") {
+				assert.Equal(t, s.With["path"], "~/.cache/opm", "job %s: the cache is opm's default, outside the checkout", job)
+			}
+			switch {
+			case strings.Contains(s.Run, "touch"):
+				touch = s.Run
+			case strings.Contains(s.Run, "cp --parents"):
+				collect = s.Run
+			}
+		}
+	}
+	assert.Assert(t, touch != "" && collect != "")
+
+	// A runner: HOME holds the cache main's review filled; the pull
+	// request moves on, so the shard renders its head anew.
+	home, runnerTemp := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("OPM_CACHE_DIR", "")
+	r := newRepo(t)
+	r.edit("releases.cue", `difficulty: "normal"`, `difficulty: "hard"`)
+	r.commit("harder")
+	assert.NilError(t, newHarness(t, r, "pull_request", "pull_request.json").run())
+	r.edit("releases.cue", `difficulty: "hard"`, `difficulty: "peaceful"`)
+	r.commit("gentler")
+	cache := filepath.Join(home, ".cache", "opm")
+	files := func(dir string) map[string]bool {
+		out := map[string]bool{}
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(dir, p)
+				out[rel] = true
+			}
+			return err
+		})
+		return out
+	}
+	before := files(cache)
+	assert.Assert(t, len(before) > 0, "main's review filled the cache")
+	shell := func(script string) {
+		t.Helper()
+		cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script)
+		cmd.Dir, cmd.Env = r.dir, append(os.Environ(), "RUNNER_TEMP="+runnerTemp)
+		out, err := cmd.CombinedOutput()
+		assert.NilError(t, err, "%s\n%s", script, out)
+	}
+	shell(touch)
+	job := newHarness(t, r, "pull_request", "pull_request.json")
+	job.env["INPUT_SHARD"] = "1/1"
+	job.env["INPUT_PARTIALS-DIR"] = filepath.Join(runnerTemp, "partials")
+	assert.NilError(t, job.run())
+	shell(collect)
+	added := map[string]bool{}
+	for f := range files(cache) {
+		if !before[f] {
+			added[f] = true
+		}
+	}
+	assert.Assert(t, len(added) > 0, "the shard rendered the head")
+	assert.DeepEqual(t, files(filepath.Join(runnerTemp, "added")), added)
+
+	// Why outside: a cache restored into the deployment directory (the
+	// workspace, with path ".") is untracked files, which a shard refuses.
+	inside := filepath.Join(r.dir, "examples", ".opm-cache", "renders")
+	assert.NilError(t, os.MkdirAll(inside, 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(inside, "entry"), []byte("restored"), 0o644))
+	assert.ErrorContains(t, job.run(), "uncommitted changes")
 }
