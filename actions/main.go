@@ -215,14 +215,6 @@ func readConfig(a *githubactions.Action) (config, error) {
 	}
 	cfg.partialsDir = input(a, "partials-dir")
 	cfg.reviewPlanFile = input(a, "review-plan-file")
-	cfg.reviewTarget = 5 * time.Minute
-	if v := input(a, "review-target"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return cfg, fmt.Errorf("input review-target must be a positive duration such as 5m, not %q", v)
-		}
-		cfg.reviewTarget = d
-	}
 	cfg.reviewMaxShards = 16
 	if v := input(a, "review-max-shards"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -231,12 +223,31 @@ func readConfig(a *githubactions.Action) (config, error) {
 		}
 		cfg.reviewMaxShards = n
 	}
-	if v := input(a, "timeout"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return cfg, fmt.Errorf("input timeout must be a duration such as 5m, not %q", v)
+	// Durations: the default when empty; zero only where it means "do
+	// not wait".
+	durations := []struct {
+		name, want string
+		def        time.Duration
+		zero       bool
+		dst        *time.Duration
+	}{
+		{"review-target", "a positive duration such as 5m", 5 * time.Minute, false, &cfg.reviewTarget},
+		{"timeout", "a duration such as 5m", 0, false, &cfg.timeout},
+		{"lock-timeout", "a duration such as 5m or 0", 5 * time.Minute, true, &cfg.lockTimeout},
+		{"gate-timeout", "a duration such as 60m or 0", 0, true, &cfg.gateTimeout},
+		{"wave-timeout", "a positive duration such as 5m", 5 * time.Minute, false, &cfg.waveTimeout},
+	}
+	for _, d := range durations {
+		*d.dst = d.def
+		v := input(a, d.name)
+		if v == "" {
+			continue
 		}
-		cfg.timeout = d
+		p, err := time.ParseDuration(v)
+		if err != nil || p < 0 || (p == 0 && !d.zero) {
+			return cfg, fmt.Errorf("input %s must be %s, not %q", d.name, d.want, v)
+		}
+		*d.dst = p
 	}
 	bools := []struct {
 		name string
@@ -272,29 +283,6 @@ func readConfig(a *githubactions.Action) (config, error) {
 			return cfg, fmt.Errorf("input max-history must be a whole number of at least 1, not %q", v)
 		}
 		cfg.maxHistory = n
-	}
-	cfg.lockTimeout = 5 * time.Minute
-	if v := input(a, "lock-timeout"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return cfg, fmt.Errorf("input lock-timeout must be a duration such as 5m or 0, not %q", v)
-		}
-		cfg.lockTimeout = d
-	}
-	if v := input(a, "gate-timeout"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return cfg, fmt.Errorf("input gate-timeout must be a duration such as 60m or 0, not %q", v)
-		}
-		cfg.gateTimeout = d
-	}
-	cfg.waveTimeout = 5 * time.Minute
-	if v := input(a, "wave-timeout"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return cfg, fmt.Errorf("input wave-timeout must be a positive duration such as 5m, not %q", v)
-		}
-		cfg.waveTimeout = d
 	}
 	return cfg, nil
 }

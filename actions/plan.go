@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 // plan runs plan mode: the selected environments (default all) as CI
@@ -61,7 +62,7 @@ func (r *runner) planReview(ctx context.Context) (string, error) {
 	// The split assigns each pair to a shard by cost; it goes to the shard
 	// jobs as a file (an artifact): as an output or input it could exceed
 	// what a job output or an environment variable holds.
-	split := plan.SplitInto(n)
+	plan.SplitInto(n)
 	file := r.tempPath("opm-review-plan.json")
 	if err := os.WriteFile(file, []byte(mustJSON(plan)), 0o644); err != nil {
 		return "", fmt.Errorf("writing the review plan: %w", err)
@@ -74,17 +75,7 @@ func (r *runner) planReview(ctx context.Context) (string, error) {
 	r.setOutput("review-plan-file", file)
 	r.infof("review plan: %d pairs to review (%d unchanged), %d renders (%d cached), about %.0fs of rendering: %d shard(s) of at most %s",
 		plan.Pairs, plan.Unchanged, plan.Renders, plan.Cached, plan.Seconds, n, r.cfg.reviewTarget)
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n### Review plan\n\n%d release/environment pairs to review (%d unchanged), %d renders of which %d are cached, about %.0fs of rendering: **%d shard(s)**.\n",
-		plan.Pairs, plan.Unchanged, plan.Renders, plan.Cached, plan.Seconds, n)
-	if n > 1 {
-		b.WriteString("\n| Shard | Pairs | Estimated |\n| --- | ---: | ---: |\n")
-		count := split.Pairs()
-		for i, s := range split.Seconds {
-			fmt.Fprintf(&b, "| %d/%d | %d | %.0fs |\n", i+1, n, count[i], s)
-		}
-	}
-	return b.String(), nil
+	return report.ReviewPlanMarkdown(plan), nil
 }
 
 // reviewMatrix is the shard jobs' strategy.matrix.

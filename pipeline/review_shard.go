@@ -329,11 +329,9 @@ func (p *ReviewPlan) SplitInto(n int) *ReviewSplit {
 	of := map[string]int{}
 	for i, c := range p.costs {
 		total += c
-		key := ""
+		key := strconv.Itoa(i) // a pair of no known release stands alone
 		if i < len(p.keys) {
 			key = p.keys[i]
-		} else {
-			key = strconv.Itoa(i)
 		}
 		j, ok := of[key]
 		if !ok {

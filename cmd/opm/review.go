@@ -12,6 +12,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/pipeline"
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 func newReviewCmd() *cobra.Command {
@@ -232,15 +233,7 @@ assigns it, whatever its own cache holds.`,
 			if output == "json" {
 				return writeJSON(cmd.OutOrStdout(), p)
 			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%d release/environment pairs to review (%d unchanged), %d renders of which %d are cached, about %.1fs of rendering\n",
-				p.Pairs, p.Unchanged, p.Renders, p.Cached, p.Seconds)
-			if p.Split != nil {
-				count := p.Split.Pairs()
-				for i, s := range p.Split.Seconds {
-					fmt.Fprintf(out, "shard %d/%d: %d pairs, about %.1fs\n", i+1, p.Split.Shards, count[i], s)
-				}
-			}
+			fmt.Fprint(cmd.OutOrStdout(), report.ReviewPlanText(p))
 			return nil
 		},
 	}
