@@ -175,6 +175,11 @@ type ChangesResult struct {
 	Markdown string
 	Text     string
 	Json     string
+	// Renders is how many renders a review needed (a side of a pair it
+	// reviewed) and CachedRenders how many of them it read from the
+	// render cache this module keeps in a cache volume; both 0 for diff.
+	Renders       int
+	CachedRenders int
 }
 
 // changes is the result of Diff and Review; the Markdown, made to be
@@ -222,11 +227,17 @@ func (m *Opm) Review(
 	if err != nil {
 		return nil, err
 	}
-	cs, err := pipeline.Review(ctx, pipeline.ReviewOptions{Selection: sel, BaseDir: filepath.Join(baseRoot, m.Path)})
+	cacheDir := restoreRenderCache(ctx)
+	cs, err := pipeline.Review(ctx, pipeline.ReviewOptions{Selection: sel, BaseDir: filepath.Join(baseRoot, m.Path), CacheDir: cacheDir})
 	if err != nil {
 		return nil, err
 	}
-	return m.changes(ctx, cs)
+	saveRenderCache(ctx, cacheDir)
+	res, err := m.changes(ctx, cs)
+	if res != nil {
+		res.Renders, res.CachedRenders = cs.RenderCounts()
+	}
+	return res, err
 }
 
 // Diff compares the rendered releases with the cluster.
@@ -476,10 +487,12 @@ func (m *Opm) ReviewShard(
 			return "", err
 		}
 	}
+	opts.CacheDir = restoreRenderCache(ctx)
 	part, err := pipeline.ReviewShard(ctx, opts)
 	if err != nil {
 		return "", err
 	}
+	saveRenderCache(ctx, opts.CacheDir)
 	part.ChangeSet = part.ChangeSet.Sealed(redact.From(ctx).Sealer())
 	return jsonOf(part), nil
 }
@@ -508,7 +521,10 @@ func (m *Opm) PlanReview(
 	if err != nil {
 		return "", err
 	}
-	p, err := pipeline.PlanReview(ctx, pipeline.ReviewOptions{Selection: sel, Environments: env, BaseRefs: []string{baseRef, "origin/" + baseRef}})
+	// The plan reads the cache (what is cached, what renders cost) and
+	// writes nothing to it.
+	p, err := pipeline.PlanReview(ctx, pipeline.ReviewOptions{Selection: sel, Environments: env, BaseRefs: []string{baseRef, "origin/" + baseRef},
+		CacheDir: restoreRenderCache(ctx)})
 	if err != nil {
 		return "", err
 	}
@@ -1075,6 +1091,11 @@ type SmokeResult struct {
 	Markdown string
 	Text     string
 	Json     string
+	// Renders is how many renders a review needed (a side of a pair it
+	// reviewed) and CachedRenders how many of them it read from the
+	// render cache this module keeps in a cache volume; both 0 for diff.
+	Renders       int
+	CachedRenders int
 }
 
 // Smoke starts a throwaway k3s cluster and smoke-tests the releases on it:

@@ -155,6 +155,17 @@ type ChangeSet struct {
 	// what rendering them would cost (PlanReview).
 	plan     string
 	estimate *ReviewPlan
+	// renders and cachedRenders count what the review needed and found
+	// in the render cache (RenderCounts).
+	renders, cachedRenders int
+}
+
+// RenderCounts is how many renders a review needed (one per side of each
+// pair it reviewed, not the unchanged ones) and how many of them it read
+// from the render cache instead of evaluating: its cache hits. Zero for a
+// diff, and for a merged review (each shard counted its own).
+func (cs *ChangeSet) RenderCounts() (renders, cached int) {
+	return cs.renders, cs.cachedRenders
 }
 
 // Reach is where a release writes: the namespaces of its objects, sorted,

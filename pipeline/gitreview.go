@@ -39,7 +39,7 @@ func reviewGit(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	root, baseDir, overlay, done, err := readBase(ctx, repo, dir, base)
 	var scanned *fingerprint.Tree
 	if err == nil && !opts.NoSkip {
-		scanned, err = completeBase(ctx, repo, base, root, baseDir, overlay)
+		scanned, err = completeBase(ctx, opts, repo, base, root, baseDir, overlay)
 	}
 	if err != nil || opts.NoSkip {
 		// A checkout reproduces what reading objects cannot (symbolic
@@ -144,7 +144,7 @@ func readBase(ctx context.Context, repo, dir, commit string) (root, baseDir stri
 // read from git and written where a checkout puts them. Its cost follows
 // those files, not the repository. An error means the base cannot be
 // read this way (its environments do not evaluate): the caller checks out.
-func completeBase(ctx context.Context, repo, commit, root, baseDir string, overlay map[string][]byte) (*fingerprint.Tree, error) {
+func completeBase(ctx context.Context, opts ReviewOptions, repo, commit, root, baseDir string, overlay map[string][]byte) (*fingerprint.Tree, error) {
 	if _, err := os.Stat(baseDir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil // a new deployment: nothing to read
 	}
@@ -156,7 +156,7 @@ func completeBase(ctx context.Context, repo, commit, root, baseDir string, overl
 	if err != nil {
 		return nil, err
 	}
-	t.UseCache(cacheDir("environments"))
+	t.UseCache(opts.cacheDir("environments"))
 	envs, ok := t.Environments(ctx)
 	if !ok {
 		return nil, fmt.Errorf("the base's environments cannot be evaluated")

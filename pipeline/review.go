@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,6 +63,10 @@ type ReviewOptions struct {
 	NoSkip bool `json:"noSkip,omitempty"`
 	// NoCache neither reads nor writes the render cache (OPM_CACHE_DIR/renders).
 	NoCache bool `json:"noCache,omitempty"`
+	// CacheDir, when set, is where this review keeps its caches (renders,
+	// environments) instead of OPM_CACHE_DIR or the user cache directory:
+	// the Dagger module restores it from a cache volume.
+	CacheDir string `json:"-"`
 	// Shard, when set, reviews only its part of the pairs (see Shard):
 	// the part Split assigns it when set (see ReviewPlan.SplitInto), else
 	// every Count-th pair.
@@ -142,6 +147,7 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	// 2. Look the rest up in the render cache, by fingerprint.
 	cache := reviewCache(opts, scanned)
 	lookUpRenders(ctx, opts, cache, head, base, envs, keys)
+	cs.renders, cs.cachedRenders = countRenders(head, base, envs, keys)
 	if opts.planOnly {
 		cs.estimate = estimateRenders(cache, head, base, envs, keys)
 		return cs, nil
@@ -225,7 +231,7 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 			if t, err = fingerprint.Scan(ctx, p); err != nil {
 				return nil, false
 			}
-			t.UseCache(cacheDir("environments"))
+			t.UseCache(opts.cacheDir("environments"))
 		}
 		if t.Sure() != nil {
 			return nil, false
@@ -528,7 +534,16 @@ func reviewCache(opts ReviewOptions, scanned bool) *rendercache.Cache {
 		return nil
 	}
 	max, _ := strconv.ParseInt(os.Getenv(EnvCacheMaxBytes), 10, 64)
-	return rendercache.Open(cacheDir("renders"), max)
+	return rendercache.Open(opts.cacheDir("renders"), max)
+}
+
+// cacheDir is where the review keeps the cache named sub: under CacheDir
+// when set, else where every opm command keeps it.
+func (o ReviewOptions) cacheDir(sub string) string {
+	if o.CacheDir != "" {
+		return filepath.Join(o.CacheDir, sub)
+	}
+	return cacheDir(sub)
 }
 
 // EnvCacheMaxBytes bounds the render cache (bytes; default 1 GiB).
@@ -564,6 +579,29 @@ func lookUpRenders(ctx context.Context, opts ReviewOptions, cache *rendercache.C
 			}
 		}
 	}
+}
+
+// countRenders counts the renders the pairs reviewed here need, one per
+// side that declares the pair, and how many of them the render cache
+// holds, as a remote cache reports its hits.
+func countRenders(head, base *reviewSide, envs, keys []string) (renders, cached int) {
+	for _, env := range envs {
+		for _, key := range keys {
+			if !worthReviewing(head, base, key, env) {
+				continue
+			}
+			for _, side := range []*reviewSide{head, base} {
+				if !side.declares(key, env) {
+					continue
+				}
+				renders++
+				if side.cached[unitKey(env, key)] != nil {
+					cached++
+				}
+			}
+		}
+	}
+	return renders, cached
 }
 
 // 3. Render the misses: evaluate each side only as far as they reach.

@@ -171,6 +171,57 @@ func TestWarmCacheReviewsTheSame(t *testing.T) {
 	assert.NilError(t, err)
 	fj, _ := json.Marshal(fresh)
 	assert.Equal(t, string(fj), string(cj))
+	// The hits are reported: none cold, both sides warm, none without
+	// the cache.
+	for name, c := range map[string]struct {
+		cs             *pipeline.ChangeSet
+		renders, cache int
+	}{"cold": {cold, 2, 0}, "warm": {warm, 2, 2}, "no-cache": {fresh, 2, 0}} {
+		renders, cached := c.cs.RenderCounts()
+		assert.Check(t, renders == c.renders && cached == c.cache, "%s: %d renders, %d cached; want %d, %d", name, renders, cached, c.renders, c.cache)
+	}
+}
+
+// A review given CacheDir (as the Dagger module gives the directory it
+// restored from its cache volume) keeps every cache there and nothing
+// under OPM_CACHE_DIR, reads it back on the next run, and does not see
+// another directory's entries.
+func TestReviewKeepsItsCachesInCacheDir(t *testing.T) {
+	global := t.TempDir()
+	t.Setenv("OPM_CACHE_DIR", global)
+	dir := cacheableRepo(t, 2)
+	own := t.TempDir()
+	opts := pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, CacheDir: own}
+	first, err := pipeline.Review(t.Context(), opts)
+	assert.NilError(t, err)
+	renders, cached := first.RenderCounts()
+	assert.Equal(t, renders, 8, "2 releases × 2 environments × 2 sides")
+	assert.Equal(t, cached, 0)
+	files := func(root string) (n int) {
+		_ = filepath.WalkDir(root, func(_ string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	assert.Equal(t, files(filepath.Join(own, "renders")), 8)
+	assert.Equal(t, files(global), 0, "nothing is cached outside CacheDir")
+
+	again, err := pipeline.Review(t.Context(), opts)
+	assert.NilError(t, err)
+	_, cached = again.RenderCounts()
+	assert.Equal(t, cached, 8, "the second review reads every render from CacheDir")
+	other := opts
+	other.CacheDir = t.TempDir()
+	elsewhere, err := pipeline.Review(t.Context(), other)
+	assert.NilError(t, err)
+	_, cached = elsewhere.RenderCounts()
+	assert.Equal(t, cached, 0)
+	aj, _ := json.Marshal(again)
+	ej, _ := json.Marshal(elsewhere)
+	assert.Equal(t, string(aj), string(ej))
 }
 
 // Reviews that share one render cache at the same time, while it is
