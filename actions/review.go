@@ -115,6 +115,9 @@ func (r *runner) reviewShard(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if line := report.RenderCacheLine(part.ChangeSet); line != "" {
+		r.infof("%s", line)
+	}
 	part.ChangeSet = part.ChangeSet.Sealed(r.sealer)
 	dir := r.cfg.partialsDir
 	if dir == "" {
@@ -181,6 +184,10 @@ func (r *runner) gitReview(ctx context.Context) (*pipeline.ChangeSet, error) {
 		r.infof("Reviewed %s at HEAD against its merge base with %s, %s", r.cfg.path, cs.BaseRef, short(cs.BaseCommit))
 	} else {
 		r.infof("Reviewed %s: the push created its branch, so there is no base and every object is new", r.cfg.path)
+	}
+	// Whether actions/cache restored the render cache shows here.
+	if line := report.RenderCacheLine(cs); line != "" {
+		r.infof("%s", line)
 	}
 	// Paths relative to the workspace read better in a comment and do not
 	// show the runner's layout.

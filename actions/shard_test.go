@@ -57,6 +57,9 @@ func TestShardedReviewCommentsAsOne(t *testing.T) {
 
 	whole := newHarness(t, r, "pull_request", "pull_request.json")
 	assert.NilError(t, whole.run())
+	// The log says what the cache answered (nothing yet), so a workflow
+	// whose actions/cache restored nothing shows it.
+	assert.Check(t, strings.Contains(whole.stdout.String(), "render cache: 0 of 8 renders read from the cache, 8 rendered"), whole.stdout.String())
 	want := whole.ours(prNumber)
 	assert.Equal(t, len(want), 1)
 	wantOut := whole.outputs()
@@ -79,6 +82,7 @@ func TestShardedReviewCommentsAsOne(t *testing.T) {
 		job.env["INPUT_REVIEW-PLAN-FILE"] = planFile
 		assert.NilError(t, job.run())
 		assert.Equal(t, len(job.ours(prNumber)), 0, "a shard does not comment")
+		assert.Check(t, strings.Contains(job.stdout.String(), "renders read from the cache, 0 rendered"), "the whole review cached every render: %s", job.stdout.String())
 		_, err := os.Stat(job.outputs()["partial"])
 		assert.NilError(t, err)
 	}

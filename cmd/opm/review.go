@@ -43,7 +43,8 @@ Renders are kept in a content-addressed cache (OPM_CACHE_DIR/renders, default th
 user cache directory) keyed by their input fingerprint: a release rendered before
 with the same inputs — the base side, once main was reviewed or merged — is read,
 verified, instead of evaluated (--no-cache neither reads nor writes it). Releases
-holding secret data are never cached.
+holding secret data are never cached. How many renders the cache answered is
+printed on stderr ("render cache: 4 of 8 renders read from the cache, 4 rendered").
 
 --shard I/N reviews the I-th of N parts of the pairs to render and prints a
 partial review (JSON) instead; "opm review merge" combines the N partials into the
@@ -83,6 +84,7 @@ or more for errors, as diff.`,
 				if err != nil {
 					return err
 				}
+				printCacheLine(cmd, opts, part.ChangeSet)
 				return writeJSON(cmd.OutOrStdout(), part)
 			}
 			if planFile != "" {
@@ -92,6 +94,7 @@ or more for errors, as diff.`,
 			if err != nil {
 				return err
 			}
+			printCacheLine(cmd, opts, cs)
 			return finishReview(cmd, output, wantCode, cs)
 		},
 	}
@@ -110,6 +113,14 @@ or more for errors, as diff.`,
 	fs.StringVar(&planFile, "plan", "", "with --shard: review the part the split in this file (opm review plan --shards N -o json) assigns")
 	cmd.AddCommand(newReviewMergeCmd(), newReviewPlanCmd())
 	return cmd
+}
+
+// printCacheLine reports the render cache's hits on stderr, unless the
+// review was told not to use it.
+func printCacheLine(cmd *cobra.Command, opts pipeline.ReviewOptions, cs *pipeline.ChangeSet) {
+	if line := report.RenderCacheLine(cs); line != "" && !opts.NoCache && !opts.NoSkip {
+		fmt.Fprintln(cmd.ErrOrStderr(), line)
+	}
 }
 
 // finishReview prints a review and picks the exit code.

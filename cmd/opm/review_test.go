@@ -59,6 +59,7 @@ func editFile(t *testing.T, path, old, new string) {
 }
 
 func TestReviewCommand(t *testing.T) {
+	t.Setenv("OPM_CACHE_DIR", t.TempDir())
 	repo := gitExamples(t)
 	dir := filepath.Join(repo, "examples")
 	gitIn(t, repo, "checkout", "-q", "-b", "feature")
@@ -85,6 +86,15 @@ func TestReviewCommand(t *testing.T) {
 		} `json:"releases"`
 	}
 	assert.NilError(t, json.Unmarshal([]byte(out), &cs))
+	// The cache's hits are on stderr, as a remote cache reports them:
+	// none the first time, every render the second, the same review.
+	assert.Check(t, strings.Contains(errOut, "render cache: 0 of 2 renders read from the cache, 2 rendered"), errOut)
+	code, again, errOut := runOpm(t, "review", dir, "--base", "main", "--env", "staging", "-r", "minecraft", "--exit-code", "-o", "json")
+	assert.Equal(t, code, 1, errOut)
+	assert.Check(t, strings.Contains(errOut, "render cache: 2 of 2 renders read from the cache, 0 rendered"), errOut)
+	assert.Equal(t, again, out)
+	_, _, errOut = runOpm(t, "review", dir, "--base", "main", "--env", "staging", "-r", "minecraft", "--no-cache")
+	assert.Check(t, !strings.Contains(errOut, "render cache"), errOut)
 	assert.Equal(t, cs.BaseRef, "main")
 	assert.Equal(t, cs.BaseCommit, gitIn(t, repo, "rev-parse", "main"))
 	assert.Equal(t, len(cs.Releases), 1)

@@ -42,3 +42,14 @@ func ReviewPlanMarkdown(p *pipeline.ReviewPlan) string {
 	}
 	return b.String()
 }
+
+// RenderCacheLine says how many of a review's renders the render cache
+// answered, as Bazel and Turborepo report their cache hits (so a CI
+// cache that was not restored shows); "" when the review needed none.
+func RenderCacheLine(cs *pipeline.ChangeSet) string {
+	renders, cached := cs.RenderCounts()
+	if renders == 0 {
+		return ""
+	}
+	return fmt.Sprintf("render cache: %d of %d renders read from the cache, %d rendered", cached, renders, renders-cached)
+}
