@@ -493,8 +493,9 @@ func worthReviewing(head, base *reviewSide, key, env string) bool {
 // chunkReleases is how many releases a chunk of a review renders: in
 // the generated monorepo (one Deployment and one ConfigMap each) a root
 // pruned to 125 releases renders each in a third of the time the whole
-// root of 1 000 does, and chunks of that size cost little to load.
-const chunkReleases = 125
+// root of 1 000 does. Chunks of 64 review 1 000 × 3 pairs as fast as
+// chunks of 125 and need 0.8× the memory; chunks of 32 take 1.2× the time.
+const chunkReleases = 64
 
 // renderChunks splits the releases whose pairs are rendered here into
 // chunks of size releases (one nil chunk, meaning all, when the sides are
