@@ -315,6 +315,8 @@ type reviewSide struct {
 	// chunk (head side only), when set, are the releases rendered now;
 	// the others' pairs wait for their chunk.
 	chunk map[string]bool
+	// session renders from d (renderOne).
+	session *render.Session
 }
 
 func unitKey(env, key string) string { return env + "\x00" + key }
@@ -749,7 +751,12 @@ func (s *reviewSide) renderOne(ctx context.Context, key, env string, sel Selecti
 		return nil, s.err
 	}
 	ro.Dir, ro.Environment, ro.Releases, ro.Namespace = s.d.Dir, env, []string{key}, ""
-	rels, err := render.FromDeployment(ctx, s.d, ro)
+	// One session per loaded deployment (a scanned side loads one per
+	// chunk): its renders share each environment's transformers.
+	if s.session == nil || s.session.Deployment() != s.d {
+		s.session = render.NewSession(s.d)
+	}
+	rels, err := s.session.Render(ctx, ro)
 	if err != nil {
 		return nil, err
 	}

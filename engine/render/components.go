@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"cuelang.org/go/cue"
 	cueerrors "cuelang.org/go/cue/errors"
@@ -288,7 +289,10 @@ func contextData(rc releaseContext) (plain, folded, env map[string]any, err erro
 // transformer in one step: every FillPath re-evaluates the value it fills,
 // so filling piecewise into each transformer made rendering several times
 // slower.
-func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, owners map[string]string, catalog cue.Value, limit *Reach, where string) ([]manifest.Resource, error) {
+func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, catalog cue.Value, limit *Reach, where string) ([]manifest.Resource, error) {
+	// Which catalog definition declares a spec field only matters to
+	// the message of a field not allowed: read the catalog for it then.
+	owners := sync.OnceValue(func() map[string]string { return catalogOwners(catalog) })
 	names, err := load.FieldNames(comps)
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: reading components:\n%s", where, load.Describe(err)))

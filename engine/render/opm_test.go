@@ -8,6 +8,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/internal/deploytest"
 )
@@ -219,6 +220,34 @@ environments: production: {
 	stg := renderOne(t, dir, "staging")
 	assert.Check(t, is.Len(byKind(stg)["ServiceMonitor"], 0))
 	assert.Check(t, is.Len(byKind(stg)["Deployment"], 1))
+}
+
+// A Session reads each environment's transformers once and reuses them
+// for every later render there (a review renders a side's releases one
+// call at a time): renders alternating between an environment with its
+// own providers and one using the deployment's are those of a fresh
+// render each, byte for byte.
+func TestSessionKeepsEachEnvironmentsProviders(t *testing.T) {
+	deploy := strings.Replace(deploytest.OPMDeployment, `k8s "opmodel.dev/providers/kubernetes@v0"`, "k8s \"opmodel.dev/providers/kubernetes@v0\"\n\tteamprovider \"test.example/opm-deploy/team\"", 1) + `
+environments: production: {
+	namespace: "production"
+	providers: {kubernetes: k8s.#Provider, team: teamprovider.#Provider}
+}
+`
+	deploytest.Registry(t, deploytest.OPMModules()...)
+	dir := writeDir(t, map[string]string{"cue.mod/module.cue": deploytest.OPMModuleFile, "deploy.cue": deploy, "team/team.cue": teamProvider})
+	d, err := load.Load(t.Context(), dir)
+	assert.NilError(t, err)
+	s := render.NewSession(d)
+	for _, env := range []string{"production", "staging", "production", "staging"} {
+		rels, err := s.Render(t.Context(), render.Options{Dir: dir, Environment: env})
+		assert.NilError(t, err)
+		assert.Equal(t, len(rels), 1)
+		want := renderOne(t, dir, env)
+		assert.Equal(t, rels[0].ManifestDigest, want.ManifestDigest, "%s", env)
+		assert.DeepEqual(t, byKind(rels[0]), byKind(want))
+		assert.Equal(t, len(byKind(rels[0])["ServiceMonitor"]) == 1, env == "production", "%s", env)
+	}
 }
 
 // Two providers defining the same transformer FQN is an error: which one

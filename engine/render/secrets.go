@@ -67,7 +67,7 @@ func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformer
 		if err != nil {
 			return nil, nil, err
 		}
-		objs, err := renderComponents(d.Context, comps, rc, transformers, catalogOwners(d.Catalog), d.Catalog, limit, where)
+		objs, err := renderComponents(d.Context, comps, rc, transformers, d.Catalog, limit, where)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rendering with stand-in values failed")
 		}

@@ -61,8 +61,8 @@ type specProblem struct {
 
 // checkSpec returns the mistakes in comp's spec. owners maps a spec field
 // to the catalog definition a component embeds to get it (for "add
-// core.#DisruptionBudget").
-func checkSpec(comp cue.Value, owners map[string]string, scope cue.Value) []specProblem {
+// core.#DisruptionBudget"); it is called only for a field not allowed.
+func checkSpec(comp cue.Value, owners func() map[string]string, scope cue.Value) []specProblem {
 	spec := comp.LookupPath(cue.ParsePath("spec"))
 	fields, err := spec.Fields()
 	if err != nil {
@@ -81,7 +81,7 @@ func checkSpec(comp cue.Value, owners map[string]string, scope cue.Value) []spec
 		ss, ok := schemas[name]
 		if !ok {
 			msg := fmt.Sprintf("field not allowed: the component's definitions declare %s", listOr(allowed, "no spec fields"))
-			if owner := owners[name]; owner != "" {
+			if owner := owners()[name]; owner != "" {
 				msg = fmt.Sprintf("field not allowed: spec.%s needs the definition that declares it; add the line `%s` to the component", name, owner)
 			} else if s := suggest.DidYouMean(name, allowed); s != "" {
 				msg = "field not allowed; " + s
