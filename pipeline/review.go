@@ -637,18 +637,17 @@ func pruneSides(head, base *reviewSide, envs, keys []string) {
 	}
 }
 
-// loadScannedSides evaluates two scanned sides, at once when more than
-// one render may run at once.
+// loadScannedSides evaluates two scanned sides before a review renders
+// them one at a time. With more than one render at once, reviewAll's
+// first two workers evaluate their own sides as they start, at the same
+// time as each other; when only one side has anything to render (the
+// other is all in the render cache), the second worker evaluates its own
+// copy of that side meanwhile, instead of after it.
 func loadScannedSides(ctx context.Context, opts ReviewOptions, head, base *reviewSide) {
 	if render.Workers(2, opts.Parallelism) < 2 {
 		head.load(ctx)
 		base.load(ctx)
-		return
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() { base.load(ctx) })
-	head.load(ctx)
-	wg.Wait()
 }
 
 // reviewed is one release × environment of a review.
@@ -696,6 +695,7 @@ func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, 
 			var own [2]*reviewSide
 			if w < 2 {
 				own[w] = sides[w]
+				own[w].load(ctx) // see loadScannedSides
 			}
 			for _, s := range []int{w % 2, 1 - w%2} {
 				for {
