@@ -194,10 +194,11 @@ import (
 }
 `
 
-// Providers combine: an environment names the registry's Kubernetes
-// provider and a team's own; environments that name none use the
-// deployment directory's.
-func TestProvidersCombinePerEnvironment(t *testing.T) {
+// teamProviderDeployment is the OPM deployment whose environment
+// production names the registry's Kubernetes provider and a team's own;
+// staging names none, so uses the deployment directory's.
+func teamProviderDeployment(t *testing.T) string {
+	t.Helper()
 	deploy := strings.Replace(deploytest.OPMDeployment, `k8s "opmodel.dev/providers/kubernetes@v0"`, "k8s \"opmodel.dev/providers/kubernetes@v0\"\n\tteamprovider \"test.example/opm-deploy/team\"", 1) + `
 environments: production: {
 	namespace: "production"
@@ -206,6 +207,14 @@ environments: production: {
 `
 	deploytest.Registry(t, deploytest.OPMModules()...)
 	dir := writeDir(t, map[string]string{"cue.mod/module.cue": deploytest.OPMModuleFile, "deploy.cue": deploy, "team/team.cue": teamProvider})
+	return dir
+}
+
+// Providers combine: an environment names the registry's Kubernetes
+// provider and a team's own; environments that name none use the
+// deployment directory's.
+func TestProvidersCombinePerEnvironment(t *testing.T) {
+	dir := teamProviderDeployment(t)
 
 	prod := renderOne(t, dir, "production")
 	assert.DeepEqual(t, byKind(prod), map[string][]string{
@@ -228,14 +237,7 @@ environments: production: {
 // own providers and one using the deployment's are those of a fresh
 // render each, byte for byte.
 func TestSessionKeepsEachEnvironmentsProviders(t *testing.T) {
-	deploy := strings.Replace(deploytest.OPMDeployment, `k8s "opmodel.dev/providers/kubernetes@v0"`, "k8s \"opmodel.dev/providers/kubernetes@v0\"\n\tteamprovider \"test.example/opm-deploy/team\"", 1) + `
-environments: production: {
-	namespace: "production"
-	providers: {kubernetes: k8s.#Provider, team: teamprovider.#Provider}
-}
-`
-	deploytest.Registry(t, deploytest.OPMModules()...)
-	dir := writeDir(t, map[string]string{"cue.mod/module.cue": deploytest.OPMModuleFile, "deploy.cue": deploy, "team/team.cue": teamProvider})
+	dir := teamProviderDeployment(t)
 	d, err := load.Load(t.Context(), dir)
 	assert.NilError(t, err)
 	s := render.NewSession(d)
