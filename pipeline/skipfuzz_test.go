@@ -256,7 +256,8 @@ func commentFor(name string) string {
 // (objects, digests, change IDs); and the fast review, from a cold or a
 // warm render cache or as merged shards (dealt by count or split by the
 // plan), equals the review that renders every pair (--no-skip). The seed corpus runs in make test;
-// `go test ./pipeline -run '^$' -fuzz FuzzSkipsAreSound` explores further.
+// `go test ./pipeline -run '^$' -fuzz FuzzSkipsAreSound -fuzztime 30m -timeout 0` explores further
+// (a fuzzing worker is bound by go test's -timeout, 10 minutes by default).
 func FuzzSkipsAreSound(f *testing.F) {
 	fuzzRegistry(f)
 	for seed := range uint64(12) {

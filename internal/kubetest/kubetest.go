@@ -42,6 +42,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"flag"
 	"fmt"
 	"math/big"
 	"os"
@@ -519,7 +520,16 @@ func moduleRoot() (string, error) {
 //
 //	var env *kubetest.Env
 //	func TestMain(m *testing.M) { kubetest.Main(m, &env) }
+//
+// A fuzzing worker (go test -fuzz starts them) gets no control plane and
+// *env stays nil: it runs only the fuzz target, and none of this
+// project's needs a cluster. Started there, the control plane outlived
+// the worker when -fuzztime ended, and held the worker's output open, so
+// go test never returned.
 func Main(m *testing.M, env **Env) {
+	if fuzzWorker() {
+		os.Exit(m.Run())
+	}
 	e, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -534,6 +544,16 @@ func Main(m *testing.M, env **Env) {
 		}
 	}
 	os.Exit(code)
+}
+
+// fuzzWorker reports whether this test binary is a go test -fuzz worker
+// (testing's -test.fuzzworker flag, parsed here as m.Run would).
+func fuzzWorker() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	f := flag.Lookup("test.fuzzworker")
+	return f != nil && f.Value.String() == "true"
 }
 
 // Controllers reports whether controllers run on the cluster: true for the
