@@ -1091,11 +1091,6 @@ type SmokeResult struct {
 	Markdown string
 	Text     string
 	Json     string
-	// Renders is how many renders a review needed (a side of a pair it
-	// reviewed) and CachedRenders how many of them it read from the
-	// render cache this module keeps in a cache volume; both 0 for diff.
-	Renders       int
-	CachedRenders int
 }
 
 // Smoke starts a throwaway k3s cluster and smoke-tests the releases on it:

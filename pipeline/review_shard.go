@@ -272,6 +272,7 @@ func PlanReview(ctx context.Context, opts ReviewOptions) (*ReviewPlan, error) {
 	}
 	p := *cs.estimate
 	p.Unchanged = len(cs.Unchanged)
+	p.Renders, p.Cached = cs.RenderCounts()
 	p.Plan = cs.plan
 	return &p, nil
 }
@@ -446,9 +447,10 @@ func splitName(d string) string {
 	return "by the plan " + d[:min(len(d), len("split-sha256:")+12)]
 }
 
-// estimateRenders counts what the review's plan leaves to render, and
-// estimates each pair's cost: its renders not in the cache, at the cost
-// the cache recorded for either side of the pair (or DefaultRenderCost).
+// estimateRenders estimates each pair of the review's plan: its cost is its
+// renders not in the cache, at the cost the cache recorded for either
+// side of the pair (or DefaultRenderCost), and its cached reads. The
+// renders and cache hits themselves are counted by countRenders.
 func estimateRenders(cache *rendercache.Cache, head, base *reviewSide, envs, keys []string) *ReviewPlan {
 	p := &ReviewPlan{costs: []float64{}}
 	for _, env := range envs {
@@ -471,9 +473,7 @@ func estimateRenders(cache *rendercache.Cache, head, base *reviewSide, envs, key
 				if !side.declares(key, env) {
 					continue
 				}
-				p.Renders++
 				if side.cached[u] != nil {
-					p.Cached++
 					reading += cachedRenderCost
 					continue
 				}

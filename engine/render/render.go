@@ -219,19 +219,21 @@ func prepareWith(ctx context.Context, d *load.Deployment, opts Options, memo map
 		}
 		p.files = append(p.files, s)
 	}
-	if ts, ok := memo[opts.Environment]; ok && !opts.IdentityOnly {
+	if !opts.IdentityOnly {
+		ts, ok := memo[opts.Environment]
+		if !ok {
+			providers, where, err := selectProviders(d, p.env)
+			if err != nil {
+				return nil, err
+			}
+			if ts, err = loadTransformers(providers); err != nil {
+				return nil, fmt.Errorf("loading %s: %w", where, err)
+			}
+			if memo != nil {
+				memo[opts.Environment] = ts
+			}
+		}
 		p.transformers = ts
-	} else if !opts.IdentityOnly {
-		providers, where, err := selectProviders(d, p.env)
-		if err != nil {
-			return nil, err
-		}
-		if p.transformers, err = loadTransformers(providers); err != nil {
-			return nil, fmt.Errorf("loading %s: %w", where, err)
-		}
-		if memo != nil {
-			memo[opts.Environment] = p.transformers
-		}
 	}
 	return p, nil
 }
