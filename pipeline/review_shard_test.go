@@ -46,11 +46,17 @@ shared: stamp: "one"
 // new in deploy.cue.
 func pullRequest(t *testing.T, dir, old, new string) string {
 	t.Helper()
+	return pullRequestOf(t, dir, "deploy.cue", old, new)
+}
+
+// pullRequestOf is pullRequest replacing old with new in file.
+func pullRequestOf(t *testing.T, dir, file, old, new string) string {
+	t.Helper()
 	gitRun(t, dir, "init", "-q", "-b", "main")
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "base")
 	gitRun(t, dir, "checkout", "-q", "-b", "feature")
-	setValues(t, dir, old, new)
+	setFile(t, filepath.Join(dir, file), old, new)
 	gitRun(t, dir, "commit", "-qam", "the pull request")
 	return dir
 }
@@ -180,6 +186,78 @@ func TestWarmCacheReviewsTheSame(t *testing.T) {
 		renders, cached := c.cs.RenderCounts()
 		assert.Check(t, renders == c.renders && cached == c.cache, "%s: %d renders, %d cached; want %d, %d", name, renders, cached, c.renders, c.cache)
 	}
+}
+
+// A review of more releases than one chunk evaluates, after a push that
+// changes some of them, renders those in chunks and still reports the
+// pairs it found in the render cache on both sides (the first push's
+// change): the same JSON as the review that reads no cache and as the
+// review in one chunk, one render at a time or one chunk per core.
+func TestChunkedReviewKeepsCachedPairs(t *testing.T) {
+	dir := modulesRepo(t, 5)
+	firstPush := t.TempDir()
+	opts := pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, MaskKey: []byte("one key"), CacheDir: firstPush}
+	_, err := pipeline.Review(t.Context(), opts)
+	assert.NilError(t, err)
+	for _, m := range []string{"m0", "m1", "m3"} {
+		setFile(t, filepath.Join(dir, "mods", m, m+".cue"), `own: "a"`, `own: "b"`)
+	}
+	gitRun(t, dir, "commit", "-qam", "three modules")
+
+	noCache := opts
+	noCache.NoCache = true
+	whole, err := pipeline.Review(t.Context(), noCache)
+	assert.NilError(t, err)
+	assert.Equal(t, len(whole.Releases), 10)
+	want, _ := json.MarshalIndent(whole, "", "  ")
+	for _, parallelism := range []int{1, 0} {
+		chunked := opts
+		chunked.Parallelism, chunked.CacheDir = parallelism, filepath.Join(t.TempDir(), "cache")
+		assert.NilError(t, os.CopyFS(chunked.CacheDir, os.DirFS(firstPush)))
+		pipeline.SetReviewChunk(&chunked, 1)
+		warm, err := pipeline.Review(t.Context(), chunked)
+		assert.NilError(t, err)
+		renders, cached := warm.RenderCounts()
+		assert.Check(t, renders == 20 && cached == 14, "parallelism %d: %d renders, %d cached; want 20, 14 (three releases' heads rendered)", parallelism, renders, cached)
+		got, _ := json.MarshalIndent(warm, "", "  ")
+		assert.Equal(t, string(got), string(want), "parallelism %d", parallelism)
+	}
+}
+
+// modulesRepo is a git repository of n releases r0… in environments dev
+// and prod (rolled out after dev), release ri of module package mods/mi,
+// every module reading package lib; on branch feature, lib changes.
+func modulesRepo(t *testing.T, n int) string {
+	t.Helper()
+	files := map[string]string{"lib/lib.cue": "package lib\n\nstamp: \"one\"\n"}
+	var root strings.Builder
+	root.WriteString("package deploy\n\nimport (\n\tcore \"github.com/opmodel/pipeline/catalog@v0\"\n")
+	for m := range n {
+		fmt.Fprintf(&root, "\tm%dmod \"test.example/deploy/mods/m%d\"\n", m, m)
+		files[fmt.Sprintf("mods/m%d/m%d.cue", m, m)] = fmt.Sprintf(`package m%[1]d
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	"test.example/deploy/lib"
+)
+
+core.#Module
+metadata: {apiVersion: "test.example/deploy/m%[1]d@v0", name: "m%[1]d", version: "1.0.0"}
+#config: {}
+#components: c: {
+	core.#Configs
+	spec: configs: "c%[1]d": data: {stamp: lib.stamp, own: "a"}
+}
+`, m)
+	}
+	root.WriteString(")\n\nenvironments: [Name=string]: core.#Environment & {metadata: name: Name}\n" +
+		"releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}\n" +
+		"environments: dev: namespace: \"dev\"\nenvironments: prod: {namespace: \"prod\", rollout: after: [\"dev\"]}\n")
+	for m := range n {
+		fmt.Fprintf(&root, "releases: r%d: #module: m%dmod\n", m, m)
+	}
+	files["deploy.cue"] = root.String()
+	return pullRequestOf(t, deploytest.Write(t, files), "lib/lib.cue", `stamp: "one"`, `stamp: "two"`)
 }
 
 // A review given CacheDir (as the Dagger module gives the directory it

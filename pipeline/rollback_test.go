@@ -41,7 +41,12 @@ func gitDeploy(t *testing.T, ns, values string) (dir, commit string) {
 
 func setValues(t *testing.T, dir, old, new string) {
 	t.Helper()
-	p := filepath.Join(dir, "deploy.cue")
+	setFile(t, filepath.Join(dir, "deploy.cue"), old, new)
+}
+
+// setFile replaces old, which must be there, with new in file p.
+func setFile(t *testing.T, p, old, new string) {
+	t.Helper()
 	b, err := os.ReadFile(p)
 	assert.NilError(t, err)
 	assert.Assert(t, strings.Contains(string(b), old))

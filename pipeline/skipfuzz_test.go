@@ -207,6 +207,10 @@ func fuzzEdit(root string, files map[string]string, pick, kind uint8) string {
 		p = filepath.Join(root, filepath.FromSlash(name))
 		b, _ := os.ReadFile(p)
 		loc := tokenRE.FindIndex(b)
+		if loc == nil { // an earlier edit took its only token
+			write(p, string(b)+commentFor(name))
+			return "comment in " + name
+		}
 		write(p, string(b[:loc[0]])+"tkXX"+string(b[loc[1]:]))
 		return "token in " + name
 	case 1: // a comment
@@ -255,7 +259,8 @@ func commentFor(name string) string {
 // sides' fingerprints are equal, their renders are byte-identical
 // (objects, digests, change IDs); and the fast review, from a cold or a
 // warm render cache or as merged shards (dealt by count or split by the
-// plan), equals the review that renders every pair (--no-skip). The seed corpus runs in make test;
+// plan), or after a second edit from the cache the first left, in
+// chunks, equals the review that renders every pair (--no-skip). The seed corpus runs in make test;
 // `go test ./pipeline -run '^$' -fuzz FuzzSkipsAreSound -fuzztime 30m -timeout 0` explores further
 // (a fuzzing worker is bound by go test's -timeout, 10 minutes by default).
 func FuzzSkipsAreSound(f *testing.F) {
@@ -333,6 +338,19 @@ func FuzzSkipsAreSound(f *testing.F) {
 			assert.NilError(t, err, "seed %d, edit %s", seed, what)
 			assert.Equal(t, outcome(t, merged), outcome(t, full), "seed %d, edit %s: %d shards (split %v) merged differ from --no-skip", seed, what, n, split != nil)
 		}
+
+		// The pull request moves on: another edit of the head, reviewed
+		// with the cache the reviews above filled (some pairs found on
+		// both sides, some on one, some on neither) one release per
+		// chunk, is the review that renders every pair.
+		what += ", then " + fuzzEdit(headRoot, files, pick/2+1, kind/4+1)
+		chunked := pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: head}, BaseDir: base}
+		pipeline.SetReviewChunk(&chunked, 1)
+		moved, err := pipeline.Review(t.Context(), chunked)
+		assert.NilError(t, err, "seed %d, edit %s", seed, what)
+		full, err = pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: head}, BaseDir: base, NoSkip: true})
+		assert.NilError(t, err, "seed %d, edit %s", seed, what)
+		assert.Equal(t, outcome(t, moved), outcome(t, full), "seed %d, edit %s: the review in chunks from a partly warm cache differs from --no-skip", seed, what)
 	})
 }
 
