@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,6 +137,11 @@ func Unified(before, after *unstructured.Unstructured, opts Options) (string, er
 				o.Object = m.maskFields(o.Object, desired)
 			}
 		}
+	}
+	// Equal values encode equally: most objects of a review are
+	// unchanged, and their YAML is most of a review's comparing.
+	if na != nil && nb != nil && reflect.DeepEqual(na.Object, nb.Object) {
+		return "", nil
 	}
 	a, err := toYAML(na)
 	if err != nil {

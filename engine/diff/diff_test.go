@@ -6,6 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -53,6 +57,71 @@ func TestUnifiedEqualIsEmpty(t *testing.T) {
 	got, err := Unified(configMap("x"), configMap("x"), Options{})
 	assert.NilError(t, err)
 	assert.Equal(t, got, "")
+}
+
+// Unified answers "equal" without encoding when the objects are deeply
+// equal; generated objects with one leaf changed anywhere (a value, a
+// type, a key added or removed) still diff, and copies still do not.
+func TestUnifiedShortcutHidesNoChange(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var gen func(depth int) any
+	gen = func(depth int) any {
+		switch k := r.IntN(6); {
+		case depth > 2 || k == 0:
+			return []any{"v" + strconv.Itoa(r.IntN(3)), int64(r.IntN(3)), r.IntN(2) == 0, 1.5}[r.IntN(4)]
+		case k < 4:
+			m := map[string]any{}
+			for i := range 1 + r.IntN(3) {
+				m["k"+strconv.Itoa(i)] = gen(depth + 1)
+			}
+			return m
+		default:
+			var l []any
+			for range 1 + r.IntN(3) {
+				l = append(l, gen(depth+1))
+			}
+			return l
+		}
+	}
+	// change replaces one leaf (or adds a key to one map) of v, chosen by r.
+	var change func(v any) any
+	change = func(v any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			keys := slices.Sorted(maps.Keys(v))
+			if r.IntN(4) == 0 {
+				v["added"] = "x"
+				return v
+			}
+			k := keys[r.IntN(len(keys))]
+			v[k] = change(v[k])
+			return v
+		case []any:
+			i := r.IntN(len(v))
+			v[i] = change(v[i])
+			return v
+		case string:
+			return v + "'"
+		case int64:
+			return float64(v) + 0.5
+		case bool:
+			return !v
+		default:
+			return "a string now"
+		}
+	}
+	for i := range 500 {
+		spec := gen(0)
+		a := obj(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "o"}, "data": spec})
+		same, err := Unified(a, a.DeepCopy(), Options{})
+		assert.NilError(t, err)
+		assert.Equal(t, same, "", "object %d against its copy", i)
+		b := a.DeepCopy()
+		b.Object["data"] = change(b.Object["data"])
+		got, err := Unified(a, b, Options{})
+		assert.NilError(t, err)
+		assert.Assert(t, got != "", "object %d: a change was reported equal:\n%v\n%v", i, a.Object, b.Object)
+	}
 }
 
 func TestUnifiedAddedAndRemoved(t *testing.T) {
