@@ -311,8 +311,15 @@ func (s *reviewSide) load(ctx context.Context) {
 	if s.d != nil || s.err != nil || !s.present || s.nothingToRender {
 		return
 	}
-	l := loadReviewSide(ctx, s.name, s.dir, true, s.overlay, s.pruned)
-	s.d, s.err = l.d, l.err
+	// The side's releases and environments are known (scanned, or read
+	// by the load this copies): listing them again evaluated every
+	// release beside its render, a tenth of a review's CPU.
+	d, err := load.LoadWith(ctx, s.dir, load.Options{Overlay: s.overlay, Pruned: s.pruned})
+	if err != nil {
+		s.err = fmt.Errorf("loading the %s: %w", s.name, err)
+		return
+	}
+	s.d = d
 }
 
 // loadReviewSide loads dir. A missing base directory is an empty side (the
@@ -698,14 +705,23 @@ func eachOnWorkers(ctx context.Context, workers, n int, do func(i int)) {
 // of releases (indexes into keys); the head's copy knows the chunk, as
 // worthReviewing asks it.
 func (s *reviewSide) forChunk(keys []string, chunk []int) *reviewSide {
-	c := *s
-	c.d, c.session, c.pruned, c.nothingToRender, c.chunk = nil, nil, nil, false, nil
+	c := s.copyToEvaluate()
+	c.pruned, c.nothingToRender, c.chunk = nil, false, nil
 	if chunk != nil {
 		c.chunk = map[string]bool{}
 		for _, k := range chunk {
 			c.chunk[keys[k]] = true
 		}
 	}
+	return c
+}
+
+// copyToEvaluate is a copy of a side that evaluates it afresh when it
+// first renders (a loaded deployment's CUE values must not be evaluated
+// concurrently); it knows what the side knows.
+func (s *reviewSide) copyToEvaluate() *reviewSide {
+	c := *s
+	c.d, c.session = nil, nil
 	return &c
 }
 
@@ -783,7 +799,6 @@ func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, 
 	}
 
 	sides := [2]*reviewSide{head, base}
-	dirs := [2]string{opts.Selection.renderOptions().Dir, opts.BaseDir}
 	renders := make([][2]sideRender, n)
 	var next [2]atomic.Int64
 	var wg sync.WaitGroup
@@ -809,8 +824,7 @@ func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, 
 						continue
 					}
 					if own[s] == nil {
-						own[s] = loadReviewSide(ctx, sides[s].name, dirs[s], s == 0, sides[s].overlay, sides[s].pruned)
-						own[s].cache, own[s].fps = sides[s].cache, sides[s].fps
+						own[s] = sides[s].copyToEvaluate()
 					}
 					renders[i][s] = own[s].renderFor(ctx, key, env, opts.Selection)
 				}
