@@ -613,7 +613,8 @@ func countRenders(head, base *reviewSide, envs, keys []string) (renders, cached 
 // a thousand costs three times what it does inside a root of a hundred.
 // Up to chunkReleases of them are one chunk whose renders every core
 // shares; more are chunks, one per core at a time (reviewChunks), which
-// also return the fleet they read.
+// also return the fleet they read (the head's, else the base's, as
+// reviewFleet reads it from sides evaluated whole).
 func renderAndCompare(ctx context.Context, opts ReviewOptions, scanned bool, head, base *reviewSide, envs, keys []string) ([]reviewed, *fleet.Fleet, error) {
 	if !scanned {
 		out, err := reviewAll(ctx, opts, head, base, envs, keys)
@@ -642,7 +643,7 @@ func reviewChunks(ctx context.Context, opts ReviewOptions, head, base *reviewSid
 	out := make([]reviewed, len(envs)*len(keys))
 	workers := render.Workers(len(chunks), opts.Parallelism)
 	var mu sync.Mutex
-	var f *fleet.Fleet
+	var fleets [2]*fleet.Fleet // as the head's and the base's chunks read them
 	chunked := make([]bool, len(keys))
 	for _, c := range chunks {
 		for _, k := range c {
@@ -661,8 +662,10 @@ func reviewChunks(ctx context.Context, opts ReviewOptions, head, base *reviewSid
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if f == nil {
-			f = sidesFleet(h, b)
+		for i, side := range []*reviewSide{h, b} {
+			if fleets[i] == nil {
+				fleets[i] = declaredFleet(side)
+			}
 		}
 	})
 	var cached []int
@@ -679,7 +682,7 @@ func reviewChunks(ctx context.Context, opts ReviewOptions, head, base *reviewSid
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	return out, f, nil
+	return out, cmp.Or(fleets[0], fleets[1]), nil
 }
 
 // eachOnWorkers calls do for 0 … n-1 on workers goroutines, each taking
@@ -1065,14 +1068,19 @@ func reviewFleet(ctx context.Context, head, base *reviewSide) *fleet.Fleet {
 // sidesFleet is the fleet the head (else the base) declares, if either
 // was evaluated.
 func sidesFleet(head, base *reviewSide) *fleet.Fleet {
-	for _, side := range []*reviewSide{head, base} {
-		if side.d != nil {
-			if f, err := fleet.Read(side.d); err == nil {
-				return f
-			}
-		}
+	return cmp.Or(declaredFleet(head), declaredFleet(base))
+}
+
+// declaredFleet is the fleet a side declares, if it was evaluated.
+func declaredFleet(s *reviewSide) *fleet.Fleet {
+	if s.d == nil {
+		return nil
 	}
-	return nil
+	f, err := fleet.Read(s.d)
+	if err != nil {
+		return nil
+	}
+	return f
 }
 
 // groupByWave gives each release its environment's group and wave and,

@@ -191,8 +191,8 @@ func TestWarmCacheReviewsTheSame(t *testing.T) {
 // A review of more releases than one chunk evaluates, after a push that
 // changes some of them, renders those in chunks and still reports the
 // pairs it found in the render cache on both sides (the first push's
-// change): the same JSON as the review that reads no cache and as the
-// review in one chunk, one render at a time or one chunk per core.
+// change), in rollout order: the same JSON as the review that reads no
+// cache in one chunk, one render at a time or one chunk per core.
 func TestChunkedReviewKeepsCachedPairs(t *testing.T) {
 	dir := modulesRepo(t, 5)
 	firstPush := t.TempDir()
