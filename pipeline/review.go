@@ -155,8 +155,8 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	// 3. Render what is left, each scanned side evaluated only as far as
 	// the misses reach (not at all for a side all found in the cache);
 	// many releases in chunks, one per core at a time.
-	// 4. Compare, each pair as soon as both its sides are there.
-	results, fleetRead, err := renderAndCompare(ctx, opts, scanned, head, base, envs, keys)
+	// 4. Compare every pair (in chunks, as each chunk's renders are done).
+	results, rollout, err := renderAndCompare(ctx, opts, scanned, head, base, envs, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -172,11 +172,11 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 		cs.Releases = append(cs.Releases, r.rc)
 		cs.Counts.AddAll(r.rc.Counts)
 	}
-	if fleetRead == nil {
-		fleetRead = reviewFleet(ctx, head, base)
+	if rollout == nil {
+		rollout = reviewFleet(ctx, head, base)
 	}
-	if f := fleetRead; f != nil {
-		groupByWave(cs, f)
+	if rollout != nil {
+		groupByWave(cs, rollout)
 	}
 	if err := verifyUnchanged(ctx, opts, cs); err != nil {
 		return nil, err
@@ -676,8 +676,8 @@ func reviewChunks(ctx context.Context, opts ReviewOptions, head, base *reviewSid
 	}
 	eachOnWorkers(ctx, workers, len(cached), func(j int) {
 		i := cached[j]
-		rc, _ := reviewRelease(ctx, opts, head, base, keys[i%len(keys)], envs[i/len(keys)])
-		out[i] = reviewed{rc: rc, ok: true}
+		rc, ok := reviewRelease(ctx, opts, head, base, keys[i%len(keys)], envs[i/len(keys)])
+		out[i] = reviewed{rc: rc, ok: ok}
 	})
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
