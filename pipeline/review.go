@@ -805,11 +805,21 @@ func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, 
 	renders := make([][2]sideRender, n)
 	var next [2]atomic.Int64
 	var wg sync.WaitGroup
-	for w := range workers {
+	// Every goroutine's own copies are made before any starts: a side is
+	// written as it loads and renders.
+	owns := make([][2]*reviewSide, workers)
+	for w := range owns {
+		for s := range sides {
+			if s == w {
+				owns[w][s] = sides[s]
+			} else {
+				owns[w][s] = sides[s].copyToEvaluate()
+			}
+		}
+	}
+	for w, own := range owns {
 		wg.Go(func() {
-			var own [2]*reviewSide
 			if w < 2 {
-				own[w] = sides[w]
 				own[w].load(ctx) // see loadScannedSides
 			}
 			for _, s := range []int{w % 2, 1 - w%2} {
@@ -825,9 +835,6 @@ func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, 
 					if r, ok := sides[s].cached[unitKey(env, key)]; ok {
 						renders[i][s] = sideRender{rel: r}
 						continue
-					}
-					if own[s] == nil {
-						own[s] = sides[s].copyToEvaluate()
 					}
 					renders[i][s] = own[s].renderFor(ctx, key, env, opts.Selection)
 				}
