@@ -556,6 +556,13 @@ func lookUpRenders(ctx context.Context, opts ReviewOptions, cache *rendercache.C
 		return
 	}
 	ro := opts.Selection.renderOptions()
+	type unit struct {
+		side     *reviewSide
+		env, key string
+		fp       string
+		rel      *render.Release
+	}
+	var units []unit
 	for _, side := range []*reviewSide{head, base} {
 		if side.tree == nil {
 			continue
@@ -563,19 +570,34 @@ func lookUpRenders(ctx context.Context, opts ReviewOptions, cache *rendercache.C
 		side.cache, side.cached, side.fps = cache, map[string]*render.Release{}, map[string]string{}
 		for _, env := range envs {
 			for _, key := range keys {
-				if !worthReviewing(head, base, key, env) || !side.declares(key, env) {
-					continue
-				}
-				fp, err := side.tree.Of(ctx, key, fingerprint.Inputs{Environment: env, ValuesFiles: ro.ValuesFiles, Values: ro.Values})
-				if err != nil {
-					continue
-				}
-				u := unitKey(env, key)
-				side.fps[u] = fp
-				if rel, _, ok := cache.Get(fp); ok {
-					side.cached[u] = rel
+				if worthReviewing(head, base, key, env) && side.declares(key, env) {
+					units = append(units, unit{side: side, env: env, key: key})
 				}
 			}
+		}
+	}
+	// Reading and verifying an entry (hash, decode, digest) is work
+	// proportional to the pairs, done before anything renders: on every
+	// core, as the renders are.
+	eachOnWorkers(ctx, render.Workers(len(units), opts.Parallelism), len(units), func(i int) {
+		u := &units[i]
+		fp, err := u.side.tree.Of(ctx, u.key, fingerprint.Inputs{Environment: u.env, ValuesFiles: ro.ValuesFiles, Values: ro.Values})
+		if err != nil {
+			return
+		}
+		u.fp = fp
+		if rel, _, ok := cache.Get(fp); ok {
+			u.rel = rel
+		}
+	})
+	for _, u := range units {
+		if u.fp == "" {
+			continue
+		}
+		k := unitKey(u.env, u.key)
+		u.side.fps[k] = u.fp
+		if u.rel != nil {
+			u.side.cached[k] = u.rel
 		}
 	}
 }
