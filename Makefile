@@ -29,7 +29,7 @@ DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 BUILDINFO := github.com/opmodel/pipeline/buildinfo
 LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(DATE)
 
-.PHONY: build test vet docs bench kube-bin kube-up kube-down daggercheck dagger-gomod actionlint release-check
+.PHONY: build test race vet docs bench kube-bin kube-up kube-down daggercheck dagger-gomod actionlint release-check
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/opm ./cmd/opm
@@ -94,9 +94,20 @@ bin/goreleaser: hack/goreleaser/go.mod hack/goreleaser/go.sum
 release-check: bin/goreleaser
 	bin/goreleaser check
 
-test: kube-bin vet daggercheck actionlint release-check
+test: kube-bin vet daggercheck actionlint release-check race
 	KUBEBUILDER_ASSETS="$(BIN)" go test $(GO_TEST_FLAGS) ./...
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime 10s ./engine/inventory/decodefuzz
+
+# The race detector on what runs on several goroutines in one process: a
+# review's renders, chunks and cache lookups, and the caches they share. A
+# data race there once passed every test without it. The whole suite under
+# -race takes ten minutes here; these tests cover every concurrent path of
+# a review (one chunk shared by both cores, chunks one per core, shards,
+# the cache read and written by concurrent reviews).
+RACE_TESTS := ^(TestReviewOfAGroup|TestReviewParallelEqualsSequential|TestReviewParallelEqualsSequentialOnEdgeCases|TestShardsMergeIntoTheReview|TestWarmCacheReviewsTheSame|TestChunkedReviewKeepsCachedPairs|TestConcurrentReviewsShareTheCache)$$
+race: kube-bin
+	KUBEBUILDER_ASSETS="$(BIN)" go test -race -count=1 -run '$(RACE_TESTS)' ./pipeline
+	go test -race -count=1 ./engine/rendercache ./engine/fingerprint ./engine/cachefile
 
 # The Dagger module as the pinned engine loads it (hack/daggercheck, its own
 # module so Dagger's dependencies stay out of go.mod). The Go SDK's code
