@@ -5,6 +5,10 @@
 // dependency, opmodel.dev/* included, resolves through CUE_REGISTRY and the
 // cache exactly as the cue command does; one that cannot be fetched is an
 // error naming it, never replaced by embedded content.
+//
+// cue/load reads the files through loaderFS (load.Config.FS): the host's
+// files with the overlay on top, each directory listed once per load,
+// where cue/load would list a directory once per package under it.
 package load
 
 import (
@@ -13,6 +17,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -148,12 +153,18 @@ func parse(ctx context.Context, dir string, rootOverlay map[string][]byte, impor
 	for name, b := range rootOverlay {
 		sources[name] = b
 	}
-	overlay := make(map[string]load.Source, len(sources))
-	for name, b := range sources {
-		overlay[name] = load.FromBytes(b)
+	cfg := &load.Config{Dir: abs, ModuleRoot: abs, Registry: reg}
+	if runtime.GOOS == "windows" {
+		// load.Config.FS names files by slash paths from one root, which
+		// a drive letter is not: Windows keeps CUE's own overlay, and
+		// lists directories as often as cue/load asks.
+		cfg.Overlay = make(map[string]load.Source, len(sources))
+		for name, b := range sources {
+			cfg.Overlay[name] = load.FromBytes(b)
+		}
+	} else {
+		cfg.FS = newLoaderFS(sources)
 	}
-
-	cfg := &load.Config{Dir: abs, ModuleRoot: abs, Registry: reg, Overlay: overlay}
 	if importsOnly {
 		cfg.ParseFile = func(name string, src any, pc parser.Config) (*ast.File, error) {
 			if filepath.Dir(name) == abs {
