@@ -686,7 +686,7 @@ func reviewChunks(ctx context.Context, opts ReviewOptions, head, base *reviewSid
 		defer mu.Unlock()
 		for i, side := range []*reviewSide{h, b} {
 			if fleets[i] == nil {
-				fleets[i] = declaredFleet(side)
+				fleets[i] = declaredFleet(side.d)
 			}
 		}
 	})
@@ -1077,7 +1077,7 @@ func reviewRef(e inventory.Entry) ObjectRef {
 // environments alone are, so a review reads in rollout order whether its
 // renders were cached or not.
 func reviewFleet(ctx context.Context, head, base *reviewSide) *fleet.Fleet {
-	if f := sidesFleet(head, base); f != nil {
+	if f := cmp.Or(declaredFleet(head.d), declaredFleet(base.d)); f != nil {
 		return f
 	}
 	if !head.present || head.err != nil || !head.nothingToRender {
@@ -1087,25 +1087,16 @@ func reviewFleet(ctx context.Context, head, base *reviewSide) *fleet.Fleet {
 	if err != nil {
 		return nil
 	}
+	return declaredFleet(d)
+}
+
+// declaredFleet is the fleet d declares: nil when there is no deployment
+// (a side not evaluated) or its fleet cannot be read.
+func declaredFleet(d *load.Deployment) *fleet.Fleet {
+	if d == nil {
+		return nil
+	}
 	f, err := fleet.Read(d)
-	if err != nil {
-		return nil
-	}
-	return f
-}
-
-// sidesFleet is the fleet the head (else the base) declares, if either
-// was evaluated.
-func sidesFleet(head, base *reviewSide) *fleet.Fleet {
-	return cmp.Or(declaredFleet(head), declaredFleet(base))
-}
-
-// declaredFleet is the fleet a side declares, if it was evaluated.
-func declaredFleet(s *reviewSide) *fleet.Fleet {
-	if s.d == nil {
-		return nil
-	}
-	f, err := fleet.Read(s.d)
 	if err != nil {
 		return nil
 	}

@@ -29,7 +29,7 @@ type loaderFS struct {
 	// dirs lists, for each directory that holds overlay files or
 	// directories, the names of those children: they exist even where
 	// the host has no such directory.
-	dirs map[string][]string
+	dirs map[string]map[string]bool
 
 	mu     sync.Mutex
 	listed map[string]listing
@@ -41,16 +41,22 @@ type listing struct {
 }
 
 func newLoaderFS(overlay map[string][]byte) *loaderFS {
-	f := &loaderFS{files: map[string][]byte{}, dirs: map[string][]string{}, listed: map[string]listing{}}
+	f := &loaderFS{files: map[string][]byte{}, dirs: map[string]map[string]bool{}, listed: map[string]listing{}}
 	for abs, b := range overlay {
 		name := strings.TrimPrefix(path.Clean(abs), "/")
 		f.files[name] = b
-		for child := name; child != "."; {
+		// Up to the root, or to a directory already recorded (and so
+		// its parents): a base read from git overlays every file.
+		for child := name; child != "."; child = path.Dir(child) {
 			dir := path.Dir(child)
-			if !slices.Contains(f.dirs[dir], path.Base(child)) {
-				f.dirs[dir] = append(f.dirs[dir], path.Base(child))
+			_, known := f.dirs[dir]
+			if !known {
+				f.dirs[dir] = map[string]bool{}
 			}
-			child = dir
+			f.dirs[dir][path.Base(child)] = true
+			if known {
+				break
+			}
 		}
 	}
 	return f
@@ -140,7 +146,7 @@ func (f *loaderFS) list(name string) listing {
 	for i, e := range entries {
 		byName[e.Name()] = i
 	}
-	for _, c := range children {
+	for c := range children {
 		child := path.Join(name, c)
 		var e fs.DirEntry
 		if b, ok := f.files[child]; ok {
