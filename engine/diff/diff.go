@@ -32,8 +32,10 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/taint"
 )
 
@@ -107,13 +109,6 @@ func (m *Masker) Mask(value []byte) string {
 	h.Write(value)
 	return MaskPrefix + hex.EncodeToString(h.Sum(nil))[:12] + ")"
 }
-
-// lastApplied holds the whole object as kubectl last applied it (a
-// Secret's values in clear text): it must never reach a diff.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
-
-// serverFields are metadata fields the API server sets or manages.
-var serverFields = []string{"managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink"}
 
 // Unified returns a unified diff of the YAML of before and after, or ""
 // when they are equal once normalised. A nil before is an added object
@@ -261,14 +256,10 @@ func Normalize(obj *unstructured.Unstructured, m *Masker) *unstructured.Unstruct
 	if obj == nil {
 		return nil
 	}
-	out := obj.DeepCopy()
-	delete(out.Object, "status")
+	out := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(manifest.WithoutServerFields(obj.Object))}
 	if meta, ok := out.Object["metadata"].(map[string]any); ok {
-		for _, f := range serverFields {
-			delete(meta, f)
-		}
 		if ann, ok := meta["annotations"].(map[string]any); ok {
-			delete(ann, lastApplied)
+			delete(ann, manifest.LastAppliedAnnotation) // the whole object, a Secret's values in clear text
 			if len(ann) == 0 {
 				delete(meta, "annotations")
 			}

@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/taint"
 
 	"crypto/sha256"
@@ -150,7 +151,7 @@ func TestUnifiedDropsServerFields(t *testing.T) {
 	meta["generation"] = int64(3)
 	meta["creationTimestamp"] = "2026-01-01T00:00:00Z"
 	meta["selfLink"] = "/api/v1/x"
-	meta["annotations"] = map[string]any{lastApplied: `{"data":{"title":"x"}}`}
+	meta["annotations"] = map[string]any{manifest.LastAppliedAnnotation: `{"data":{"title":"x"}}`}
 	live.Object["status"] = map[string]any{"phase": "Active"}
 
 	got, err := Unified(live, configMap("x"), Options{})
@@ -165,7 +166,7 @@ func TestUnifiedDropsServerFields(t *testing.T) {
 	got, err = Unified(live, configMap("x"), Options{})
 	assert.NilError(t, err)
 	assert.Assert(t, is.Contains(got, "-    team: blue"))
-	assert.Assert(t, !strings.Contains(got, lastApplied))
+	assert.Assert(t, !strings.Contains(got, manifest.LastAppliedAnnotation))
 }
 
 func TestUnifiedContext(t *testing.T) {
@@ -186,7 +187,7 @@ func TestUnifiedMasksSecretValues(t *testing.T) {
 	before := secret(map[string]any{"password": b64(oldPass), "token": b64(keep)}, map[string]any{"extra": oldPass})
 	after := secret(map[string]any{"password": b64(newPass), "token": b64(keep)}, map[string]any{"extra": newPass})
 	// kubectl's annotation carries the values in clear text too.
-	before.SetAnnotations(map[string]string{lastApplied: `{"stringData":{"extra":"` + oldPass + `"}}`})
+	before.SetAnnotations(map[string]string{manifest.LastAppliedAnnotation: `{"stringData":{"extra":"` + oldPass + `"}}`})
 
 	m := NewMasker()
 	Mask := m.Mask

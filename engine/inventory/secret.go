@@ -117,6 +117,10 @@ type Change struct {
 	// Reach is where the environment let the release write when it was
 	// applied; nil for changes recorded before it was.
 	Reach *Reach `json:"reach,omitempty"`
+	// ForcedFrom are the field managers, outside the take-over set, whose
+	// conflicting fields this apply took because it was told to
+	// (--force-conflicts); empty for every other apply.
+	ForcedFrom []string `json:"forcedFrom,omitempty"`
 }
 
 // Reach is an environment's namespaces as an inventory records them.

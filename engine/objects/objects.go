@@ -40,6 +40,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/kube"
@@ -84,6 +86,13 @@ type Options struct {
 	RecreatePVCs bool
 	// WaitTimeout bounds waiting for CRDs and deletions; DefaultWaitTimeout when zero.
 	WaitTimeout time.Duration
+	// TakeOver are the field managers whose fields apply takes over
+	// (ownership.go): exact names, or prefixes ending in "*";
+	// DefaultTakeOver() when nil.
+	TakeOver []string
+	// ForceConflicts takes fields that managers outside TakeOver own with
+	// other values; without it such an object fails with a *ConflictError.
+	ForceConflicts bool
 }
 
 // Client runs the verbs against one cluster.
@@ -102,6 +111,9 @@ func New(cl *kube.Cluster, opts Options) *Client {
 	}
 	if opts.WaitTimeout <= 0 {
 		opts.WaitTimeout = DefaultWaitTimeout
+	}
+	if opts.TakeOver == nil {
+		opts.TakeOver = DefaultTakeOver()
 	}
 	return &Client{cluster: cl, opts: opts}
 }
@@ -132,6 +144,11 @@ type Result struct {
 	// NotOurs is set when DeleteOwned kept an object that does not carry
 	// the release's id.
 	NotOurs bool
+	// TookFrom are the managers whose fields this apply took over.
+	TookFrom []string `json:"tookFrom,omitempty"`
+	// Forced are the conflicting fields of other managers taken with
+	// ForceConflicts.
+	Forced []Conflict `json:"forced,omitempty"`
 }
 
 // Mapping resolves a kind to its resource through the cluster's
@@ -213,25 +230,23 @@ func (e *ImmutableError) Error() string {
 func (e *ImmutableError) Unwrap() error { return e.Err }
 
 // immutableFields reports whether err is a 422 Invalid caused by changing
-// an immutable field, and which fields. Most validators say "field is
-// immutable"; Service cluster IPs and IP families say "may not change once
-// set"; a PersistentVolumeClaim's spec "is immutable after creation".
+// a field the API server lets no update change, and which fields. These are
+// the refusals fluxcd/pkg/ssa recreates on by their wording (its
+// errors.IsImmutableError matches "is immutable" and "immutable field"),
+// plus the built-in validators that word it otherwise; a refusal for any
+// other reason (a bad quantity, a failed rule) is never one, so --force
+// never deletes an object because its new value is wrong.
 func immutableFields(err error) ([]string, bool) {
 	var se apierrors.APIStatus
 	if !errors.As(err, &se) || se.Status().Reason != metav1.StatusReasonInvalid {
 		return nil, false
-	}
-	immutable := func(msg string) bool {
-		msg = strings.ToLower(msg)
-		return strings.Contains(msg, "field is immutable") || strings.Contains(msg, "may not change once set") ||
-			strings.Contains(msg, "is immutable after creation") // a PersistentVolumeClaim's spec
 	}
 	st := se.Status()
 	var fields []string
 	found := false
 	if st.Details != nil {
 		for _, cause := range st.Details.Causes {
-			if immutable(cause.Message) {
+			if immutableMessage(cause.Message) {
 				found = true
 				if cause.Field != "" {
 					fields = append(fields, cause.Field)
@@ -239,15 +254,43 @@ func immutableFields(err error) ([]string, bool) {
 			}
 		}
 	}
-	return fields, found || immutable(st.Message)
+	return fields, found || immutableMessage(st.Message)
+}
+
+// immutableMessages are the wordings of immutable-field refusals:
+// most validators and CEL's `self == oldSelf` rules with the customary
+// message ("field is immutable", "Value is immutable", "is immutable after
+// creation" for a claim's spec), Service cluster IPs ("may not change once
+// set"), a binding's roleRef ("cannot change roleRef") and a StorageClass's
+// provisioner, parameters and reclaim policy ("updates to parameters are
+// forbidden").
+var immutableMessages = [...]string{"is immutable", "immutable field", "may not change once set", "cannot change roleref"}
+
+func immutableMessage(msg string) bool {
+	msg = strings.ToLower(msg)
+	for _, m := range immutableMessages {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	before, _, ok := strings.Cut(msg, " are forbidden")
+	return ok && strings.Contains(before, "updates to ")
+}
+
+func isImmutable(err error) bool {
+	_, ok := immutableFields(err)
+	return ok
 }
 
 // Apply server-side applies obj. An existing object is first applied in
-// dry-run and compared with the live one; when nothing would change the
-// write is skipped (Unchanged, resourceVersion untouched). live, when
-// known is true, is the object as just read (nil: absent) and saves a GET.
+// dry-run and compared with the live object; the write is skipped
+// (Unchanged, resourceVersion untouched) only when nothing would change
+// and opm already owns every field it declares. An object another tool
+// wrote is taken over (ownership.go) before the write, so a field the
+// release later stops declaring is removed. live, when known is true, is
+// the object as just read (nil: absent) and saves a GET.
 func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructured.Unstructured, known bool) Result {
-	obj := r.Object
+	obj := manifest.NormalizeSecret(r.Object)
 	res := Result{ID: r.ID(), Version: obj.GroupVersionKind().Version, Component: r.Component}
 	fail := func(err error) Result {
 		res.Action, res.Err = Failed, err
@@ -271,7 +314,7 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 	}
 
 	if live == nil {
-		out, err := c.apply(ctx, ri, obj, c.opts.DryRun)
+		out, err := c.apply(ctx, ri, obj, c.opts.DryRun, true)
 		if err != nil {
 			return fail(fmt.Errorf("apply %s: %w", res.ID, err))
 		}
@@ -280,23 +323,37 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 		return res
 	}
 
-	dry, err := c.apply(ctx, ri, obj, true)
+	dry, force, err := c.dryRun(ctx, ri, res.ID, obj)
 	if fields, ok := immutableFields(err); ok {
 		return c.recreate(ctx, ri, r, live, &ImmutableError{ID: res.ID, Fields: fields, Err: err}, res)
 	}
 	if err != nil {
-		return fail(fmt.Errorf("apply %s (server dry run): %w", res.ID, err))
+		return fail(err)
 	}
-	if sameObject(live, dry) {
+	res.Forced = force.conflicts
+	own, err := c.ownership(live, dry)
+	if err != nil {
+		return fail(fmt.Errorf("apply %s: %w", res.ID, err))
+	}
+	if own.none() && sameObject(live, dry) {
 		res.Action = Unchanged
 		res.setWritten(live.GetResourceVersion(), live)
 		return res
 	}
+	res.Reason, res.TookFrom = own.reason(c.opts.DryRun), own.from()
 	if !c.opts.DryRun {
-		out, err := c.apply(ctx, ri, obj, false)
+		if own.takeOver != nil {
+			if live, err = c.takeOver(ctx, ri, live, own.takeOver); err != nil {
+				return fail(fmt.Errorf("apply %s: %w", res.ID, err))
+			}
+		}
+		out, err := c.apply(ctx, ri, obj, false, force.needed)
 		res.setWritten(c.writtenVersion(out), out)
 		if fields, ok := immutableFields(err); ok {
 			return c.recreate(ctx, ri, r, live, &ImmutableError{ID: res.ID, Fields: fields, Err: err}, res)
+		}
+		if cs, ok := conflicts(err); ok {
+			return fail(&ConflictError{ID: res.ID, Conflicts: cs, Err: err})
 		}
 		if err != nil {
 			return fail(fmt.Errorf("apply %s: %w", res.ID, err))
@@ -306,8 +363,133 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 	return res
 }
 
-func (c *Client) apply(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
-	opts := metav1.ApplyOptions{FieldManager: c.opts.FieldManager, Force: true}
+// forcing says whether an apply must force ownership, and which fields of
+// managers outside the take-over set it takes (only with ForceConflicts).
+type forcing struct {
+	needed    bool
+	conflicts []Conflict
+}
+
+// dryRun applies obj in dry-run without forcing ownership. A conflict with
+// managers of the take-over set only is expected (their fields become
+// opm's) and the dry run is repeated with force; one with any other
+// manager is a *ConflictError unless ForceConflicts.
+func (c *Client) dryRun(ctx context.Context, ri dynamic.ResourceInterface, id manifest.ID, obj *unstructured.Unstructured) (*unstructured.Unstructured, forcing, error) {
+	dry, err := c.apply(ctx, ri, obj, true, false)
+	cs, ok := conflicts(err)
+	if !ok {
+		if err != nil && !isImmutable(err) {
+			err = fmt.Errorf("apply %s (server dry run): %w", id, err)
+		}
+		return dry, forcing{}, err
+	}
+	var outside []Conflict
+	for _, cf := range cs {
+		if cf.Manager != c.opts.FieldManager && !managerMatch(c.opts.TakeOver, cf.Manager) {
+			outside = append(outside, cf)
+		}
+	}
+	if len(outside) > 0 && !c.opts.ForceConflicts {
+		return nil, forcing{}, &ConflictError{ID: id, Conflicts: outside, Err: err}
+	}
+	dry, err = c.apply(ctx, ri, obj, true, true)
+	if err != nil && !isImmutable(err) {
+		err = fmt.Errorf("apply %s (server dry run): %w", id, err)
+	}
+	return dry, forcing{needed: true, conflicts: outside}, err
+}
+
+// ownershipChange is what an apply changes about who owns live's fields.
+type ownershipChange struct {
+	takeOver *takeOver
+	// owned is what opm owns by apply now.
+	owned *fieldpath.Set
+	// gained are the fields opm's apply entry gains besides a take-over
+	// (fields it newly declares that others own with the same value).
+	gained int
+}
+
+func (o ownershipChange) none() bool { return o.takeOver == nil && o.gained == 0 }
+
+func (o ownershipChange) from() []string {
+	if o.takeOver == nil {
+		return nil
+	}
+	return o.takeOver.from
+}
+
+func (o ownershipChange) reason(dryRun bool) string {
+	switch {
+	case o.takeOver != nil:
+		return o.takeOver.reason(dryRun, o.owned)
+	case o.gained > 0 && dryRun:
+		return fmt.Sprintf("would take ownership of %d field(s)", o.gained)
+	case o.gained > 0:
+		return fmt.Sprintf("took ownership of %d field(s)", o.gained)
+	}
+	return ""
+}
+
+// ownership compares live with the dry run: the take-over it needs, and
+// whether opm's apply entry would change otherwise.
+func (c *Client) ownership(live, dry *unstructured.Unstructured) (ownershipChange, error) {
+	to, err := planTakeOver(live, c.opts.FieldManager, c.opts.TakeOver)
+	if err != nil {
+		return ownershipChange{}, err
+	}
+	before, err := appliedBy(live, c.opts.FieldManager)
+	if err != nil {
+		return ownershipChange{}, err
+	}
+	after, err := appliedBy(dry, c.opts.FieldManager)
+	if err != nil {
+		return ownershipChange{}, err
+	}
+	o := ownershipChange{takeOver: to, owned: before}
+	if to == nil && !before.Equals(after) {
+		o.gained = max(1, after.Difference(before).Leaves().Size())
+	}
+	return o, nil
+}
+
+// takeOver moves the take-over managers' fields to opm (one JSON patch of
+// managedFields, conditional on the resourceVersion it was computed from)
+// and returns the patched object. Controllers write objects all the time
+// (a Deployment's revision annotation and status right after it changed):
+// on a conflict the object is read again and the take-over computed anew,
+// as client-go's retry.RetryOnConflict does.
+func (c *Client) takeOver(ctx context.Context, ri dynamic.ResourceInterface, live *unstructured.Unstructured, t *takeOver) (*unstructured.Unstructured, error) {
+	var out *unstructured.Unstructured
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if t == nil {
+			return nil // the fresh object needs no take-over any more
+		}
+		patch, err := t.patch(live)
+		if err != nil {
+			return err
+		}
+		out, err = ri.Patch(ctx, live.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: c.opts.FieldManager})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		if live, err = ri.Get(ctx, live.GetName(), metav1.GetOptions{}); err != nil {
+			return err
+		}
+		out = live
+		t, err = planTakeOver(live, c.opts.FieldManager, c.opts.TakeOver)
+		if err != nil {
+			return err
+		}
+		return apierrors.NewConflict(schema.GroupResource{}, live.GetName(), errors.New("the object changed while taking ownership of its fields"))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("taking ownership of its fields: %w", err)
+	}
+	return out, nil
+}
+
+func (c *Client) apply(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, dryRun, force bool) (*unstructured.Unstructured, error) {
+	opts := metav1.ApplyOptions{FieldManager: c.opts.FieldManager, Force: force}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
@@ -350,7 +532,7 @@ func (c *Client) recreate(ctx context.Context, ri dynamic.ResourceInterface, r m
 		res.Action, res.Err = Failed, fmt.Errorf("recreate %s: %w", res.ID, err)
 		return res
 	}
-	if _, err := c.apply(ctx, ri, r.Object, false); err != nil {
+	if _, err := c.apply(ctx, ri, manifest.NormalizeSecret(r.Object), false, true); err != nil {
 		res.Action, res.Err = Failed, fmt.Errorf("recreate %s: create: %w", res.ID, err)
 		return res
 	}
@@ -397,26 +579,7 @@ func finalizers(o *unstructured.Unstructured) []string {
 // sameObject compares live and a dry-run result without the fields the
 // server changes on every write.
 func sameObject(live, dry *unstructured.Unstructured) bool {
-	return equality.Semantic.DeepEqual(withoutNoise(live.Object), withoutNoise(dry.Object))
-}
-
-func withoutNoise(obj map[string]any) map[string]any {
-	out := make(map[string]any, len(obj))
-	for k, v := range obj {
-		out[k] = v
-	}
-	delete(out, "status")
-	if md, ok := obj["metadata"].(map[string]any); ok {
-		m := make(map[string]any, len(md))
-		for k, v := range md {
-			m[k] = v
-		}
-		for _, k := range []string{"managedFields", "resourceVersion", "generation", "creationTimestamp", "uid"} {
-			delete(m, k)
-		}
-		out["metadata"] = m
-	}
-	return out
+	return equality.Semantic.DeepEqual(manifest.WithoutServerFields(live.Object), manifest.WithoutServerFields(dry.Object))
 }
 
 // Delete deletes an object with background propagation and does not wait

@@ -300,24 +300,31 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 // holds (nil when absent).
 func previewObject(ctx context.Context, client *objects.Client, r manifest.Resource, live *unstructured.Unstructured, m *diff.Masker) (Object, error) {
 	o := Object{ID: r.ID(), Version: r.GVK().Version, Component: r.Component}
-	live, planned, err := client.Preview(ctx, r, live, true)
+	p, err := client.Preview(ctx, r, live, true)
 	var ie *objects.ImmutableError
+	var ce *objects.ConflictError
 	switch {
 	case errors.As(err, &ie):
 		o.Class = Modified
 		o.Warning = ie.Error()
-		o.Diff, err = diff.Unified(live, r.Object, diff.Options{FromFile: "live", ToFile: "rendered", Masker: m})
+		o.Diff, err = diff.Unified(p.Live, r.Object, diff.Options{FromFile: "live", ToFile: "rendered", Masker: m})
+		return o, err
+	case errors.As(err, &ce):
+		o.Class = Modified
+		o.Warning = ce.Error()
+		o.Diff, err = diff.Unified(p.Live, r.Object, diff.Options{FromFile: "live", ToFile: "rendered", Masker: m})
 		return o, err
 	case err != nil:
 		return o, err
-	case live == nil:
+	case p.Live == nil:
 		o.Class = Added
-		o.Diff, err = diff.Unified(nil, planned, diff.Options{FromFile: "live", ToFile: "planned", Masker: m})
+		o.Diff, err = diff.Unified(nil, p.Object, diff.Options{FromFile: "live", ToFile: "planned", Masker: m})
 		return o, err
 	}
-	o.Diff, err = diff.Unified(live, planned, diff.Options{FromFile: "live", ToFile: "planned", Masker: m})
+	o.Diff, err = diff.Unified(p.Live, p.Object, diff.Options{FromFile: "live", ToFile: "planned", Masker: m})
 	o.Class = Modified
-	if o.Diff == "" {
+	o.Warning = p.Ownership
+	if o.Diff == "" && !p.TakesOwnership {
 		o.Class = Unchanged
 	}
 	return o, err

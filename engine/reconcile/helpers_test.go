@@ -254,6 +254,7 @@ type storedChange struct {
 	Inventory      struct {
 		Entries []inventory.Entry `json:"entries"`
 	} `json:"inventory"`
+	ForcedFrom []string `json:"forcedFrom"`
 }
 
 // secret reads the release's inventory Secret; nil when absent.

@@ -67,6 +67,12 @@ type Options struct {
 	// Adopt lets apply take over existing objects it has not recorded and
 	// that do not carry this release's labels.
 	Adopt bool
+	// TakeOver are the field managers whose fields apply takes over
+	// (objects.Options.TakeOver); objects.DefaultTakeOver() when nil.
+	TakeOver []string
+	// ForceConflicts takes fields other managers own with other values;
+	// the change records whose.
+	ForceConflicts bool
 	// PruneGhosts also deletes ghosts: objects that carry this release's
 	// id but are in neither the inventory nor the render (found by a
 	// label scan), with the stale set's protections and order.
@@ -105,6 +111,9 @@ type run struct {
 	mu     sync.Mutex
 	// lk is the release's lock while held.
 	lk *lock.Lock
+	// forcedFrom are the managers whose conflicting fields the apply took
+	// (Options.ForceConflicts), sorted.
+	forcedFrom []string
 }
 
 func newRun(cl *kube.Cluster, rel *render.Release, opts Options) *run {
@@ -112,6 +121,7 @@ func newRun(cl *kube.Cluster, rel *render.Release, opts Options) *run {
 		cl: cl, rel: rel, opts: opts,
 		client: objects.New(cl, objects.Options{
 			Concurrency: opts.Concurrency, DryRun: opts.DryRun, Force: opts.Force, RecreatePVCs: opts.PrunePVCs, WaitTimeout: opts.WaitTimeout,
+			TakeOver: opts.TakeOver, ForceConflicts: opts.ForceConflicts,
 		}),
 		res: &Result{
 			Release: rel.Name, Namespace: rel.Namespace, ReleaseID: rel.ReleaseID,
@@ -256,6 +266,7 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	for _, res := range results {
 		r.res.Applied = append(r.res.Applied, objectOf(res))
 		r.res.Counts.add(res.Action)
+		r.noteForced(res)
 	}
 	if applyErr != nil {
 		return r.res, fmt.Errorf("%s: applying failed, so nothing was pruned and the inventory was not written: %w", r.where(), applyErr)
@@ -318,10 +329,32 @@ func (r *run) change(entries []inventory.Entry) inventory.Change {
 		Inputs:         r.rel.Fingerprint,
 		Sensitive:      r.rel.Sensitive(),
 		Reach:          recordedReach(r.rel.Reach),
+		ForcedFrom:     r.forcedFrom,
 	}
 	markSecrets(c.Inventory.Entries, r.rel)
 	c.Seal()
 	return c
+}
+
+// noteForced records the fields an apply took from other managers with
+// ForceConflicts: a warning per object, and the managers for the change.
+func (r *run) noteForced(res objects.Result) {
+	if len(res.Forced) == 0 {
+		return
+	}
+	var fields []string
+	for _, c := range res.Forced {
+		fields = append(fields, fmt.Sprintf("%s (%s)", c.Field, c.Manager))
+		if !slices.Contains(r.forcedFrom, c.Manager) {
+			r.forcedFrom = append(r.forcedFrom, c.Manager)
+		}
+	}
+	slices.Sort(r.forcedFrom)
+	verb := "took"
+	if r.opts.DryRun {
+		verb = "would take"
+	}
+	r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s: %s fields other managers own (--force-conflicts): %s", res.ID, verb, strings.Join(fields, ", ")))
 }
 
 // checkSize encodes the inventory this apply would write at worst (every
