@@ -88,7 +88,7 @@ func (r *runner) applyOptions(env string) (opts pipeline.ApplyOptions, closeGrou
 	opts = pipeline.ApplyOptions{
 		Selection:      r.selection(env),
 		ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
-		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, MaxHistory: r.cfg.maxHistory, RunURL: r.runURL(), PruneGhosts: r.cfg.pruneGhosts,
+		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, ForceConflicts: r.cfg.forceConflicts, TakeOver: r.cfg.takeOver, MaxHistory: r.cfg.maxHistory, RunURL: r.runURL(), PruneGhosts: r.cfg.pruneGhosts,
 		Protection:  pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
 		GateTimeout: r.cfg.gateTimeout,
 		GateWaiting: func(refusal error) {

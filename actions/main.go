@@ -62,19 +62,22 @@ func newAction(ctx context.Context, getenv githubactions.GetenvFunc, w io.Writer
 
 // config is the Action's inputs, parsed.
 type config struct {
-	path            string
-	environments    []string // empty: every declared environment
-	releases        []string
-	mode            string
-	baseRef         string
-	kubeconfig      []byte
-	context         string
-	comment         bool
-	token           string
-	failOnPrune     bool
-	noPrune         bool
-	maxHistory      int
-	force           bool
+	path           string
+	environments   []string // empty: every declared environment
+	releases       []string
+	mode           string
+	baseRef        string
+	kubeconfig     []byte
+	context        string
+	comment        bool
+	token          string
+	failOnPrune    bool
+	noPrune        bool
+	maxHistory     int
+	force          bool
+	forceConflicts bool
+	// takeOver is nil for the default take-over set.
+	takeOver        []string
 	pruneNamespaces bool
 	prunePVCs       bool
 	lockTimeout     time.Duration
@@ -193,6 +196,7 @@ func readConfig(a *githubactions.Action) (config, error) {
 		path:         cmp.Or(input(a, "path"), "."),
 		environments: list(input(a, "environments")),
 		releases:     list(input(a, "releases")),
+		takeOver:     list(input(a, "take-over")),
 		mode:         cmp.Or(input(a, "mode"), "review"),
 		baseRef:      input(a, "base-ref"),
 		kubeconfig:   []byte(input(a, "kubeconfig")),
@@ -258,6 +262,7 @@ func readConfig(a *githubactions.Action) (config, error) {
 		{"fail-on-prune", false, &cfg.failOnPrune},
 		{"no-prune", false, &cfg.noPrune},
 		{"force", false, &cfg.force},
+		{"force-conflicts", false, &cfg.forceConflicts},
 		{"prune-namespaces", false, &cfg.pruneNamespaces},
 		{"prune-pvcs", false, &cfg.prunePVCs},
 		{"prune-ghosts", false, &cfg.pruneGhosts},

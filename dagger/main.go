@@ -306,6 +306,15 @@ func (m *Opm) Apply(
 	force bool,
 	// +optional
 	adopt bool,
+	// Field managers whose fields apply takes over from objects they wrote
+	// (names, or prefixes ending in *); default kubectl, kubectl-*,
+	// before-first-apply, helm.
+	// +optional
+	takeOver []string,
+	// Take fields that other field managers own with other values
+	// (recorded in the change).
+	// +optional
+	forceConflicts bool,
 	// Also prune ghosts: objects carrying the release's id that it neither
 	// records nor renders.
 	// +optional
@@ -345,7 +354,7 @@ func (m *Opm) Apply(
 		return nil, err
 	}
 	res, err := pipeline.Apply(ctx, pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun, NoPrune: noPrune,
-		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Adopt: adopt, MaxHistory: maxHistory,
+		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Adopt: adopt, TakeOver: takeOver, ForceConflicts: forceConflicts, MaxHistory: maxHistory,
 		PruneGhosts: pruneGhosts, Locking: lk, SkipGates: skipGates, SkippedBy: "dagger opm module"})
 	return applied(ctx, res, err)
 }

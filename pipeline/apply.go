@@ -10,6 +10,7 @@ import (
 	"github.com/opmodel/pipeline/engine/gitref"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/reconcile"
 	"github.com/opmodel/pipeline/engine/render"
 )
@@ -35,6 +36,14 @@ type ApplyOptions struct {
 	// create (otherwise an object not yet recorded must not exist unless it
 	// carries this release's labels).
 	Adopt bool `json:"adopt,omitempty"`
+	// TakeOver are the field managers whose fields apply takes over from
+	// objects they wrote (exact names, or prefixes ending in "*"); nil is
+	// objects.DefaultTakeOver(): kubectl's commands, before-first-apply, helm.
+	TakeOver []string `json:"takeOver,omitempty"`
+	// ForceConflicts takes fields that managers outside TakeOver own with
+	// other values (otherwise such an object fails, naming field and
+	// manager); the change records whose fields were taken.
+	ForceConflicts bool `json:"forceConflicts,omitempty"`
 	// MaxHistory caps the inventory's change history; 10 when zero.
 	MaxHistory int `json:"maxHistory,omitempty"`
 	// Concurrency bounds parallel requests per weight stage; 8 when zero.
@@ -122,6 +131,9 @@ type AppliedRelease struct {
 	key string // the release's key in `releases`, for ordering
 }
 
+// DefaultTakeOver is the take-over set apply uses when none is given.
+func DefaultTakeOver() []string { return objects.DefaultTakeOver() }
+
 // ClusterRef names the cluster a release was applied to.
 type ClusterRef struct {
 	Server  string `json:"server"`
@@ -131,7 +143,7 @@ type ClusterRef struct {
 func (o ApplyOptions) reconcileOptions() reconcile.Options {
 	return reconcile.Options{
 		DryRun: o.DryRun, NoPrune: o.NoPrune, PruneNamespaces: o.PruneNamespaces, PrunePVCs: o.PrunePVCs,
-		Force: o.Force, Adopt: o.Adopt, MaxHistory: o.MaxHistory, Concurrency: o.Concurrency, Progress: o.Progress,
+		Force: o.Force, Adopt: o.Adopt, TakeOver: o.TakeOver, ForceConflicts: o.ForceConflicts, MaxHistory: o.MaxHistory, Concurrency: o.Concurrency, Progress: o.Progress,
 		PruneGhosts: o.PruneGhosts,
 		Lock:        o.Locking.options(),
 	}

@@ -145,6 +145,8 @@ func registerApplyGuards(fs *pflag.FlagSet, opts *pipeline.ApplyOptions) {
 	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "allow pruning stale PersistentVolumeClaims, and their data")
 	fs.BoolVar(&opts.Force, "force", false, "re-create objects whose immutable fields change; allow an empty render to prune everything")
 	fs.BoolVar(&opts.Adopt, "adopt", false, "take over existing objects that lack this release's labels")
+	fs.StringSliceVar(&opts.TakeOver, "take-over", pipeline.DefaultTakeOver(), "field managers whose fields apply takes over from objects they wrote (names, or prefixes ending in *)")
+	fs.BoolVar(&opts.ForceConflicts, "force-conflicts", false, "take fields that other field managers own with other values (recorded in the change)")
 	fs.IntVar(&opts.MaxHistory, "max-history", 10, "changes kept in the inventory Secret")
 }
 

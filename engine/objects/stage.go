@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -81,30 +82,13 @@ func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts Appl
 	for _, ns := range opts.NewNamespaces {
 		namespaces[ns] = true
 	}
+	// Roles and ClusterRoles this apply creates: in a dry run they do not
+	// come to exist, and the API server checks a binding against its role
+	// (unless the applier may bind any role), so it cannot check those
+	// bindings until the real apply has created the role a stage earlier.
+	newRoles := map[manifest.ID]bool{}
 
-	var stages [][]int
-	var first []int
-	byWeight := map[int][]int{}
-	for i, r := range rs {
-		id := r.ID()
-		if isCRD(id) || isNamespace(id) {
-			first = append(first, i)
-			continue
-		}
-		w := manifest.Weight(id.GroupKind())
-		byWeight[w] = append(byWeight[w], i)
-	}
-	if len(first) > 0 {
-		stages = append(stages, first)
-	}
-	weights := make([]int, 0, len(byWeight))
-	for w := range byWeight {
-		weights = append(weights, w)
-	}
-	slices.Sort(weights)
-	for _, w := range weights {
-		stages = append(stages, byWeight[w])
-	}
+	stages, first := stagesOf(rs)
 
 	var errs []error
 	for si, stage := range stages {
@@ -122,9 +106,17 @@ func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts Appl
 				} else {
 					live, known := opts.Live[r.ID()]
 					res = c.Apply(gctx, r, live, known)
-					if c.opts.DryRun && res.Action == Failed && apierrors.IsNotFound(res.Err) && namespaces[r.ID().Namespace] {
-						res = Result{ID: res.ID, Version: res.Version, Component: res.Component, Action: Created,
-							Reason: "its Namespace is created by this apply; the server cannot check it in a dry run"}
+					if c.opts.DryRun && res.Action == Failed && apierrors.IsNotFound(res.Err) {
+						if namespaces[r.ID().Namespace] {
+							res = Result{ID: res.ID, Version: res.Version, Component: res.Component, Action: Created,
+								Reason: "its Namespace is created by this apply; the server cannot check it in a dry run"}
+						} else if role, ok := roleRef(r); ok && newRoles[role] {
+							res = Result{ID: res.ID, Version: res.Version, Component: res.Component, Action: Created,
+								Reason: "its role is created by this apply; the server checks the binding when it is applied"}
+							if live != nil {
+								res.Action = Configured
+							}
+						}
 					}
 				}
 				results[i] = &res
@@ -138,6 +130,11 @@ func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts Appl
 			})
 		}
 		_ = g.Wait()
+		for _, i := range stage {
+			if res := results[i]; res != nil && res.Action == Created && isRole(res.ID) {
+				newRoles[res.ID] = true
+			}
+		}
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)
 		}
@@ -158,6 +155,70 @@ func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts Appl
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// stagesOf splits rs into apply stages (indexes into rs): first the CRDs,
+// Namespaces and ClusterRoles (what everything else may need, as
+// fluxcd/pkg/ssa stages them), then one stage per StageOf value.
+func stagesOf(rs []manifest.Resource) (stages [][]int, first []int) {
+	byStage := map[int][]int{}
+	for i, r := range rs {
+		k := StageOf(r.ID())
+		if k == firstStage {
+			first = append(first, i)
+			continue
+		}
+		byStage[k] = append(byStage[k], i)
+	}
+	if len(first) > 0 {
+		stages = append(stages, first)
+	}
+	keys := make([]int, 0, len(byStage))
+	for k := range byStage {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		stages = append(stages, byStage[k])
+	}
+	return stages, first
+}
+
+const firstStage = math.MinInt
+
+// StageOf orders an object among the apply's stages: CRDs, Namespaces and
+// ClusterRoles first, then by weight, a RoleBinding or ClusterRoleBinding
+// after everything else of its weight (the Roles it may refer to).
+func StageOf(id manifest.ID) int {
+	if isCRD(id) || isNamespace(id) || (id.Group == rbacGroup && id.Kind == "ClusterRole") {
+		return firstStage
+	}
+	k := 2 * manifest.Weight(id.GroupKind())
+	if id.Group == rbacGroup && (id.Kind == "RoleBinding" || id.Kind == "ClusterRoleBinding") {
+		k++
+	}
+	return k
+}
+
+const rbacGroup = "rbac.authorization.k8s.io"
+
+func isRole(id manifest.ID) bool {
+	return id.Group == rbacGroup && (id.Kind == "Role" || id.Kind == "ClusterRole")
+}
+
+// roleRef is the role a RoleBinding or ClusterRoleBinding refers to.
+func roleRef(r manifest.Resource) (manifest.ID, bool) {
+	id := r.ID()
+	if id.Group != rbacGroup || (id.Kind != "RoleBinding" && id.Kind != "ClusterRoleBinding") {
+		return manifest.ID{}, false
+	}
+	kind, _, _ := unstructured.NestedString(r.Object.Object, "roleRef", "kind")
+	name, _, _ := unstructured.NestedString(r.Object.Object, "roleRef", "name")
+	ref := manifest.ID{Group: rbacGroup, Kind: kind, Name: name}
+	if kind == "Role" {
+		ref.Namespace = id.Namespace
+	}
+	return ref, kind != "" && name != ""
 }
 
 // dryRunPendingCR reports a custom resource whose CRD this apply creates:

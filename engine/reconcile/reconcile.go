@@ -111,6 +111,10 @@ type run struct {
 	mu     sync.Mutex
 	// lk is the release's lock while held.
 	lk *lock.Lock
+	// createdNS is the release's rendered Namespace when ensureNamespace
+	// created it: the staged apply finds it unchanged, but this apply
+	// created it.
+	createdNS manifest.ID
 	// forcedFrom are the managers whose conflicting fields the apply took
 	// (Options.ForceConflicts), sorted.
 	forcedFrom []string
@@ -257,16 +261,17 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 		Live: live,
 		Progress: func(res objects.Result) {
 			r.emitUnchangedBefore(unchanged, emitted, res.ID)
-			r.emit(PhaseApply, objectOf(res))
+			r.emit(PhaseApply, objectOf(r.created(res)))
 		},
 		NewNamespaces: newNamespaces,
 		Planned:       planned,
 	})
 	results = r.mergeUnchanged(results, unchanged, emitted, applyErr != nil)
-	for _, res := range results {
-		r.res.Applied = append(r.res.Applied, objectOf(res))
-		r.res.Counts.add(res.Action)
-		r.noteForced(res)
+	for i := range results {
+		results[i] = r.created(results[i])
+		r.res.Applied = append(r.res.Applied, objectOf(results[i]))
+		r.res.Counts.add(results[i].Action)
+		r.noteForced(results[i])
 	}
 	if applyErr != nil {
 		return r.res, fmt.Errorf("%s: applying failed, so nothing was pruned and the inventory was not written: %w", r.where(), applyErr)
@@ -336,6 +341,28 @@ func (r *run) change(entries []inventory.Entry) inventory.Change {
 	return c
 }
 
+// nothingApplied says what a refused apply wrote: nothing, or only the
+// release's namespace, created before the checks so the lock and the
+// inventory have a place.
+func (r *run) nothingApplied() string {
+	switch {
+	case r.res.NamespaceCreated && !r.opts.DryRun:
+		return fmt.Sprintf("nothing was applied but the release's namespace %s (created for the lock and inventory; not recorded, never pruned)", r.rel.Namespace)
+	case r.createdNS != manifest.ID{}:
+		return fmt.Sprintf("nothing was applied but the release's Namespace %s (created for the lock and inventory as rendered; recorded by the next apply)", r.rel.Namespace)
+	}
+	return "nothing was applied"
+}
+
+// created reports the Namespace ensureNamespace created as created, not as
+// the unchanged object the staged apply then found.
+func (r *run) created(res objects.Result) objects.Result {
+	if res.ID == r.createdNS && res.Action == objects.Unchanged {
+		res.Action = objects.Created
+	}
+	return res
+}
+
 // noteForced records the fields an apply took from other managers with
 // ForceConflicts: a warning per object, and the managers for the change.
 func (r *run) noteForced(res objects.Result) {
@@ -384,7 +411,7 @@ func (r *run) checkSize(prev *inventory.Inventory, stale []inventory.Entry) (int
 	entries := append(rendered, stale...)
 	probe.Record(r.rel.ChangeID, r.change(entries), r.opts.now(), r.opts.MaxHistory)
 	if _, err := probe.Encode(); err != nil {
-		return 0, fault.Wrap(fault.Validation, fmt.Errorf("%s: nothing was applied: %w", r.where(), err))
+		return 0, fault.Wrap(fault.Validation, fmt.Errorf("%s: %s: %w", r.where(), r.nothingApplied(), err))
 	}
 	return probe.Trimmed, nil
 }
@@ -412,7 +439,7 @@ func (r *run) plan(ctx context.Context, resources []manifest.Resource, unchanged
 			r.emit(PhaseApply, objectOf(res))
 		}
 		return nil, fmt.Errorf("%s: the server would refuse this apply (checked with a server-side dry run of every object before changing any), "+
-			"so nothing was applied, nothing was pruned and the inventory was not written:\n%w", r.where(), err)
+			"so %s, nothing was pruned and the inventory was not written:\n%w", r.where(), r.nothingApplied(), err)
 	}
 	planned := make(map[manifest.ID]objects.Result, len(results))
 	for _, res := range results {
@@ -529,10 +556,10 @@ func (r *run) stillLocked() error {
 // Namespace creates it in the first stage instead. Without permission to
 // read namespaces the check is skipped; apply then reports what is missing.
 func (r *run) ensureNamespace(ctx context.Context) (bool, error) {
-	var rendered *unstructured.Unstructured
-	for _, res := range r.rel.Resources {
+	var rendered *manifest.Resource
+	for i, res := range r.rel.Resources {
 		if id := res.ID(); id.Group == "" && id.Kind == "Namespace" && id.Name == r.rel.Namespace {
-			rendered = res.Object
+			rendered = &r.rel.Resources[i]
 		}
 	}
 	locking := r.opts.Lock != nil && !r.opts.DryRun
@@ -549,12 +576,12 @@ func (r *run) ensureNamespace(ctx context.Context) (bool, error) {
 	}
 	if rendered != nil {
 		// The lock needs the namespace before the staged apply would
-		// create it: create it now as rendered (the apply then finds it
-		// with this release's labels, and records it).
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.rel.Namespace, Labels: rendered.GetLabels(), Annotations: rendered.GetAnnotations()}}
-		if _, err := nss.Create(ctx, ns, metav1.CreateOptions{FieldManager: objects.FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, fmt.Errorf("%s: create the release's Namespace %s: %w", r.where(), r.rel.Namespace, err)
+		// create it: apply it now as rendered (the staged apply then finds
+		// it unchanged, reports it created, and records it).
+		if res := r.client.Apply(ctx, *rendered, nil, true); res.Err != nil {
+			return false, fmt.Errorf("%s: create the release's Namespace %s: %w", r.where(), r.rel.Namespace, res.Err)
 		}
+		r.createdNS = rendered.ID()
 		return false, nil
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.rel.Namespace,
@@ -591,7 +618,7 @@ func (r *run) preApplyCheck(rs []manifest.Resource, live map[manifest.ID]*unstru
 	if len(errs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s: pre-apply check failed, nothing was applied:\n%w", r.where(), errors.Join(errs...))
+	return fmt.Errorf("%s: pre-apply check failed, %s:\n%w", r.where(), r.nothingApplied(), errors.Join(errs...))
 }
 
 // owns reports whether obj carries this release's OPM labels.

@@ -67,7 +67,7 @@ func (r *run) mergeUnchanged(results []objects.Result, unchanged map[manifest.ID
 	if failed {
 		reached = math.MinInt
 		for _, res := range results {
-			reached = max(reached, stageOf(res.ID))
+			reached = max(reached, objects.StageOf(res.ID))
 		}
 	}
 	byID := make(map[manifest.ID]objects.Result, len(results)+len(unchanged))
@@ -75,7 +75,7 @@ func (r *run) mergeUnchanged(results []objects.Result, unchanged map[manifest.ID
 		byID[res.ID] = res
 	}
 	for _, res := range r.rel.Resources {
-		if u, ok := unchanged[res.ID()]; ok && stageOf(u.ID) <= reached {
+		if u, ok := unchanged[res.ID()]; ok && objects.StageOf(u.ID) <= reached {
 			byID[u.ID] = u
 			if !emitted[u.ID] {
 				r.emit(PhaseApply, objectOf(u))
@@ -89,15 +89,6 @@ func (r *run) mergeUnchanged(results []objects.Result, unchanged map[manifest.ID
 		}
 	}
 	return out
-}
-
-// stageOf orders objects as objects.ApplyAll stages them: CRDs and
-// Namespaces first, then by weight.
-func stageOf(id manifest.ID) int {
-	if (id.Group == "apiextensions.k8s.io" && id.Kind == "CustomResourceDefinition") || (id.Group == "" && id.Kind == "Namespace") {
-		return math.MinInt
-	}
-	return manifest.Weight(id.GroupKind())
 }
 
 // appliedEntries is what the inventory records for the rendered objects:

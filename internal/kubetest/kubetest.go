@@ -614,3 +614,21 @@ func WaitForPodReason(t testing.TB, cs kubernetes.Interface, ns, reason string) 
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// WaitFor polls cond until it returns nil, and fails t with its last error
+// once timeout has passed: a condition, never a fixed sleep (the API
+// server's authorizer, for one, learns of new RBAC bindings a moment later).
+func WaitFor(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
