@@ -121,6 +121,10 @@ func TestApplyTakesOverWhatOtherToolsWrote(t *testing.T) {
 		{"kubectl client-side apply", func(t *testing.T, rel *render.Release) {
 			kubectl(t, manifestYAML(t, rel), nil, "apply", "-f", "-")
 		}, false},
+		{"kubectl server-side apply co-owner", func(t *testing.T, rel *render.Release) {
+			mustApply(t, rel, Options{})
+			kubectl(t, manifestYAML(t, rel), nil, "apply", "--server-side", "-f", "-")
+		}, false},
 		{"kubectl create", func(t *testing.T, rel *render.Release) {
 			kubectl(t, manifestYAML(t, rel), nil, "create", "-f", "-")
 		}, false},

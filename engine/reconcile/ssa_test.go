@@ -145,7 +145,7 @@ func TestClusterRoleIsAppliedBeforeItsBinding(t *testing.T) {
 	admin := cluster(t).Clientset
 	ctx := t.Context()
 	rules := []rbacv1.PolicyRule{
-		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles", "clusterrolebindings"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles", "clusterrolebindings", "roles", "rolebindings"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}, // what the release's role grants
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "create", "update"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
@@ -174,13 +174,23 @@ kind: ClusterRoleBinding
 metadata: {name: config-reader-%[1]s}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: config-reader-%[1]s}
 subjects: [{kind: ServiceAccount, name: app, namespace: NS}]
-`, suffix))
+`, suffix), `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: config-reader, namespace: NS}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [get]}]
+`, `apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: config-reader, namespace: NS}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: config-reader}
+subjects: [{kind: ServiceAccount, name: app, namespace: NS}]
+`)
 	res, err := Apply(ctx, cl, rel, Options{DryRun: true})
 	assert.NilError(t, err)
-	assert.Equal(t, res.Counts.Created, 2)
+	assert.Equal(t, res.Counts.Created, 4)
 	res, err = Apply(ctx, cl, rel, Options{})
 	assert.NilError(t, err)
-	assert.Equal(t, res.Counts.Created, 2, "%+v", res.Applied)
+	assert.Equal(t, res.Counts.Created, 4, "%+v", res.Applied)
+	assert.Assert(t, live(t, "rbac.authorization.k8s.io/v1", "RoleBinding", ns, "config-reader") != nil)
 	assert.Assert(t, live(t, "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", "config-reader-"+suffix) != nil)
 }
 

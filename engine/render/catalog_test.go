@@ -239,8 +239,8 @@ func TestSchemaMisuseNamesPathValueAndPosition(t *testing.T) {
 		{
 			name: "object overriding an identity label",
 			component: `	core.#Objects
-	spec: objects: [{apiVersion: "v1", kind: "ConfigMap", metadata: {name: "x", labels: "app.kubernetes.io/managed-by": "helm"}}]`,
-			want: []string{`component "web"`, "app.kubernetes.io/managed-by", `"helm"`, `"open-platform-model"`, "app/app.cue:13"},
+	spec: objects: [{apiVersion: "v1", kind: "ConfigMap", metadata: {name: "x", labels: "component.opmodel.dev/name": "other"}}]`,
+			want: []string{`component "web"`, "component.opmodel.dev/name", `"other"`, `"web"`, "app/app.cue:13"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -250,4 +250,56 @@ func TestSchemaMisuseNamesPathValueAndPosition(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Objects brought in from a Helm chart (helm template) carry the
+// ecosystem's recommended labels with the chart's values: they render as
+// they are, with opm's managed-by and the object's own name, instance and
+// version, and every identity label opm needs.
+func TestRawObjectsKeepTheirRecommendedLabels(t *testing.T) {
+	module := `package app
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+core.#Module
+
+metadata: {apiVersion: "test.example/deploy/app@v0", name: "app", version: "1.0.0"}
+
+#config: {}
+
+#components: raw: {
+	core.#Objects
+	spec: objects: [{
+		apiVersion: "v1"
+		kind:       "ConfigMap"
+		metadata: {
+			name: "web"
+			labels: {
+				"app.kubernetes.io/name":       "web"
+				"app.kubernetes.io/instance":   "web"
+				"app.kubernetes.io/version":    "1.16.0"
+				"app.kubernetes.io/managed-by": "Helm"
+				"helm.sh/chart":                "web-0.1.0"
+			}
+		}
+		data: key: "value"
+	}]
+}
+`
+	r := renderOne(t, deployment(t, `releases: app: {#module: _app, metadata: namespace: "shop"}`, "app/app.cue", module), "")
+	assert.Equal(t, len(r.Resources), 1)
+	labels := r.Resources[0].Object.GetLabels()
+	for k, want := range map[string]string{
+		"app.kubernetes.io/managed-by":    "open-platform-model",
+		"app.kubernetes.io/name":          "web",
+		"app.kubernetes.io/instance":      "web",
+		"app.kubernetes.io/version":       "1.16.0",
+		"helm.sh/chart":                   "web-0.1.0",
+		"component.opmodel.dev/name":      "raw",
+		"module-release.opmodel.dev/name": "app",
+	} {
+		assert.Check(t, is.Equal(labels[k], want), k)
+	}
+	assert.Check(t, labels["module-release.opmodel.dev/uuid"] != "")
+	assert.Equal(t, r.Resources[0].Object.Object["data"].(map[string]any)["key"], "value")
 }
