@@ -79,12 +79,12 @@ func TestApplySkipsTheRenderWhenNothingMoved(t *testing.T) {
 	noSkip.NoSkip = true
 	assert.Check(t, !apply(noSkip).InputsIdentical)
 
-	// Someone edits an object: the full path restores it.
+	// Someone edits an object (kubectl edit): the full path restores it.
 	cms := clientset(t).CoreV1().ConfigMaps(ns)
 	cm, err := cms.Get(t.Context(), "web-config", metav1.GetOptions{})
 	assert.NilError(t, err)
 	cm.Data["stamp"] = "edited by hand"
-	_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
+	_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
 	assert.NilError(t, err)
 	fixed := apply(opts)
 	assert.Check(t, !fixed.InputsIdentical)

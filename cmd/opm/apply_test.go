@@ -155,10 +155,11 @@ func TestApplyCommandExitCodes(t *testing.T) {
 	dir := deploytest.Dir(t, ns, ``)
 	kc := env.Kubeconfig
 
-	// An object that exists without this release's labels: general failure.
+	// An object that exists without this release's labels (kubectl create
+	// configmap): general failure.
 	taken := deploytest.Dir(t, ns, `name: "taken"`)
 	_, err := kubernetes.NewForConfigOrDie(env.Config).CoreV1().ConfigMaps(ns).Create(t.Context(),
-		configMap("taken-config"), metav1.CreateOptions{})
+		configMap("taken-config"), metav1.CreateOptions{FieldManager: "kubectl-create"})
 	assert.NilError(t, err)
 	takenValues := deploytest.Values(t, `config: {a: "b"}`)
 
