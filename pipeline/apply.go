@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/opmodel/pipeline/engine/gitref"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/lock"
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/reconcile"
 	"github.com/opmodel/pipeline/engine/render"
@@ -215,16 +217,23 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 
 // changeSource is where a change applied from dir comes from: the git
 // state of dir (nothing when it is not in a repository, or git is not
-// installed) and the CI run.
+// installed), the CI run, and who applied it.
 func changeSource(ctx context.Context, dir, runURL string) *inventory.Source {
-	src := &inventory.Source{RunURL: runURL}
+	src := &inventory.Source{RunURL: runURL, Actor: actor()}
 	if st, err := gitref.StateOf(ctx, dir); err == nil {
 		src.Commit, src.Ref, src.Dirty = st.Commit, st.Ref, st.Dirty
 	}
-	if *src == (inventory.Source{}) {
-		return nil
-	}
 	return src
+}
+
+// actor is who runs this apply, as the change records it: GitHub's actor
+// in GitHub Actions (the login that triggered the run), else the local
+// user and host as a lock holder is named.
+func actor() string {
+	if a := os.Getenv("GITHUB_ACTOR"); a != "" {
+		return a
+	}
+	return lock.Holder()
 }
 
 // releaseOp runs one operation on one release.

@@ -42,8 +42,14 @@ type HistoryEntry struct {
 	ManifestDigest string              `json:"manifestDigest"`
 	Objects        int                 `json:"objects"`
 	Module         inventory.ModuleRef `json:"module"`
-	// Source is where the change came from; nil when it was not recorded.
+	// Source is where the change was last applied from; nil when it was
+	// not recorded. Timestamp is when.
 	Source *inventory.Source `json:"source,omitempty"`
+	// First is when, from which commit, by whom and from which run the
+	// change was first applied; a re-apply never moves it.
+	First inventory.Sighting `json:"first"`
+	// Seen are the other commits it was applied from since, newest first.
+	Seen []inventory.Sighting `json:"seen,omitempty"`
 }
 
 // History lists the changes recorded in the targeted releases'
@@ -74,7 +80,8 @@ func History(ctx context.Context, opts HistoryOptions) (*HistoryResult, error) {
 		for i, id := range inv.Index {
 			c := inv.Changes[id]
 			rh.Changes = append(rh.Changes, HistoryEntry{ChangeID: id, Current: i == 0, Timestamp: c.Timestamp,
-				ManifestDigest: c.ManifestDigest, Objects: len(c.Inventory.Entries), Module: c.Module, Source: c.Source})
+				ManifestDigest: c.ManifestDigest, Objects: len(c.Inventory.Entries), Module: c.Module, Source: c.Source,
+				First: c.FirstApplied(), Seen: c.Seen})
 		}
 		res.Releases = append(res.Releases, rh)
 	}

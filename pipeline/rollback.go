@@ -90,11 +90,11 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("release %s has no change or commit %s in its inventory %s/%s; it records: %s",
 			cur.Name, opts.To, inv.Namespace(), inv.Name(), strings.Join(inv.Index, ", ")))
 	}
-	if change.Source == nil || change.Source.Commit == "" {
-		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("change %s of release %s recorded no git commit (it was applied from outside a git repository, or by an opm that did not record sources): "+
+	commit := change.Commit()
+	if commit == "" {
+		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("change %s of release %s recorded no clean git commit (it was applied from outside a git repository, with uncommitted changes, or by an opm that did not record sources): "+
 			"check out the source it was applied from yourself and run opm apply", opts.To, cur.Name))
 	}
-	commit := change.Source.Commit
 	dir, err := filepath.Abs(opts.renderOptions().Dir)
 	if err != nil {
 		return nil, fmt.Errorf("finding the deployment directory %s: %w", opts.Dir, err)
@@ -163,7 +163,7 @@ func resolveRevision(ctx context.Context, dir, rev string) (string, error) {
 // from commit with a clean checkout, or "".
 func changeAtCommit(inv *inventory.Inventory, commit string) string {
 	for _, id := range inv.Index {
-		if src := inv.Changes[id].Source; src != nil && src.Commit == commit && !src.Dirty {
+		if inv.Changes[id].RanAt(commit) {
 			return id
 		}
 	}
@@ -197,22 +197,43 @@ func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Durat
 	if err != nil {
 		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("rolling back a fleet to %s: %w; a fleet goes back to a git commit (change IDs are per release and environment)", opts.To, err))
 	}
-	// Plan: every release of every environment must have run the commit.
+	// Plan: every release of every environment must have run the commit:
+	// its record says so (the change's first apply or a later sighting), or
+	// the commit renders a change its history holds (a commit that left the
+	// release as it was, seen longer ago than the record keeps).
 	type step struct{ release, to string }
 	plan := make([][]step, len(envs))
 	var missing []string
+	var unrecorded []unrecordedRelease
 	for i, e := range envs {
 		found, err := findInventories(ctx, Target{Selection: opts.Selection.ForEnvironment(e.Name)}, opts.ClusterOptions)
 		if err != nil {
 			return nil, fmt.Errorf("environment %s: %w", e.Name, err)
 		}
 		for _, f := range found {
-			id := changeAtCommit(f.inv, commit)
-			switch cur, _, _ := f.inv.Latest(); {
-			case id == "":
+			if id := changeAtCommit(f.inv, commit); id != "" {
+				if cur, _, _ := f.inv.Latest(); id != cur {
+					plan[i] = append(plan[i], step{release: f.rel.Key, to: id})
+				}
+				continue
+			}
+			unrecorded = append(unrecorded, unrecordedRelease{env: i, found: f})
+		}
+	}
+	if len(unrecorded) > 0 {
+		ids, err := changesAtCommit(ctx, opts.ApplyOptions, envs, commit, unrecorded)
+		if err != nil {
+			return nil, err
+		}
+		for k, u := range unrecorded {
+			f, e := u.found, envs[u.env]
+			id := ids[k]
+			if _, ok := f.inv.Changes[id]; !ok {
 				missing = append(missing, fmt.Sprintf("%s in %s (it ran: %s)", f.rel.Name, e.Name, ranCommits(f.inv)))
-			case id != cur:
-				plan[i] = append(plan[i], step{release: f.rel.Key, to: id})
+				continue
+			}
+			if cur, _, _ := f.inv.Latest(); id != cur {
+				plan[u.env] = append(plan[u.env], step{release: f.rel.Key, to: id})
 			}
 		}
 	}
@@ -292,13 +313,60 @@ func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Durat
 	return res, nil
 }
 
+// unrecordedRelease is a release of envs[env] whose inventory records no
+// apply from the commit a fleet goes back to.
+type unrecordedRelease struct {
+	env   int
+	found foundInventory
+}
+
+// changesAtCommit renders each unrecorded release as of commit (one
+// checkout for all) and returns the change ID each would have there, in
+// order; a release the commit does not declare gets "".
+func changesAtCommit(ctx context.Context, opts ApplyOptions, envs []FleetEnvironment, commit string, us []unrecordedRelease) ([]string, error) {
+	dir, err := filepath.Abs(opts.renderOptions().Dir)
+	if err != nil {
+		return nil, fmt.Errorf("finding the deployment directory %s: %w", opts.Dir, err)
+	}
+	repo, err := gitref.Root(ctx, dir)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, err)
+	}
+	_, atDir, done, err := checkoutDir(ctx, repo, dir, commit)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	ids := make([]string, len(us))
+	for k, u := range us {
+		at := opts
+		at.Selection = opts.Selection.ForEnvironment(envs[u.env].Name)
+		at.Selection.Dir = atDir
+		at.Releases = []string{u.found.rel.Key}
+		rels, err := render.Render(ctx, at.renderOptions())
+		if fault.KindOf(err) == fault.Validation && len(rels) == 0 {
+			continue // not declared at that commit: it never ran it
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rendering release %s of environment %s at commit %s: %w", u.found.rel.Name, envs[u.env].Name, short(commit), err)
+		}
+		if len(rels) == 1 {
+			ids[k] = rels[0].ChangeID
+		}
+	}
+	return ids, nil
+}
+
 // ranCommits lists the commits an inventory's changes came from, newest
 // first, for a refusal that says what could be chosen instead.
 func ranCommits(inv *inventory.Inventory) string {
 	var out []string
 	for _, id := range inv.Index {
-		if src := inv.Changes[id].Source; src != nil && src.Commit != "" && !slices.Contains(out, short(src.Commit)) {
-			out = append(out, short(src.Commit))
+		c := inv.Changes[id]
+		for _, s := range append([]inventory.Sighting{c.FirstApplied()}, c.Seen...) {
+			if s.Commit != "" && !slices.Contains(out, short(s.Commit)) {
+				out = append(out, short(s.Commit))
+			}
 		}
 	}
 	if len(out) == 0 {

@@ -70,9 +70,11 @@ func rollbackOpts(dir, to string) pipeline.RollbackOptions {
 	return o
 }
 
-// Each change records where it came from; history lists them; rollback
-// renders the recorded commit and applies it as a new change.
+// Each change records where it came from and who applied it; history
+// lists them; rollback renders the recorded commit and applies it as a new
+// change.
 func TestHistoryAndRollback(t *testing.T) {
+	t.Setenv("GITHUB_ACTOR", "release-bot")
 	ns := env.Namespace(t)
 	dir, c1 := gitDeploy(t, ns, `name: "web"`)
 	opts := applyOpts(dir)
@@ -101,7 +103,7 @@ func TestHistoryAndRollback(t *testing.T) {
 	assert.Equal(t, h.Changes[1].ManifestDigest, first.Releases[0].ManifestDigest)
 	table := report.HistoryTable(&pipeline.HistoryResult{Releases: []pipeline.ReleaseHistory{h}})
 	assert.Check(t, is.Contains(table, b+" *"))
-	assert.Check(t, is.Contains(table, "main@"+c1[:12]+" "+opts.RunURL))
+	assert.Check(t, is.Contains(table, "main@"+c1[:12]+" by release-bot "+opts.RunURL))
 
 	// A dry run changes nothing.
 	dry := rollbackOpts(dir, a)
@@ -135,7 +137,7 @@ func TestHistoryAndRollback(t *testing.T) {
 }
 
 func inventorySource(commit, ref string, dirty bool, run string) inventory.Source {
-	return inventory.Source{Commit: commit, Ref: ref, Dirty: dirty, RunURL: run}
+	return inventory.Source{Commit: commit, Ref: ref, Dirty: dirty, RunURL: run, Actor: "release-bot"}
 }
 
 func TestRollbackRefusals(t *testing.T) {

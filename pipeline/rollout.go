@@ -259,6 +259,9 @@ func checkGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, sr
 		return err
 	}
 	var refusals []string
+	// soakLeft is the longest soak time left when every refusal is only a
+	// soak still running; -1 once any refusal needs something else.
+	var soakLeft time.Duration
 	for _, g := range env.Gates {
 		gsel := opts.Selection.ForEnvironment(g)
 		for _, key := range releases {
@@ -272,11 +275,23 @@ func checkGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, sr
 				continue
 			}
 			for _, rs := range st.Releases {
-				if refusal := gateRefusal(rs, src.commit, env.GateSoaks[g], time.Now()); refusal != "" {
+				if refusal, left := gateRefusal(rs, src.commit, env.GateSoaks[g], time.Now()); refusal != "" {
 					refusals = append(refusals, fmt.Sprintf("%s in %s %s", key, g, refusal))
+					if left > 0 && soakLeft >= 0 {
+						soakLeft = max(soakLeft, left)
+					} else {
+						soakLeft = -1
+					}
 				}
 			}
 		}
+	}
+	if len(refusals) > 0 && soakLeft > 0 {
+		// Only time is missing: applying the gating environment again would
+		// change nothing (and no longer restarts its soak); waiting does.
+		wait := soakLeft.Round(time.Second)
+		return fault.Gatef("environment %s may only get commit %s after %s ran it healthy for its soak:\n  %s\nnext: the soak has %s left; wait for it here with --gate-timeout %s, or rerun then",
+			env.Name, short(src.commit), strings.Join(env.Gates, ", "), strings.Join(refusals, "\n  "), wait, gateTimeoutFor(soakLeft))
 	}
 	if len(refusals) > 0 {
 		dir := shellQuote(cmp.Or(sel.Dir, "."))
@@ -291,40 +306,47 @@ func checkGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, sr
 // from a clean checkout, healthy, and (with a soak) healthy for at least
 // that long. One fact per refusal: a release never applied has no health
 // to report.
-func gateRefusal(rs ReleaseStatus, commit string, soak time.Duration, now time.Time) string {
+func gateRefusal(rs ReleaseStatus, commit string, soak time.Duration, now time.Time) (string, time.Duration) {
 	health := "healthy"
 	if !rs.Healthy {
 		health = "not healthy"
 	}
 	switch {
 	case rs.ChangeID == "":
-		return "has never been applied"
+		return "has never been applied", 0
 	case rs.Source == nil || rs.Source.Commit == "":
-		return fmt.Sprintf("runs change %s from no known commit (%s)", rs.ChangeID, health)
+		return fmt.Sprintf("runs change %s from no known commit (%s)", rs.ChangeID, health), 0
 	case rs.Source.Dirty:
-		return fmt.Sprintf("runs commit %s with uncommitted changes, change %s (%s)", short(rs.Source.Commit), rs.ChangeID, health)
+		return fmt.Sprintf("runs commit %s with uncommitted changes, change %s (%s)", short(rs.Source.Commit), rs.ChangeID, health), 0
 	case rs.Source.Commit != commit:
-		return fmt.Sprintf("runs commit %s, change %s (%s)", short(rs.Source.Commit), rs.ChangeID, health)
+		return fmt.Sprintf("runs commit %s, change %s (%s)", short(rs.Source.Commit), rs.ChangeID, health), 0
 	case !rs.Healthy:
-		return fmt.Sprintf("runs commit %s, change %s, but is not healthy", short(rs.Source.Commit), rs.ChangeID)
+		return fmt.Sprintf("runs commit %s, change %s, but is not healthy", short(rs.Source.Commit), rs.ChangeID), 0
 	}
 	if soak > 0 {
 		since, err := time.Parse(time.RFC3339, rs.Since)
 		if err != nil {
-			return fmt.Sprintf("runs commit %s healthy, but since when is not known, and its soak is %s", short(rs.Source.Commit), soak)
+			return fmt.Sprintf("runs commit %s healthy, but since when is not known, and its soak is %s", short(rs.Source.Commit), soak), 0
 		}
 		if healthy := now.Sub(since); healthy < soak {
-			return fmt.Sprintf("runs commit %s, healthy for %s of its %s soak", short(rs.Source.Commit), healthy.Truncate(time.Second), soak)
+			return fmt.Sprintf("runs commit %s, healthy for %s of its %s soak (%s left)", short(rs.Source.Commit), healthy.Truncate(time.Second), soak, (soak - healthy).Round(time.Second)), soak - healthy
 		}
 	}
-	return ""
+	return "", 0
+}
+
+// gateTimeoutFor is a --gate-timeout that outlasts a soak with left to
+// go: rounded up to the minute, plus one.
+func gateTimeoutFor(left time.Duration) time.Duration {
+	return left.Truncate(time.Minute) + 2*time.Minute
 }
 
 // waitGates checks env's gates, and with opts.GateTimeout keeps checking
 // until they pass or the time is up. A gate that can never pass (no git
 // checkout, uncommitted changes) is refused at once.
 func waitGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, dir string) error {
-	deadline := time.Now().Add(opts.GateTimeout)
+	start := time.Now()
+	deadline := start.Add(opts.GateTimeout)
 	delay := 2 * time.Second
 	for {
 		src := readGitState(ctx, dir)
@@ -332,13 +354,16 @@ func waitGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, dir
 		if err == nil || opts.GateTimeout <= 0 || fault.KindOf(err) != fault.Gate || src.err != nil || src.dirty {
 			return err
 		}
-		if time.Now().Add(delay).After(deadline) {
-			return fault.Wrap(fault.Gate, fmt.Errorf("waited %s (gate timeout) for the gates of environment %s: %w", opts.GateTimeout, env.Name, err))
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fault.Wrap(fault.Gate, fmt.Errorf("waited %s (--gate-timeout %s) for the gates of environment %s: %w",
+				time.Since(start).Round(time.Second), opts.GateTimeout, env.Name, err))
 		}
 		if opts.GateWaiting != nil {
 			opts.GateWaiting(err)
 		}
-		timer := time.NewTimer(delay)
+		// The last check comes at the deadline, not a whole delay before it.
+		timer := time.NewTimer(min(delay, left))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -477,12 +502,13 @@ func nextSteps(opts RolloutOptions, e RolloutEnvironment) []string {
 	case RolloutFailed:
 		return []string{"fix what the error names, commit, and rerun: " + apply}
 	}
-	// Unhealthy or failed its smoke test: roll back what changed, or fix
-	// forward.
+	// Unhealthy or failed its smoke test: roll back what this run changed
+	// (to the change it ran before), or fix forward. A release the run
+	// left as it was is not where the failure came from.
 	var next []string
 	for _, r := range e.Releases {
-		if ids := r.Inventory.ChangeIDs; len(ids) > 1 && r.Inventory.Written {
-			next = append(next, fmt.Sprintf("opm rollback %s %s --env %s --to %s   # back to what ran before", r.Name, dir, e.Name, ids[1]))
+		if prev := r.Inventory.Previous; prev != "" && prev != r.ChangeID && r.Inventory.Written {
+			next = append(next, fmt.Sprintf("opm rollback %s %s --env %s --to %s   # back to what ran before", r.Name, dir, e.Name, prev))
 		}
 	}
 	return append(next, "or fix forward, commit, and rerun: "+apply)

@@ -52,6 +52,14 @@ func (r *ApplyResult) Sealed(s *manifest.Sealer) *ApplyResult {
 	for i, ar := range out.Releases {
 		if ar.Sensitive {
 			ar.ManifestDigest, ar.ChangeID = s.Digest(ar.ManifestDigest), s.ChangeID(ar.ChangeID)
+			ids := make([]string, len(ar.Inventory.ChangeIDs))
+			for k, id := range ar.Inventory.ChangeIDs {
+				ids[k] = s.ChangeID(id)
+			}
+			ar.Inventory.ChangeIDs = ids
+			if ar.Inventory.Previous != "" {
+				ar.Inventory.Previous = s.ChangeID(ar.Inventory.Previous)
+			}
 			out.Releases[i] = ar
 		}
 	}

@@ -47,10 +47,12 @@ type ReleaseStatus struct {
 	LastTransitionTime string `json:"lastTransitionTime,omitempty"`
 	// Source is where the current change came from (git commit, run).
 	Source *inventory.Source `json:"source,omitempty"`
-	// Since is when the release entered the health it has now: its last
-	// change, or the latest condition transition of one of its objects
-	// after that (a Deployment that became Available, or stopped being);
-	// RFC 3339, empty when neither is known.
+	// Since is when the release entered the health it has now: when its
+	// current change was first applied (a re-apply of the same change does
+	// not move it), or the latest readiness transition of one of its
+	// objects after that (a Deployment that became Available, or stopped
+	// being; health.Since); RFC 3339, empty when neither is known. The
+	// rollout's soak, the promotion gates and the board read this clock.
 	Since string `json:"since,omitempty"`
 	// Discovery is "inventory" or "labels".
 	Discovery  string            `json:"discovery"`
@@ -120,13 +122,18 @@ func Status(ctx context.Context, opts StatusOptions) (*StatusResult, error) {
 
 func releaseStatus(ctx context.Context, d *deployed, opts StatusOptions) (ReleaseStatus, error) {
 	rs := ReleaseStatus{Name: d.name, Namespace: d.namespace, Environment: d.environment, ReleaseID: d.releaseID, ModuleID: d.moduleID, Discovery: d.strategy}
+	var clock string
 	if d.inv != nil {
 		var c *inventory.Change
 		rs.ChangeID, c, _ = d.inv.Latest()
+		rs.LastTransitionTime = d.inv.Metadata.LastTransitionTime
+		clock = rs.LastTransitionTime
 		if c != nil {
 			rs.Source = c.Source
+			// A re-apply of the running change rewrites the last-applied
+			// time, never when it was first applied: the health clock.
+			clock = c.FirstApplied().Time
 		}
-		rs.LastTransitionTime = d.inv.Metadata.LastTransitionTime
 	}
 	var hs []health.ObjectHealth
 	var waitErr error
@@ -159,15 +166,16 @@ func releaseStatus(ctx context.Context, d *deployed, opts StatusOptions) (Releas
 	}
 	rs.Components = groupByComponent(hs)
 	rs.Healthy = health.Healthy(hs)
-	rs.Since = since(rs.LastTransitionTime, hs)
+	rs.Since = since(clock, hs)
 	for _, g := range d.ghosts {
 		rs.Ghosts = append(rs.Ghosts, ObjectStatus{ObjectRef: refOf(g), Health: "Ghost", Reason: "carries the release's labels but is in neither the inventory nor the render"})
 	}
 	return rs, waitErr
 }
 
-// since is the later of the release's last change (RFC 3339) and its
-// objects' latest condition transitions.
+// since is the later of the release's health clock (when its current
+// change was first applied, RFC 3339) and its objects' latest readiness
+// transitions.
 func since(changed string, hs []health.ObjectHealth) string {
 	latest, _ := time.Parse(time.RFC3339, changed)
 	for _, h := range hs {

@@ -140,14 +140,21 @@ func oneLine(s string) string {
 	return s
 }
 
-// Since is when the object last changed state, as its status conditions
-// record it (the latest lastTransitionTime); zero when it has none.
+// Since is when the object last became (or stopped being) ready, as its
+// readiness conditions record it (the latest lastTransitionTime of
+// readinessConditions); zero when it has none. Other conditions move on
+// their own and say nothing about health: an HPA's ScalingActive turns
+// True once metrics arrive, half a minute after a healthy rollout, and
+// counting it restarted every soak.
 func Since(u *unstructured.Unstructured) time.Time {
 	var latest time.Time
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
 		if !ok {
+			continue
+		}
+		if typ, _ := m["type"].(string); !slices.Contains(readinessConditions[:], typ) {
 			continue
 		}
 		s, _ := m["lastTransitionTime"].(string)
@@ -157,3 +164,9 @@ func Since(u *unstructured.Unstructured) time.Time {
 	}
 	return latest
 }
+
+// readinessConditions are the condition types whose transition is a
+// change of health: a Deployment's Available and ReplicaFailure, Ready
+// (pods and most custom resources, the kstatus convention), a Job's
+// Complete and Failed, a CRD's Established.
+var readinessConditions = [...]string{"Available", "ReplicaFailure", "Ready", "Complete", "Failed", "Established"}

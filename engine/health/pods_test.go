@@ -50,3 +50,25 @@ func TestReplicaFailureAndSince(t *testing.T) {
 	assert.Equal(t, Since(u), time.Date(2026, 11, 26, 10, 5, 0, 0, time.UTC))
 	assert.Assert(t, Since(&unstructured.Unstructured{Object: map[string]any{}}).IsZero())
 }
+
+// The health clock counts readiness transitions only: an HPA's
+// ScalingActive turning True half a minute after a healthy rollout, or a
+// Deployment's Progressing moving, does not restart a soak.
+func TestSinceCountsReadinessTransitionsOnly(t *testing.T) {
+	t1 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	t2 := t1.Add(30 * time.Second)
+	obj := func(conds ...map[string]any) *unstructured.Unstructured {
+		var cs []any
+		for _, c := range conds {
+			cs = append(cs, c)
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": cs}}}
+	}
+	cond := func(typ string, at time.Time) map[string]any {
+		return map[string]any{"type": typ, "status": "True", "lastTransitionTime": at.Format(time.RFC3339)}
+	}
+	assert.Equal(t, Since(obj(cond("Available", t1), cond("Progressing", t2))), t1)
+	assert.Check(t, Since(obj(cond("AbleToScale", t1), cond("ScalingActive", t2))).IsZero(), "an HPA's conditions are no health clock")
+	assert.Equal(t, Since(obj(cond("Ready", t2))), t2)
+	assert.Equal(t, Since(obj(cond("Complete", t1))), t1)
+}

@@ -117,6 +117,15 @@ type Change struct {
 	// Reach is where the environment let the release write when it was
 	// applied; nil for changes recorded before it was.
 	Reach *Reach `json:"reach,omitempty"`
+	// First is when, from which commit and by whom this change was first
+	// applied; a re-apply of the same change keeps it (nil in records
+	// written before it existed: FirstApplied). Timestamp and Source say
+	// when and from where it was applied last.
+	First *Sighting `json:"first,omitempty"`
+	// Seen are the other commits the change was applied from since (a
+	// commit that left this release as it was), newest first, at most
+	// MaxSightings: what lets a rollback by commit find it.
+	Seen []Sighting `json:"seen,omitempty"`
 	// ForcedFrom are the field managers, outside the take-over set, whose
 	// conflicting fields this apply took because it was told to
 	// (--force-conflicts); empty for every other apply.
@@ -224,7 +233,8 @@ func (inv *Inventory) LatestEntries() []Entry {
 
 // Record makes c the newest change under id: a new ID is prepended, a
 // known one is overwritten and moved to the front (an idempotent re-apply
-// does not grow the history). Changes beyond maxHistory (DefaultMaxHistory
+// does not grow the history) keeping when, where and by whom it was first
+// applied, the commits it was seen at, and its health clock (carryOver). Changes beyond maxHistory (DefaultMaxHistory
 // when < 1) are removed, oldest first.
 func (inv *Inventory) Record(id string, c Change, now time.Time, maxHistory int) {
 	if maxHistory < 1 {
@@ -232,6 +242,13 @@ func (inv *Inventory) Record(id string, c Change, now time.Time, maxHistory int)
 	}
 	ts := now.UTC().Format(time.RFC3339)
 	c.Timestamp = ts
+	if prev := inv.Changes[id]; prev != nil {
+		latest, _, _ := inv.Latest()
+		c.carryOver(prev, ts, latest == id)
+	} else {
+		first := sightingOf(ts, c.Source)
+		c.First = &first
+	}
 	inv.Metadata.LastTransitionTime = ts
 	inv.Changes[id] = &c
 	inv.Index = slices.DeleteFunc(inv.Index, func(s string) bool { return s == id })

@@ -1,5 +1,7 @@
 package inventory
 
+import "slices"
+
 // Source is where a change came from, as far as it is known: the git
 // state of the deployment directory it was rendered from and the CI run
 // that applied it. Rollback renders Commit again.
@@ -12,7 +14,92 @@ type Source struct {
 	Dirty bool `json:"dirty,omitempty"`
 	// RunURL is the CI run that applied the change.
 	RunURL string `json:"runUrl,omitempty"`
+	// Actor is who applied it: GITHUB_ACTOR in GitHub Actions, else the
+	// local user and host.
+	Actor string `json:"actor,omitempty"`
 	// GatesSkippedBy names who applied with --skip-gates: the promotion
 	// gates of the environment were not checked for this change.
 	GatesSkippedBy string `json:"gatesSkippedBy,omitempty"`
+}
+
+// Sighting is one apply of a change: when, from which commit, by whom,
+// from which CI run.
+type Sighting struct {
+	Time   string `json:"time"`
+	Commit string `json:"commit,omitempty"`
+	Dirty  bool   `json:"dirty,omitempty"`
+	Actor  string `json:"actor,omitempty"`
+	RunURL string `json:"runUrl,omitempty"`
+}
+
+// MaxSightings bounds Change.Seen: the newest are kept. A sighting is at
+// most about 200 bytes (a run URL is the longest part), so a change's
+// record of what ran it stays under 2 KiB however often it is re-applied.
+const MaxSightings = 8
+
+func sightingOf(ts string, src *Source) Sighting {
+	s := Sighting{Time: ts}
+	if src != nil {
+		s.Commit, s.Dirty, s.Actor, s.RunURL = src.Commit, src.Dirty, src.Actor, src.RunURL
+	}
+	return s
+}
+
+// FirstApplied is when, from where and by whom the change was first
+// applied. Records written before First existed answer with their
+// (last) Timestamp and Source: the best that is known.
+func (c *Change) FirstApplied() Sighting {
+	if c.First != nil {
+		return *c.First
+	}
+	return sightingOf(c.Timestamp, c.Source)
+}
+
+// RanAt reports whether the change was applied from commit (clean):
+// first, at any kept sighting, or last.
+func (c *Change) RanAt(commit string) bool {
+	if commit == "" {
+		return false
+	}
+	at := func(s Sighting) bool { return s.Commit == commit && !s.Dirty }
+	return at(c.FirstApplied()) || slices.ContainsFunc(c.Seen, at) || at(sightingOf(c.Timestamp, c.Source))
+}
+
+// carryOver keeps what a re-apply of the same change must not rewrite
+// from prev — when, where and by whom it was first applied, while the
+// release ran this change all along (running reports whether prev is the
+// latest change) — and adds this apply to the sightings when it comes from
+// a commit not already seen. A return to the change after another one (a
+// rollback) is a new first apply: the health clock starts again there.
+func (c *Change) carryOver(prev *Change, ts string, running bool) {
+	first := prev.FirstApplied()
+	if !running {
+		first = sightingOf(ts, c.Source)
+	}
+	c.First = &first
+	c.Seen = slices.Clone(prev.Seen)
+	now := sightingOf(ts, c.Source)
+	known := func(s Sighting) bool { return s.Commit == now.Commit && s.Dirty == now.Dirty }
+	if known(first) {
+		return
+	}
+	if i := slices.IndexFunc(c.Seen, known); i >= 0 {
+		c.Seen = slices.Delete(c.Seen, i, i+1)
+	}
+	c.Seen = slices.Insert(c.Seen, 0, now)
+	if len(c.Seen) > MaxSightings {
+		c.Seen = c.Seen[:MaxSightings]
+	}
+}
+
+// Commit is the newest commit the change was applied from with a clean
+// checkout (last, then the sightings, then first), "" when none: the
+// commit a rollback renders to reproduce it.
+func (c *Change) Commit() string {
+	for _, s := range append(append([]Sighting{sightingOf(c.Timestamp, c.Source)}, c.Seen...), c.FirstApplied()) {
+		if s.Commit != "" && !s.Dirty {
+			return s.Commit
+		}
+	}
+	return ""
 }

@@ -164,6 +164,7 @@ func (r *run) readInventory(ctx context.Context) (*inventory.Inventory, []invent
 	var prevEntries []inventory.Entry
 	if prev != nil {
 		prevEntries = prev.LatestEntries()
+		r.res.Inventory.Previous, _, _ = prev.Latest()
 		r.res.Inventory.Name = prev.Name()
 		r.res.Inventory.ChangeIDs = slices.Clone(prev.Index)
 	}

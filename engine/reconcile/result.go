@@ -100,6 +100,9 @@ type InventoryRef struct {
 	Name      string   `json:"name"`
 	Namespace string   `json:"namespace"`
 	ChangeIDs []string `json:"changeIds"`
+	// Previous is the change the release ran before this run ("" on a
+	// first apply): what a rollback of this run's change returns to.
+	Previous string `json:"previous,omitempty"`
 	// Written is false in a dry run and when the run failed before the write.
 	Written bool `json:"written"`
 	// Deleted is set when delete removed the inventory Secret.

@@ -56,7 +56,7 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		}
 	}
 	r.res.ChangeID, r.res.ManifestDigest = id, c.ManifestDigest
-	r.res.Inventory.Name = prev.Name()
+	r.res.Inventory.Name, r.res.Inventory.Previous = prev.Name(), id
 	r.res.Inventory.ChangeIDs = append([]string{}, prev.Index...)
 	for _, e := range entries {
 		o := objectOfEntry(e)

@@ -20,13 +20,13 @@ func HistoryTable(r *pipeline.HistoryResult) string {
 		}
 		fmt.Fprintf(&b, "Release:    %s (namespace %s, environment %s)\nInventory:  %s on %s\n\n", rh.Name, rh.Namespace, cmp.Or(rh.Environment, "-"), rh.Inventory, rh.Cluster)
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "CHANGE\tTIME\tDIGEST\tOBJECTS\tSOURCE")
+		fmt.Fprintln(tw, "CHANGE\tFIRST APPLIED\tLAST APPLIED\tDIGEST\tOBJECTS\tSOURCE (LAST)")
 		for _, c := range rh.Changes {
 			id := c.ChangeID
 			if c.Current {
 				id += " *"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", id, c.Timestamp, ShortDigest(c.ManifestDigest), c.Objects, sourceText(c.Source))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", id, firstText(c.First), c.Timestamp, ShortDigest(c.ManifestDigest), c.Objects, sourceText(c.Source))
 		}
 		_ = tw.Flush()
 	}
@@ -40,10 +40,7 @@ func sourceText(s *inventory.Source) string {
 	}
 	var parts []string
 	if s.Commit != "" {
-		c := s.Commit
-		if len(c) > 12 {
-			c = c[:12]
-		}
+		c := shortCommit(s.Commit)
 		if s.Ref != "" {
 			c = s.Ref + "@" + c
 		}
@@ -51,6 +48,9 @@ func sourceText(s *inventory.Source) string {
 			c += " (dirty)"
 		}
 		parts = append(parts, c)
+	}
+	if s.Actor != "" {
+		parts = append(parts, "by "+s.Actor)
 	}
 	if s.RunURL != "" {
 		parts = append(parts, s.RunURL)
@@ -62,4 +62,24 @@ func sourceText(s *inventory.Source) string {
 		return "-"
 	}
 	return strings.Join(parts, " ")
+}
+
+// firstText is when, from which commit and by whom a change first ran:
+// "2026-11-26T10:00:00Z 1a2b3c4d5e6f by alice".
+func firstText(f inventory.Sighting) string {
+	parts := []string{cmp.Or(f.Time, "-")}
+	if f.Commit != "" {
+		parts = append(parts, shortCommit(f.Commit))
+	}
+	if f.Actor != "" {
+		parts = append(parts, "by "+f.Actor)
+	}
+	return strings.Join(parts, " ")
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
 }

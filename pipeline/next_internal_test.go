@@ -1,0 +1,31 @@
+package pipeline
+
+import (
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/opmodel/pipeline/engine/reconcile"
+)
+
+// After an unhealthy wave, `next:` offers a rollback only for the releases
+// this run changed, back to the change each ran before it: a release the
+// run re-applied as it was (a healthy worker) is not where the failure
+// came from, and sending it back to an older change would break it.
+func TestNextRollbackOnlyForWhatThisRunChanged(t *testing.T) {
+	rel := func(name, change, previous string) AppliedRelease {
+		ar := AppliedRelease{RenderedRelease: RenderedRelease{Name: name, ChangeID: change}}
+		ar.Inventory = reconcile.InventoryRef{ChangeIDs: []string{change, "change-sha1-00000old"}, Previous: previous, Written: true}
+		return ar
+	}
+	e := RolloutEnvironment{FleetEnvironment: FleetEnvironment{Name: "canary"}, Result: RolloutUnhealthy, Releases: []AppliedRelease{
+		rel("api", "change-sha1-0000new1", "change-sha1-0000was1"),
+		rel("worker", "change-sha1-00000same", "change-sha1-00000same"),
+		rel("cron", "change-sha1-00000first", ""),
+	}}
+	next := nextSteps(RolloutOptions{ApplyOptions: ApplyOptions{Selection: Selection{Dir: "deploy"}}}, e)
+	assert.DeepEqual(t, next, []string{
+		"opm rollback api deploy --env canary --to change-sha1-0000was1   # back to what ran before",
+		"or fix forward, commit, and rerun: opm apply deploy --env canary",
+	})
+}
