@@ -61,11 +61,15 @@ type DeletedRelease struct {
 // A fleet selection (a group, a comma list) deletes in each environment,
 // in wave order; every environment is tried and the errors joined.
 func Delete(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
-	if envs, ok := fleetOf(ctx, opts.Selection, nil); ok {
+	envs, ok, err := fleetOf(ctx, opts.Selection, nil)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		return deleteFleet(ctx, opts, envs)
 	}
 	ds, err := resolve(ctx, opts.Target, opts.ClusterOptions, false)
-	if envs, ok := fleetOf(ctx, opts.Selection, err); ok {
+	if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok {
 		return deleteFleet(ctx, opts, envs)
 	}
 	if err != nil {

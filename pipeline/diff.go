@@ -40,7 +40,11 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	if opts.AllEnvironments || len(opts.Environments) > 0 {
 		return diffEach(ctx, opts)
 	}
-	if envs, ok := fleetOf(ctx, opts.Selection, nil); ok {
+	envs, ok, err := fleetOf(ctx, opts.Selection, nil)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		return diffFleet(ctx, opts, envs)
 	}
 	cl := newClusters(opts.ClusterOptions)
@@ -64,7 +68,7 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	if len(order) == 0 || len(sel.Releases) > 0 {
 		var err error
 		rels, err = render.Render(ctx, sel.renderOptions())
-		if envs, ok := fleetOf(ctx, opts.Selection, err); ok {
+		if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok {
 			return diffFleet(ctx, opts, envs)
 		}
 		if err != nil {

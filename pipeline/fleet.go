@@ -57,16 +57,22 @@ func (s Selection) IsFleet() bool { return s.Group != "" || strings.Contains(s.E
 // fleetOf says whether a selection names a fleet: a group, a comma list,
 // or (when err, a render's failure, says the environment is not declared)
 // a group named like no environment. Only then is the fleet read, so a
-// plain environment costs what it did.
-func fleetOf(ctx context.Context, sel Selection, err error) ([]FleetEnvironment, bool) {
+// plain environment costs what it did. A selection that names a group
+// (--group) or a list that cannot be read is that error (a mistyped group
+// with its "did you mean"), as apply reports it, never a render of no
+// environment.
+func fleetOf(ctx context.Context, sel Selection, err error) ([]FleetEnvironment, bool, error) {
 	if !sel.IsFleet() && (err == nil || sel.Environment == "" || !strings.Contains(err.Error(), "is not declared")) {
-		return nil, false
+		return nil, false, nil
 	}
 	envs, ferr := Fleet(ctx, sel)
-	if ferr != nil || (len(envs) == 1 && envs[0].Name == sel.Environment) {
-		return nil, false
+	if ferr != nil && sel.IsFleet() && err == nil && fault.KindOf(ferr) == fault.Validation {
+		return nil, false, ferr
 	}
-	return envs, true
+	if ferr != nil || (len(envs) == 1 && envs[0].Name == sel.Environment) {
+		return nil, false, nil
+	}
+	return envs, true, nil
 }
 
 // eachEnvironment runs op on the selection narrowed to each environment

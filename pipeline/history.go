@@ -59,11 +59,15 @@ type HistoryEntry struct {
 // A fleet selection (a group, a comma list, or an environment name that
 // is a group) lists each environment's releases in wave order.
 func History(ctx context.Context, opts HistoryOptions) (*HistoryResult, error) {
-	if envs, ok := fleetOf(ctx, opts.Selection, nil); ok {
+	envs, ok, err := fleetOf(ctx, opts.Selection, nil)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		return historyFleet(ctx, opts, envs)
 	}
 	found, err := findInventories(ctx, opts.Target, opts.ClusterOptions)
-	if envs, ok := fleetOf(ctx, opts.Selection, err); ok {
+	if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok {
 		return historyFleet(ctx, opts, envs)
 	}
 	if err != nil {

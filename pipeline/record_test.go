@@ -172,3 +172,18 @@ func TestGateTimeoutWaitsItsWholeTime(t *testing.T) {
 	assert.ErrorContains(t, err, "app in qa has never been applied")
 	assert.Assert(t, elapsed >= 3*time.Second, "returned after %s of a 3s gate timeout", elapsed)
 }
+
+// A mistyped group is the same error, with its "did you mean", for every
+// command that reads a fleet — not a render of no environment.
+func TestMistypedGroupIsNamedEverywhere(t *testing.T) {
+	dir := twoServiceFleet(t)
+	sel := pipeline.Selection{Dir: dir, Group: "prdo"}
+	_, applyErr := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel})
+	assert.ErrorContains(t, applyErr, `did you mean "prod"`)
+	_, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: sel}})
+	assert.Error(t, err, applyErr.Error())
+	_, err = pipeline.History(t.Context(), pipeline.HistoryOptions{Target: pipeline.Target{Selection: sel}})
+	assert.Error(t, err, applyErr.Error())
+	_, err = pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: sel})
+	assert.Error(t, err, applyErr.Error())
+}

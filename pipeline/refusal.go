@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/typecheck"
 )
@@ -28,6 +29,13 @@ var invalidValue = regexp.MustCompile(`Invalid value: ("(?:[^"\\]|\\.)*"|[^:" ]+
 func traceRefusal(rel *render.Release, err error) error {
 	var se apierrors.APIStatus
 	if err == nil || rel == nil || !errors.As(err, &se) {
+		return err
+	}
+	// An immutable field is not a wrong value: its error names the field
+	// and the way on (--force re-creates), which a hint to correct the
+	// value would contradict.
+	var ie *objects.ImmutableError
+	if errors.As(err, &ie) {
 		return err
 	}
 	type field struct{ path, value, why string }

@@ -137,12 +137,16 @@ type ModuleRef struct {
 
 // Render renders the selected releases.
 func Render(ctx context.Context, opts RenderOptions) (*RenderResult, error) {
-	if envs, ok := fleetOf(ctx, opts.Selection, nil); ok {
+	envs, ok, err := fleetOf(ctx, opts.Selection, nil)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		return renderFleet(ctx, opts, envs)
 	}
 	rels, err := render.Render(ctx, opts.renderOptions())
 	if err != nil {
-		if envs, ok := fleetOf(ctx, opts.Selection, err); ok {
+		if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok {
 			return renderFleet(ctx, opts, envs)
 		}
 		return nil, err

@@ -81,11 +81,15 @@ type ObjectStatus struct {
 // through the inventory (targeted GETs) or, without one, a label scan.
 // With Wait it polls until all are Current or one fails.
 func Status(ctx context.Context, opts StatusOptions) (*StatusResult, error) {
-	if envs, ok := fleetOf(ctx, opts.Selection, nil); ok {
+	envs, ok, err := fleetOf(ctx, opts.Selection, nil)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		return statusFleet(ctx, opts, envs)
 	}
 	ds, err := resolve(ctx, opts.Target, opts.ClusterOptions, true)
-	if envs, ok := fleetOf(ctx, opts.Selection, err); ok {
+	if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok {
 		return statusFleet(ctx, opts, envs)
 	}
 	if err != nil {
