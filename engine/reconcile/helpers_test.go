@@ -356,6 +356,12 @@ func pvc(name string) *corev1.PersistentVolumeClaim {
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 func crdDoc(group string) string {
+	return crdWithSpec(group, "{type: object, properties: {size: {type: integer}}}")
+}
+
+// crdWithSpec is crdDoc's Widget CRD with the given schema (YAML flow
+// style) for spec.
+func crdWithSpec(group, spec string) string {
 	return fmt.Sprintf(`
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -372,8 +378,8 @@ spec:
       openAPIV3Schema:
         type: object
         properties:
-          spec: {type: object, properties: {size: {type: integer}}}
-`, group)
+          spec: %[2]s
+`, group, spec)
 }
 
 func unstructuredSlice(obj map[string]any, fields ...string) ([]any, bool, error) {

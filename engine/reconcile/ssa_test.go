@@ -100,28 +100,7 @@ metadata: {name: "Not_A_Name", namespace: NS}
 func TestForceRecreatesOnCELImmutability(t *testing.T) {
 	ns := env.Namespace(t)
 	group := "cel" + strings.ReplaceAll(ns[len(ns)-5:], "-", "") + ".example.com"
-	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.%[1]s}
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size:
-                type: string
-                x-kubernetes-validations: [{rule: "self == oldSelf", message: "Value is immutable"}]
-`, group)
+	crd := crdWithSpec(group, `{type: object, properties: {size: {type: string, x-kubernetes-validations: [{rule: "self == oldSelf", message: "Value is immutable"}]}}}`)
 	widget := func(size string) string {
 		return fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata: {name: w, namespace: NS}\nspec: {size: %s}\n", group, size)
 	}
