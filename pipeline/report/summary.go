@@ -21,11 +21,16 @@ func RenderedLine(r pipeline.RenderedRelease) string {
 // Summary is the final line of one release: what happened, where, and
 // the identity of what is now recorded.
 func AppliedLine(r pipeline.AppliedRelease) string {
+	name := r.Name
+	if r.Environment != "" {
+		// Parallel waves print side by side: every line says where.
+		name += " (environment " + r.Environment + ")"
+	}
 	if r.Error != "" && r.Cluster.Server == "" {
-		return fmt.Sprintf("release %s: %s not attempted, its cluster could not be selected", r.Name, r.Operation)
+		return fmt.Sprintf("release %s: %s not attempted, its cluster could not be selected", name, r.Operation)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "release %s ", r.Name)
+	fmt.Fprintf(&b, "release %s ", name)
 	switch {
 	case r.Error != "":
 		fmt.Fprintf(&b, "%s failed", r.Operation)
