@@ -5,6 +5,7 @@ package reconcile
 // which of ssa's tests are ported here or elsewhere and which are not.
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -62,6 +63,9 @@ provisioner: example.com/disk
 parameters: {type: %s}
 `, suffix, param)
 	}
+	t.Cleanup(func() {
+		_ = cluster(t).Clientset.StorageV1().StorageClasses().Delete(context.Background(), "fast-"+suffix, metav1.DeleteOptions{})
+	})
 	mustApply(t, direct(t, "app", ns, binding("view"), class("ssd")), Options{})
 	oldBinding := live(t, "rbac.authorization.k8s.io/v1", "RoleBinding", ns, "readers").GetUID()
 	oldClass := live(t, "storage.k8s.io/v1", "StorageClass", "", "fast-"+suffix).GetUID()
@@ -104,6 +108,9 @@ func TestForceRecreatesOnCELImmutability(t *testing.T) {
 	widget := func(size string) string {
 		return fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata: {name: w, namespace: NS}\nspec: {size: %s}\n", group, size)
 	}
+	t.Cleanup(func() {
+		_ = cluster(t).Dynamic.Resource(crdGVR).Delete(context.Background(), "widgets."+group, metav1.DeleteOptions{})
+	})
 	mustApply(t, direct(t, "app", ns, crd, widget("small")), Options{})
 	_, err := Apply(t.Context(), cluster(t), direct(t, "app", ns, crd, widget("large")), Options{})
 	assert.ErrorContains(t, err, "Value is immutable")
@@ -129,6 +136,13 @@ func TestClusterRoleIsAppliedBeforeItsBinding(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "create", "update"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
 	}
+	t.Cleanup(func() {
+		bg := context.Background()
+		for _, name := range []string{user, "config-reader-" + suffix} {
+			_ = admin.RbacV1().ClusterRoleBindings().Delete(bg, name, metav1.DeleteOptions{})
+			_ = admin.RbacV1().ClusterRoles().Delete(bg, name, metav1.DeleteOptions{})
+		}
+	})
 	_, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}, metav1.CreateOptions{})
 	assert.NilError(t, err)
 	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
