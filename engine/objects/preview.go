@@ -2,7 +2,9 @@ package objects
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -10,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/manifest"
@@ -90,7 +93,7 @@ func (c *Client) Preview(ctx context.Context, r manifest.Resource, live *unstruc
 		return p, fmt.Errorf("preview %s: %w", id, err)
 	}
 	if !removed.Empty() {
-		if p.Object, err = c.withoutRemoved(ctx, ri, planned, removed); err != nil {
+		if p.Object, err = c.withoutRemoved(ctx, ri, live, planned, removed); err != nil {
 			return p, fmt.Errorf("preview %s: %w", id, err)
 		}
 	}
@@ -101,17 +104,65 @@ func (c *Client) Preview(ctx context.Context, r manifest.Resource, live *unstruc
 }
 
 // withoutRemoved is planned without the removed fields, as the server
-// would store it: a dry-run update re-applies its defaults (a field
-// `kubectl create` owned only because the server defaulted it comes back).
-func (c *Client) withoutRemoved(ctx context.Context, ri dynamic.ResourceInterface, planned *unstructured.Unstructured, removed *fieldpath.Set) (*unstructured.Unstructured, error) {
+// would store it: a dry-run JSON patch of the live object to that content
+// re-applies the server's defaults (a field `kubectl create` owned only
+// because the server defaulted it comes back). A patch, because `patch`
+// is what an applying identity holds (opm rbac), not `update`.
+func (c *Client) withoutRemoved(ctx context.Context, ri dynamic.ResourceInterface, live, planned *unstructured.Unstructured, removed *fieldpath.Set) (*unstructured.Unstructured, error) {
 	u := planned.DeepCopy()
 	removePaths(u.Object, removed)
-	u.SetManagedFields(nil)
-	out, err := ri.Update(ctx, u, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: c.opts.FieldManager})
+	patch, err := json.Marshal(contentPatch(live.Object, u.Object))
+	if err != nil {
+		return nil, err
+	}
+	out, err := ri.Patch(ctx, live.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: c.opts.FieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("server dry run of the fields the take-over removes: %w", err)
 	}
 	return out, nil
+}
+
+// contentPatch is a JSON patch that turns from's content into to's: every
+// top-level field but the identity, metadata and status, and the labels
+// and annotations ("add" replaces a member that exists).
+func contentPatch(from, to map[string]any) []map[string]any {
+	var ops []map[string]any
+	set := func(path string, v any, had, has bool) {
+		switch {
+		case has:
+			ops = append(ops, map[string]any{"op": "add", "path": path, "value": v})
+		case had:
+			ops = append(ops, map[string]any{"op": "remove", "path": path})
+		}
+	}
+	keys := map[string]bool{}
+	for k := range from {
+		keys[k] = true
+	}
+	for k := range to {
+		keys[k] = true
+	}
+	for k := range keys {
+		switch k {
+		case "apiVersion", "kind", "metadata", "status":
+			continue
+		}
+		_, had := from[k]
+		v, has := to[k]
+		set("/"+jsonPointerEscape(k), v, had, has)
+	}
+	fm, _ := from["metadata"].(map[string]any)
+	tm, _ := to["metadata"].(map[string]any)
+	for _, k := range []string{"labels", "annotations"} {
+		_, had := fm[k]
+		v, has := tm[k]
+		set("/metadata/"+k, v, had, has)
+	}
+	return ops
+}
+
+func jsonPointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 func joinNote(a, b string) string {

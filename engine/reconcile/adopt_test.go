@@ -6,17 +6,22 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/preview"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/internal/kubetest"
 )
 
 // The release of the take-over tests, before and after the module drops a
@@ -282,4 +287,35 @@ func applyAs(t *testing.T, ns, manager string, data map[string]any) {
 	_, err := cluster(t).Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns).
 		Apply(t.Context(), "settings", u, metav1.ApplyOptions{FieldManager: manager})
 	assert.NilError(t, err)
+}
+
+// The preview of a take-over works with the rights an applying identity
+// holds (opm rbac: get, list, patch, create, delete — no update): what the
+// apply would remove is shown through a dry-run patch.
+func TestPreviewOfATakeOverNeedsNoUpdateRight(t *testing.T) {
+	ns := env.Namespace(t)
+	before := direct(t, "web", ns, adoptConfigMap)
+	kubectl(t, manifestYAML(t, before), nil, "apply", "-f", "-")
+	user := "patcher-" + ns[len(ns)-5:]
+	admin := cluster(t).Clientset
+	_, err := admin.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "patch", "create", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list"}},
+	}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	_, err = admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cl, err := kube.FromConfig(cfg, kubetest.ContextName, kube.Options{})
+	assert.NilError(t, err)
+	kubetest.WaitFor(t, 10*time.Second, func() error {
+		_, err := cl.Clientset.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+		return err
+	})
+	p, err := preview.Release(t.Context(), cl, direct(t, "web", ns, adoptConfigMapAfter), preview.Options{})
+	assert.NilError(t, err)
+	assert.Check(t, is.Contains(p.Objects[0].Diff, `-  dropped: "2"`))
 }
