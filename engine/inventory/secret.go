@@ -118,9 +118,9 @@ type Change struct {
 	// applied; nil for changes recorded before it was.
 	Reach *Reach `json:"reach,omitempty"`
 	// First is when, from which commit and by whom this change was first
-	// applied; a re-apply of the same change keeps it (nil in records
-	// written before it existed: FirstApplied). Timestamp and Source say
-	// when and from where it was applied last.
+	// applied, once a re-apply moved Timestamp and Source on (they say when
+	// and from where it was applied last); nil while they are the first
+	// apply, and in records written before it existed: FirstApplied.
 	First *Sighting `json:"first,omitempty"`
 	// Seen are the other commits the change was applied from since (a
 	// commit that left this release as it was), newest first, at most
@@ -242,12 +242,10 @@ func (inv *Inventory) Record(id string, c Change, now time.Time, maxHistory int)
 	}
 	ts := now.UTC().Format(time.RFC3339)
 	c.Timestamp = ts
+	c.First, c.Seen = nil, nil // a first apply: Timestamp and Source say it all
 	if prev := inv.Changes[id]; prev != nil {
 		latest, _, _ := inv.Latest()
 		c.carryOver(prev, ts, latest == id)
-	} else {
-		first := sightingOf(ts, c.Source)
-		c.First = &first
 	}
 	inv.Metadata.LastTransitionTime = ts
 	inv.Changes[id] = &c

@@ -66,27 +66,33 @@ func (c *Change) RanAt(commit string) bool {
 }
 
 // carryOver keeps what a re-apply of the same change must not rewrite
-// from prev — when, where and by whom it was first applied, while the
-// release ran this change all along (running reports whether prev is the
-// latest change) — and adds this apply to the sightings when it comes from
-// a commit not already seen. A return to the change after another one (a
-// rollback) is a new first apply: the health clock starts again there.
+// from prev: while the release ran this change all along (running: prev
+// is the latest change), when, where and by whom it was first applied,
+// with this apply added to the sightings when it comes from a commit not
+// seen yet. A return to the change after another one (a rollback) is a new
+// first apply — the health clock starts there — and the commits it ran at
+// before stay sightings.
 func (c *Change) carryOver(prev *Change, ts string, running bool) {
-	first := prev.FirstApplied()
-	if !running {
-		first = sightingOf(ts, c.Source)
-	}
-	c.First = &first
+	now, first := sightingOf(ts, c.Source), prev.FirstApplied()
 	c.Seen = slices.Clone(prev.Seen)
-	now := sightingOf(ts, c.Source)
-	known := func(s Sighting) bool { return s.Commit == now.Commit && s.Dirty == now.Dirty }
-	if known(first) {
+	if running {
+		c.First = &first
+		c.see(now, first)
 		return
 	}
-	if i := slices.IndexFunc(c.Seen, known); i >= 0 {
-		c.Seen = slices.Delete(c.Seen, i, i+1)
+	c.see(first, now)
+}
+
+// see adds s to the sightings, newest first and bounded, unless it is the
+// commit of except (the first apply) or is already there (then it moves
+// to the front).
+func (c *Change) see(s, except Sighting) {
+	same := func(o Sighting) bool { return o.Commit == s.Commit && o.Dirty == s.Dirty }
+	if same(except) {
+		return
 	}
-	c.Seen = slices.Insert(c.Seen, 0, now)
+	c.Seen = slices.DeleteFunc(c.Seen, same)
+	c.Seen = slices.Insert(c.Seen, 0, s)
 	if len(c.Seen) > MaxSightings {
 		c.Seen = c.Seen[:MaxSightings]
 	}

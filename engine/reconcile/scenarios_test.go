@@ -63,7 +63,7 @@ func TestScenarioA_Rename(t *testing.T) {
 	})
 	assert.Equal(t, *s.Changes[v2.ChangeID].Values, v2.ValuesText)
 	assert.Assert(t, is.Contains(v2.ValuesText, "minecraft-server"))
-	assert.DeepEqual(t, res.Inventory, InventoryRef{Name: s.Name, Namespace: ns, ChangeIDs: []string{v2.ChangeID, v1.ChangeID}, Written: true})
+	assert.DeepEqual(t, res.Inventory, InventoryRef{Name: s.Name, Namespace: ns, ChangeIDs: []string{v2.ChangeID, v1.ChangeID}, Previous: v1.ChangeID, Written: true})
 }
 
 func TestScenarioB_PartialFailureWritesNothing(t *testing.T) {
