@@ -91,6 +91,8 @@ func (r *runner) applyOptions(env string) (opts pipeline.ApplyOptions, closeGrou
 		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, ForceConflicts: r.cfg.forceConflicts, TakeOver: r.cfg.takeOver, MaxHistory: r.cfg.maxHistory, RunURL: r.runURL(), PruneGhosts: r.cfg.pruneGhosts,
 		Protection:  pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
 		GateTimeout: r.cfg.gateTimeout,
+		Wait:        r.cfg.wait, WaitTimeout: r.cfg.timeout,
+		HealthWaiting: func(waiting string) { r.infof("%s", waiting) },
 		GateWaiting: func(refusal error) {
 			r.infof("waiting for the promotion gates: %s", refusal)
 		},

@@ -11,6 +11,8 @@ import (
 	"gotest.tools/v3/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/opmodel/pipeline/internal/kubetest"
 )
 
 // clusterRepo is a repository whose staging environment deploys into a
@@ -291,4 +293,23 @@ func TestDriftMode(t *testing.T) {
 	assert.Equal(t, len(comments), 1)
 	contains(t, comments[0].Body, "Every environment matches the repository again")
 	contains(t, h.summary(), "| staging | ✅ in sync | 2 | 0 | 0 | 0 | 0 |")
+}
+
+// A deploy job goes red in its own job on an image that never pulls: apply
+// mode waits for health by default (timeout) and fails naming what the
+// pods report.
+func TestApplyModeWaitsForHealth(t *testing.T) {
+	r, _, kubeconfig := clusterRepo(t)
+	r.edit("releases.cue", `"ghcr.io/example/blog:1.4.2"`, `"`+kubetest.FailingImage+`"`)
+	r.commit("an image that never pulls")
+	h := newHarness(t, r, "push", "push.json")
+	delete(h.env, "INPUT_WAIT")
+	h.env["INPUT_MODE"] = "apply"
+	h.env["INPUT_ENVIRONMENTS"] = "staging"
+	h.env["INPUT_KUBECONFIG"] = kubeconfig
+	h.env["INPUT_TIMEOUT"] = "20s"
+	err := h.run()
+	assert.ErrorContains(t, err, "applied, but not healthy after")
+	assert.ErrorContains(t, err, "ImagePullBackOff")
+	contains(t, h.stdout.String(), "waiting up to 20s for releases ")
 }

@@ -76,6 +76,8 @@ type config struct {
 	maxHistory     int
 	force          bool
 	forceConflicts bool
+	// wait: apply mode waits for health (timeout).
+	wait bool
 	// takeOver is nil for the default take-over set.
 	takeOver        []string
 	pruneNamespaces bool
@@ -263,6 +265,7 @@ func readConfig(a *githubactions.Action) (config, error) {
 		{"no-prune", false, &cfg.noPrune},
 		{"force", false, &cfg.force},
 		{"force-conflicts", false, &cfg.forceConflicts},
+		{"wait", true, &cfg.wait},
 		{"prune-namespaces", false, &cfg.pruneNamespaces},
 		{"prune-pvcs", false, &cfg.prunePVCs},
 		{"prune-ghosts", false, &cfg.pruneGhosts},

@@ -339,11 +339,19 @@ func (m *Opm) Apply(
 	// a group or list several): wave by wave, a wave's environments at once.
 	// +optional
 	group string,
+	// Finish once applied instead of waiting until the applied releases
+	// are healthy.
+	// +optional
+	noWait bool,
+	// How long the applied releases may take to become healthy.
+	// +optional
+	// +default="5m"
+	timeout string,
 ) (ret *ApplyResult, retErr error) {
 	ctx = m.redacting(ctx)
 	defer publish(ctx, &ret, &retErr)
 	if group != "" || strings.Contains(env, ",") {
-		return m.Rollout(ctx, env, group, release, dryRun, -1, 4, "5m", skipGates, false)
+		return m.Rollout(ctx, env, group, release, dryRun, -1, 4, timeout, skipGates, false)
 	}
 	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
@@ -353,9 +361,13 @@ func (m *Opm) Apply(
 	if err != nil {
 		return nil, err
 	}
+	wait, err := time.ParseDuration(timeout)
+	if err != nil {
+		return nil, fmt.Errorf("timeout %q: %w", timeout, err)
+	}
 	res, err := pipeline.Apply(ctx, pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun, NoPrune: noPrune,
 		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Adopt: adopt, TakeOver: takeOver, ForceConflicts: forceConflicts, MaxHistory: maxHistory,
-		PruneGhosts: pruneGhosts, Locking: lk, SkipGates: skipGates, SkippedBy: "dagger opm module"})
+		PruneGhosts: pruneGhosts, Locking: lk, SkipGates: skipGates, SkippedBy: "dagger opm module", Wait: !noWait, WaitTimeout: wait})
 	return applied(ctx, res, err)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/opmodel/pipeline/engine/gitref"
@@ -76,6 +77,16 @@ type ApplyOptions struct {
 	// no job per wave. GateWaiting hears each refusal it waits out.
 	GateTimeout time.Duration       `json:"gateTimeout,omitempty"`
 	GateWaiting func(refusal error) `json:"-"`
+
+	// Wait waits, once every release is applied, until the applied
+	// releases are healthy (every object Current by kstatus), as `timoni
+	// apply` does: a deploy job goes red on an image that never pulls,
+	// naming what its pods report, instead of the next wave's job. At most
+	// WaitTimeout (5m when 0); never in a dry run. A fleet waits per wave
+	// (RolloutOptions) instead. HealthWaiting hears what is waited for.
+	Wait          bool                  `json:"wait,omitempty"`
+	WaitTimeout   time.Duration         `json:"waitTimeout,omitempty"`
+	HealthWaiting func(waiting string) `json:"-"`
 
 	// fleetEnv is the environment as Rollout already read it, so each
 	// environment of a wave does not read the fleet again.
@@ -212,7 +223,37 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		res.Releases = append(unmoved, res.Releases...)
 		slices.SortStableFunc(res.Releases, func(a, b AppliedRelease) int { return cmp.Compare(a.key, b.key) })
 	}
+	if err == nil && opts.Wait && !opts.DryRun {
+		err = waitApplied(ctx, opts, res)
+	}
 	return res, err
+}
+
+// waitApplied waits until the releases of res are healthy, for at most
+// opts.WaitTimeout (5m when 0). The error names the environment, how long
+// it waited and what the unhealthy objects' pods report.
+func waitApplied(ctx context.Context, opts ApplyOptions, res *ApplyResult) error {
+	if res == nil || len(res.Releases) == 0 {
+		return nil
+	}
+	timeout := cmp.Or(opts.WaitTimeout, 5*time.Minute)
+	sel := opts.Selection
+	sel.Releases = nil
+	for _, r := range res.Releases {
+		sel.Releases = append(sel.Releases, r.key)
+	}
+	where := "releases " + strings.Join(sel.Releases, ", ")
+	if sel.Environment != "" {
+		where += " of environment " + sel.Environment
+	}
+	if opts.HealthWaiting != nil {
+		opts.HealthWaiting(fmt.Sprintf("waiting up to %s for %s to become healthy (--no-wait skips this)", timeout, where))
+	}
+	start := time.Now()
+	if healthy, why := waitHealthy(ctx, opts.ClusterOptions, sel, timeout); !healthy {
+		return fmt.Errorf("%s applied, but not healthy after %s: %s", where, time.Since(start).Round(time.Second), why)
+	}
+	return nil
 }
 
 // changeSource is where a change applied from dir comes from: the git

@@ -153,6 +153,7 @@ func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvi
 	ao := opts.ApplyOptions
 	ao.Selection = sel
 	ao.fleetEnv = &re.FleetEnvironment
+	ao.Wait = false // the wave waits, with the rollout's timeout
 	ar, err := Apply(ctx, ao)
 	if fault.KindOf(err) == fault.Gate {
 		re.Result, re.Error = RolloutGated, err.Error()

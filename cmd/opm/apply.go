@@ -66,6 +66,10 @@ deleted; otherwise nothing is applied. Stale Namespaces and PersistentVolumeClai
 render of a release that has objects is refused unless --force.
 
 Prints one line per object as it is applied or pruned, then a summary per release.
+Then it waits until every applied release is healthy (its objects Current by kstatus),
+as timoni apply does, for at most --timeout (5m): a job that applied an image that
+never pulls fails here, naming what the pods report (ImagePullBackOff). --no-wait
+exits once applied.
 
 When a release's input fingerprint (every file its render reads, its values files and
 opm's version) equals the one its inventory recorded with the current change, and every
@@ -126,8 +130,8 @@ decryption key or secret input is missing or wrong), 8 gate (a promotion gate re
 	fs.BoolVar(&opts.PruneGhosts, "prune-ghosts", false, "also prune ghosts: objects carrying this release's id that it neither records nor renders")
 	fs.IntVar(&ro.ParallelEnvironments, "parallel-environments", 4, "environments of one wave applied at once")
 	fs.IntVar(&wave, "wave", 0, "apply this wave of the selection only (one job of a CI matrix)")
-	fs.DurationVar(&ro.Timeout, "timeout", 5*time.Minute, "how long each wave of a fleet may take to become healthy")
-	fs.BoolVar(&ro.NoWait, "no-wait", false, "apply a fleet's waves without waiting for health in between")
+	fs.DurationVar(&ro.Timeout, "timeout", 5*time.Minute, "how long the applied releases (each wave of a fleet) may take to become healthy")
+	fs.BoolVar(&ro.NoWait, "no-wait", false, "do not wait for health: exit once applied (a fleet's waves follow each other at once)")
 	fs.BoolVar(&ro.Smoke, "smoke", false, "after each wave of a fleet is healthy, smoke-test its environments in throwaway namespaces of their own clusters before the next wave")
 	fs.BoolVar(&opts.SkipGates, "skip-gates", false, "apply without checking promotion gates (rollout.after); who skipped is recorded in the change")
 	fs.DurationVar(&opts.GateTimeout, "gate-timeout", 0, "wait up to this long for the promotion gates to pass instead of refusing at once (0: refuse at once)")
@@ -195,8 +199,12 @@ func runRollout(cmd *cobra.Command, output string, ro pipeline.RolloutOptions) e
 		return err
 	}
 	if len(envs) < 2 && ro.Wave == nil {
-		// One environment (its gates are Apply's own): as apply always was.
-		res, err := pipeline.Apply(cmd.Context(), ro.ApplyOptions)
+		// One environment (its gates are Apply's own): then wait until
+		// what was applied is healthy, unless --no-wait.
+		ao := ro.ApplyOptions
+		ao.Wait, ao.WaitTimeout = !ro.NoWait, ro.Timeout
+		ao.HealthWaiting = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }
+		res, err := pipeline.Apply(cmd.Context(), ao)
 		return printApplyResult(cmd, output, res, err)
 	}
 	res, err := pipeline.Rollout(cmd.Context(), ro)

@@ -54,7 +54,7 @@ func lines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n")
 func TestApplyCommandText(t *testing.T) {
 	ns := env.Namespace(t)
 	dir := deploytest.Dir(t, ns, `name: "web"`)
-	code, out, errOut := runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig)
+	code, out, errOut := runOpm(t, "apply", "--no-wait", dir, "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 0, errOut)
 	got := lines(out)
 	assert.DeepEqual(t, got[:3], []string{"secret/web-creds created", "service/web created", "deployment.apps/web created"})
@@ -65,13 +65,13 @@ func TestApplyCommandText(t *testing.T) {
 	assert.Assert(t, !strings.Contains(out+errOut, "s3cret"), "no Secret value in the output")
 	assert.Assert(t, serviceExists(t, ns, "web"))
 
-	code, out, errOut = runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig)
+	code, out, errOut = runOpm(t, "apply", "--no-wait", dir, "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 0, errOut)
 	assert.DeepEqual(t, lines(out)[:3], []string{"secret/web-creds unchanged", "service/web unchanged", "deployment.apps/web unchanged"})
 
 	// Rename without pruning, then prune.
 	renamed := deploytest.Values(t, `name: "site"`)
-	code, out, errOut = runOpm(t, "apply", dir, "-f", renamed, "--kubeconfig", env.Kubeconfig, "--no-prune")
+	code, out, errOut = runOpm(t, "apply", "--no-wait", dir, "-f", renamed, "--kubeconfig", env.Kubeconfig, "--no-prune")
 	assert.Equal(t, code, 0, errOut)
 	assert.Assert(t, is.Contains(out, "service/web skipped: pruning is off (--no-prune)"))
 	assert.Assert(t, serviceExists(t, ns, "web"))
@@ -92,7 +92,7 @@ func TestApplyCommandText(t *testing.T) {
 func TestApplyCommandJSON(t *testing.T) {
 	ns := env.Namespace(t)
 	dir := deploytest.Dir(t, ns, ``)
-	code, out, errOut := runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig, "-o", "json", "--dry-run")
+	code, out, errOut := runOpm(t, "apply", "--no-wait", dir, "--kubeconfig", env.Kubeconfig, "-o", "json", "--dry-run")
 	assert.Equal(t, code, 0, errOut)
 	var doc struct {
 		Releases []struct {
@@ -169,17 +169,17 @@ func TestApplyCommandExitCodes(t *testing.T) {
 		code    int
 		message string
 	}{
-		{"bad output", []string{"apply", dir, "-o", "yaml"}, 2, "-o must be text or json"},
-		{"bad max history", []string{"apply", dir, "--max-history", "0"}, 2, "--max-history must be at least 1"},
-		{"unknown flag", []string{"apply", dir, "--frobnicate"}, 2, "unknown flag"},
+		{"bad output", []string{"apply", "--no-wait", dir, "-o", "yaml"}, 2, "-o must be text or json"},
+		{"bad max history", []string{"apply", "--no-wait", dir, "--max-history", "0"}, 2, "--max-history must be at least 1"},
+		{"unknown flag", []string{"apply", "--no-wait", dir, "--frobnicate"}, 2, "unknown flag"},
 		{"two dirs", []string{"prune", dir, dir}, 2, "accepts at most 1 arg"},
-		{"unknown release", []string{"apply", dir, "-r", "nope", "--kubeconfig", kc}, 2, `release "nope" is not declared`},
-		{"unknown context", []string{"apply", dir, "--kubeconfig", kc, "--context", "nope"}, 3, `context "nope" (--context) is not in`},
-		{"unreachable", []string{"apply", dir, "--kubeconfig", kubeconfigUnreachable(t)}, 3, "127.0.0.1:1"},
-		{"forbidden", []string{"apply", dir, "--kubeconfig", kubeconfigAs(t, "nobody")}, 4, "forbidden"},
+		{"unknown release", []string{"apply", "--no-wait", dir, "-r", "nope", "--kubeconfig", kc}, 2, `release "nope" is not declared`},
+		{"unknown context", []string{"apply", "--no-wait", dir, "--kubeconfig", kc, "--context", "nope"}, 3, `context "nope" (--context) is not in`},
+		{"unreachable", []string{"apply", "--no-wait", dir, "--kubeconfig", kubeconfigUnreachable(t)}, 3, "127.0.0.1:1"},
+		{"forbidden", []string{"apply", "--no-wait", dir, "--kubeconfig", kubeconfigAs(t, "nobody")}, 4, "forbidden"},
 		{"prune forbidden", []string{"prune", dir, "--kubeconfig", kubeconfigAs(t, "nobody")}, 4, "forbidden"},
-		{"rejected by the API server", []string{"apply", deploytest.Dir(t, ns, `name: "bad", image: ""`), "--kubeconfig", kc}, 2, "Deployment.apps/" + ns + "/bad"},
-		{"untracked object", []string{"apply", taken, "-f", takenValues, "--kubeconfig", kc}, 1, "ConfigMap/" + ns + "/taken-config already exists but is not tracked"},
+		{"rejected by the API server", []string{"apply", "--no-wait", deploytest.Dir(t, ns, `name: "bad", image: ""`), "--kubeconfig", kc}, 2, "Deployment.apps/" + ns + "/bad"},
+		{"untracked object", []string{"apply", "--no-wait", taken, "-f", takenValues, "--kubeconfig", kc}, 1, "ConfigMap/" + ns + "/taken-config already exists but is not tracked"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := runOpm(t, tc.args...)
@@ -193,7 +193,7 @@ func TestApplyCommandExitCodes(t *testing.T) {
 	// class and main's run for the mapping every class shares.
 
 	// --adopt takes the untracked object over.
-	code, out, errOut := runOpm(t, "apply", taken, "-f", takenValues, "--kubeconfig", kc, "--adopt")
+	code, out, errOut := runOpm(t, "apply", "--no-wait", taken, "-f", takenValues, "--kubeconfig", kc, "--adopt")
 	assert.Equal(t, code, 0, errOut)
 	assert.Assert(t, is.Contains(out, "configmap/taken-config configured"))
 }
@@ -216,7 +216,7 @@ releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
 releases: one: {#module: appmodule, metadata: namespace: %[1]q, values: {name: "one", withSecret: false}}
 releases: two: {#module: appmodule, metadata: namespace: %[1]q, values: {name: "two", withSecret: false}}
 `, ns)})
-	code, out, errOut := runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig)
+	code, out, errOut := runOpm(t, "apply", "--no-wait", dir, "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 0, errOut)
 	got := lines(out)
 	assert.Equal(t, len(got), 6, out)

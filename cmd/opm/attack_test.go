@@ -63,9 +63,9 @@ func TestAttackerLearnsNothingFromTheCLI(t *testing.T) {
 			for _, o := range []string{"text", "json"} {
 				opm("plan", dir, "-o", o)
 				opm("explain", dir, "--env", "production", "-o", o)
-				opm(append([]string{"apply", dir, "--dry-run", "-o", o}, prod...)...)
+				opm(append([]string{"apply", "--no-wait", dir, "--dry-run", "-o", o}, prod...)...)
 			}
-			opm(append([]string{"apply", dir}, prod...)...)
+			opm(append([]string{"apply", "--no-wait", dir}, prod...)...)
 			for _, o := range []string{"text", "json", "markdown"} {
 				opm(append([]string{"diff", dir, "-o", o}, prod...)...)
 			}
@@ -95,7 +95,7 @@ func TestAttackerLearnsNothingFromTheCLI(t *testing.T) {
 				merged := opm(append([]string{"review", "merge", "-o", o}, parts...)...)
 				assert.Assert(t, strings.Contains(merged, "pin"), "the merged review shows the releases: %s", merged)
 			}
-			opm(append([]string{"apply", dir, "-o", "json"}, prod...)...)
+			opm(append([]string{"apply", "--no-wait", dir, "-o", "json"}, prod...)...)
 			for _, o := range []string{"table", "json", "yaml"} {
 				opm(append([]string{"status", dir, "-o", o}, prod...)...)
 			}

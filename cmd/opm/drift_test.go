@@ -30,7 +30,7 @@ environments: here: namespace: %q
 environments: far: {namespace: %q, cluster: kubeContext: "far-away"}
 releases: app: #module: appmodule
 `, catalog.ModulePath, ns, ns)})
-	code, _, errOut := runOpm(t, "apply", dir, "--env", "here", "--kubeconfig", env.Kubeconfig)
+	code, _, errOut := runOpm(t, "apply", "--no-wait", dir, "--env", "here", "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 0, errOut)
 
 	code, out, errOut := runOpm(t, "diff", dir, "--all-environments", "--kubeconfig", env.Kubeconfig, "-o", "json", "--exit-code")

@@ -24,7 +24,7 @@ func TestDiffStatusDeleteCommands(t *testing.T) {
 	code, _, errOut := runOpm(t, args("diff", dir, "--exit-code")...)
 	assert.Equal(t, code, 1, "not applied yet: differences\n%s", errOut)
 
-	code, _, errOut = runOpm(t, args("apply", dir)...)
+	code, _, errOut = runOpm(t, args("apply", "--no-wait", dir)...)
 	assert.Equal(t, code, 0, errOut)
 
 	code, out, errOut := runOpm(t, args("diff", dir, "--exit-code")...)
@@ -108,7 +108,7 @@ func TestStatusWaitTimesOutOnAnImageThatNeverPulls(t *testing.T) {
 	ns := env.Namespace(t)
 	dir := deploytest.Dir(t, ns, `withSecret: false`)
 	kc := []string{"--kubeconfig", env.Kubeconfig}
-	code, _, errOut := runOpm(t, append([]string{"apply", dir}, kc...)...)
+	code, _, errOut := runOpm(t, append([]string{"apply", "--no-wait", dir}, kc...)...)
 	assert.Equal(t, code, 0, errOut)
 
 	// The nodes report the pull failure on the pod first; then the wait
@@ -128,9 +128,31 @@ func TestStatusWaitTimesOutOnAnImageThatNeverPulls(t *testing.T) {
 	assert.Check(t, is.Contains(out, "ImagePullBackOff: Back-off pulling image"), out)
 
 	ready := deploytest.Values(t, `image: "`+kubetest.ReadyImage+`"`)
-	code, _, errOut = runOpm(t, append([]string{"apply", dir, "-f", ready}, kc...)...)
+	code, _, errOut = runOpm(t, append([]string{"apply", "--no-wait", dir, "-f", ready}, kc...)...)
 	assert.Equal(t, code, 0, errOut)
 	code, out, errOut = runOpm(t, append([]string{"status", dir, "-f", ready, "--wait", "--timeout", "1m"}, kc...)...)
 	assert.Equal(t, code, 0, "%s%s", out, errOut)
 	assert.Check(t, is.Contains(errOut, "app: deployment.apps/app: Current"))
+}
+
+// A deploy job must go red on an image that never pulls, in its own job:
+// a single-environment apply waits for health by default (--timeout), says
+// what it waits for on stderr, and fails naming what the pods report. The
+// same apply of a good image waits and succeeds.
+func TestApplyWaitsForHealthByDefault(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.Dir(t, ns, `withSecret: false`)
+	kc := []string{"--kubeconfig", env.Kubeconfig}
+	code, out, errOut := runOpm(t, append([]string{"apply", dir, "--timeout", "20s"}, kc...)...)
+	assert.Equal(t, code, 1, "%s%s", out, errOut)
+	assert.Check(t, is.Contains(out, "deployment.apps/app created"), out)
+	assert.Check(t, is.Contains(errOut, "waiting up to 20s for releases app to become healthy (--no-wait skips this)"), errOut)
+	assert.Check(t, is.Contains(errOut, "releases app applied, but not healthy after 2"), errOut)
+	assert.Check(t, is.Contains(errOut, "deployment.apps/app: InProgress ("), errOut)
+	assert.Check(t, is.Contains(errOut, "ImagePullBackOff"), "the error names the pods' reason: %s", errOut)
+
+	ready := deploytest.Values(t, `image: "`+kubetest.ReadyImage+`"`)
+	code, out, errOut = runOpm(t, append([]string{"apply", dir, "-f", ready, "--timeout", "2m"}, kc...)...)
+	assert.Equal(t, code, 0, "%s%s", out, errOut)
+	assert.Check(t, is.Contains(errOut, "waiting up to 2m0s for releases app to become healthy"), errOut)
 }

@@ -130,7 +130,7 @@ func TestConcurrentAppliesAreSerialised(t *testing.T) {
 		ps := make([]*proc, 2)
 		var wg sync.WaitGroup
 		for i := range ps {
-			ps[i] = startOpm(t, bin, "apply", dir, "-f", files[i], "--kubeconfig", env.Kubeconfig,
+			ps[i] = startOpm(t, bin, "apply", "--no-wait", dir, "-f", files[i], "--kubeconfig", env.Kubeconfig,
 				"--lock-holder", fmt.Sprintf("round-%d-%s", round, names[i]), "--lock-lease-duration", "3s")
 			wg.Add(1)
 			go func() { defer wg.Done(); ps[i].wait() }()
@@ -179,7 +179,7 @@ func TestKilledHolderLockExpires(t *testing.T) {
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	dir := deploytest.Dir(t, ns, ``)
-	code, _, errOut := runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig)
+	code, _, errOut := runOpm(t, "apply", "--no-wait", dir, "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 0, errOut)
 
 	// A finalizer keeps the Deployment from going, so an apply that
@@ -190,7 +190,7 @@ func TestKilledHolderLockExpires(t *testing.T) {
 	assert.NilError(t, err)
 	renamed := deploytest.Values(t, `component: "api"`)
 	lease := "--lock-lease-duration=2s"
-	victim := startOpm(t, bin, "apply", dir, "-f", renamed, "--force", "--kubeconfig", env.Kubeconfig, "--lock-holder", "doomed-run", lease)
+	victim := startOpm(t, bin, "apply", "--no-wait", dir, "-f", renamed, "--force", "--kubeconfig", env.Kubeconfig, "--lock-holder", "doomed-run", lease)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "app", metav1.GetOptions{})
@@ -211,7 +211,7 @@ func TestKilledHolderLockExpires(t *testing.T) {
 	assert.NilError(t, err)
 	killedAt := time.Now()
 
-	next := startOpm(t, bin, "apply", dir, "-f", renamed, "--force", "--kubeconfig", env.Kubeconfig, "--lock-holder", "next-run", lease)
+	next := startOpm(t, bin, "apply", "--no-wait", dir, "-f", renamed, "--force", "--kubeconfig", env.Kubeconfig, "--lock-holder", "next-run", lease)
 	next.wait()
 	took := time.Since(killedAt)
 	assert.Equal(t, next.code, 0, next.stdout.String()+next.stderr.String())
@@ -231,7 +231,7 @@ func TestLockTimeoutAndUnlock(t *testing.T) {
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	dir := deploytest.Dir(t, ns, ``)
-	code, _, errOut := runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig)
+	code, _, errOut := runOpm(t, "apply", "--no-wait", dir, "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 0, errOut)
 	id, _ := recorded(t, cs, ns)
 	name := "opm.app." + id
@@ -246,19 +246,19 @@ func TestLockTimeoutAndUnlock(t *testing.T) {
 	assert.NilError(t, err)
 	assert.NilError(t, cs.CoordinationV1().RESTClient().Post().Namespace(ns).Resource("leases").Body(body).Do(ctx).Error())
 
-	for _, args := range [][]string{{"apply", dir}, {"prune", dir}, {"delete", dir}} {
+	for _, args := range [][]string{{"apply", "--no-wait", dir}, {"prune", dir}, {"delete", dir}} {
 		code, _, errOut = runOpm(t, append(args, "--kubeconfig", env.Kubeconfig, "--lock-timeout", "0")...)
 		assert.Equal(t, code, 6, "%s: %s", args[0], errOut)
 		assert.Check(t, is.Contains(errOut, "held by "+holder+" since"), args[0])
 		assert.Check(t, is.Contains(errOut, "opm unlock app -n "+ns), args[0])
 	}
-	code, _, errOut = runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig, "--lock-timeout", "1500ms")
+	code, _, errOut = runOpm(t, "apply", "--no-wait", dir, "--kubeconfig", env.Kubeconfig, "--lock-timeout", "1500ms")
 	assert.Equal(t, code, 6, errOut)
 	assert.Check(t, is.Contains(errOut, "waiting for the release lock"))
 	assert.Check(t, is.Contains(errOut, "gave up after waiting 2s"))
 
 	// Dry runs, diff and status take no lock.
-	code, _, errOut = runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig, "--dry-run", "--lock-timeout", "0")
+	code, _, errOut = runOpm(t, "apply", "--no-wait", dir, "--kubeconfig", env.Kubeconfig, "--dry-run", "--lock-timeout", "0")
 	assert.Equal(t, code, 0, errOut)
 	code, _, errOut = runOpm(t, "diff", dir, "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 0, errOut)
@@ -269,7 +269,7 @@ func TestLockTimeoutAndUnlock(t *testing.T) {
 	code, out, _ = runOpm(t, "unlock", "app", "-n", ns, "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 0)
 	assert.Check(t, is.Contains(out, "is not locked"))
-	code, _, errOut = runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig, "--lock-timeout", "0")
+	code, _, errOut = runOpm(t, "apply", "--no-wait", dir, "--kubeconfig", env.Kubeconfig, "--lock-timeout", "0")
 	assert.Equal(t, code, 0, errOut)
 }
 
@@ -297,7 +297,7 @@ func TestSkippedAppliesRaceFullApplies(t *testing.T) {
 		// rendered.
 		fast := false
 		for try := 0; try < 40 && !fast; try++ {
-			p := startOpm(t, bin, "apply", dir, "-f", files[0], "--kubeconfig", env.Kubeconfig)
+			p := startOpm(t, bin, "apply", "--no-wait", dir, "-f", files[0], "--kubeconfig", env.Kubeconfig)
 			p.wait()
 			assert.Equal(t, p.code, 0, p.stderr.String())
 			fast = strings.Contains(p.stdout.String(), "unchanged (inputs identical)")
@@ -322,7 +322,7 @@ func TestSkippedAppliesRaceFullApplies(t *testing.T) {
 			if n == 1 {
 				time.Sleep(time.Duration(30*round) * time.Millisecond)
 			}
-			ps[i] = startOpm(t, bin, "apply", dir, "-f", files[i], "--kubeconfig", env.Kubeconfig, "--lock-lease-duration", "3s")
+			ps[i] = startOpm(t, bin, "apply", "--no-wait", dir, "-f", files[i], "--kubeconfig", env.Kubeconfig, "--lock-lease-duration", "3s")
 			wg.Add(1)
 			go func() { defer wg.Done(); ps[i].wait() }()
 		}

@@ -151,11 +151,11 @@ releases: web: core.#ModuleRelease & {#module: appmodule, metadata: {name: "web"
 	assert.Equal(t, code, 0, errOut)
 	helmInstall(t, ns, renderedObjects(t, out))
 
-	code, out, errOut = runOpm(t, append([]string{"apply", dir}, kc...)...)
+	code, out, errOut = runOpm(t, append([]string{"apply", "--no-wait", dir}, kc...)...)
 	assert.Equal(t, code, 1, "objects Helm wrote lack the release's labels: --adopt is needed\n%s%s", out, errOut)
 	assert.Check(t, is.Contains(errOut, "--adopt"))
 
-	code, out, errOut = runOpm(t, append([]string{"apply", dir, "--adopt"}, kc...)...)
+	code, out, errOut = runOpm(t, append([]string{"apply", "--no-wait", dir, "--adopt"}, kc...)...)
 	assert.Equal(t, code, 0, errOut)
 	assert.Check(t, is.Contains(out, "deployment.apps/web configured: adopted: took ownership of"))
 	assert.Check(t, is.Contains(out, "from helm"))
@@ -164,7 +164,7 @@ releases: web: core.#ModuleRelease & {#module: appmodule, metadata: {name: "web"
 	assert.Equal(t, code, 0, "after adoption nothing differs\n%s%s", out, errOut)
 
 	noProbe := deploytest.Values(t, "liveness: false")
-	code, out, errOut = runOpm(t, append([]string{"apply", dir, "-f", noProbe}, kc...)...)
+	code, out, errOut = runOpm(t, append([]string{"apply", "--no-wait", dir, "-f", noProbe}, kc...)...)
 	assert.Equal(t, code, 0, errOut)
 	assert.Check(t, is.Contains(out, "deployment.apps/web configured"))
 	code, out, errOut = runOpm(t, append([]string{"diff", dir, "-f", noProbe, "--exit-code"}, kc...)...)

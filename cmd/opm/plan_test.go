@@ -22,7 +22,7 @@ func TestRefusedApplyChangesNothing(t *testing.T) {
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	dir := deploytest.Dir(t, ns, ``)
-	code, _, errOut := runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig)
+	code, _, errOut := runOpm(t, "apply", "--no-wait", dir, "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 0, errOut)
 	versions := func() map[string]string {
 		out := map[string]string{}
@@ -52,13 +52,13 @@ func TestRefusedApplyChangesNothing(t *testing.T) {
 	before := versions()
 
 	renamed := deploytest.Values(t, `component: "api"`, `secret: "changed"`)
-	code, out, errOut := runOpm(t, "apply", dir, "-f", renamed, "--kubeconfig", env.Kubeconfig)
+	code, out, errOut := runOpm(t, "apply", "--no-wait", dir, "-f", renamed, "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 2, out+errOut)
 	assert.Check(t, is.Contains(errOut, "the server would refuse this apply"))
 	assert.Check(t, is.Contains(errOut, "re-run with --force"))
 	assert.DeepEqual(t, versions(), before)
 
-	code, out, errOut = runOpm(t, "apply", dir, "-f", renamed, "--kubeconfig", env.Kubeconfig, "--force")
+	code, out, errOut = runOpm(t, "apply", "--no-wait", dir, "-f", renamed, "--kubeconfig", env.Kubeconfig, "--force")
 	assert.Equal(t, code, 0, out+errOut)
 	assert.Check(t, is.Contains(errOut, "Deployment.apps/"+ns+"/app will be deleted and re-created (--force): immutable spec.selector changed\n"), errOut)
 	assert.Check(t, is.Contains(out, "deployment.apps/app recreated"))

@@ -25,7 +25,7 @@ func TestInventoryRepair(t *testing.T) {
 			cs := kubernetes.NewForConfigOrDie(env.Config)
 			dir := deploytest.Dir(t, ns, ``)
 			kc := "--kubeconfig=" + env.Kubeconfig
-			code, _, errOut := runOpm(t, "apply", dir, kc)
+			code, _, errOut := runOpm(t, "apply", "--no-wait", dir, kc)
 			assert.Equal(t, code, 0, errOut)
 
 			list, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: inventory.LabelComponent + "=" + inventory.ComponentInventory})
@@ -45,7 +45,7 @@ func TestInventoryRepair(t *testing.T) {
 			corrupt := s.Data
 
 			renamed := deploytest.Values(t, `name: "site"`)
-			for _, args := range [][]string{{"status", dir}, {"apply", dir, "-f", renamed}, {"prune", dir}, {"diff", dir}} {
+			for _, args := range [][]string{{"status", dir}, {"apply", "--no-wait", dir, "-f", renamed}, {"prune", dir}, {"diff", dir}} {
 				code, _, errOut := runOpm(t, append(args, kc)...)
 				assert.Check(t, code != 0, "%s accepted a corrupt inventory", args[0])
 				// The release holds a Secret: its change IDs are sealed
@@ -65,7 +65,7 @@ func TestInventoryRepair(t *testing.T) {
 				assert.Check(t, bytes.Equal(backups.Items[0].Data[k], v), "backup of data.%s", k)
 			}
 
-			code, out, errOut = runOpm(t, "apply", dir, "-f", renamed, kc)
+			code, out, errOut = runOpm(t, "apply", "--no-wait", dir, "-f", renamed, kc)
 			assert.Equal(t, code, 0, errOut)
 			for _, gone := range []string{"deployment.apps/app deleted", "service/app deleted", "secret/app-creds deleted"} {
 				assert.Check(t, is.Contains(out, gone))

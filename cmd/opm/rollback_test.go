@@ -26,11 +26,11 @@ func TestHistoryAndRollbackCommands(t *testing.T) {
 	t.Setenv("GITHUB_SERVER_URL", "https://github.example")
 	t.Setenv("GITHUB_REPOSITORY", "acme/deploy")
 	t.Setenv("GITHUB_RUN_ID", "7")
-	code, _, errOut = runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig, "-o", "json")
+	code, _, errOut = runOpm(t, "apply", "--no-wait", dir, "--kubeconfig", env.Kubeconfig, "-o", "json")
 	assert.Equal(t, code, 0, errOut)
 	editFile(t, filepath.Join(dir, "deploy.cue"), `name: "web"`, `name: "site"`)
 	gitIn(t, dir, "commit", "-qam", "site")
-	code, _, errOut = runOpm(t, "apply", dir, "--kubeconfig", env.Kubeconfig)
+	code, _, errOut = runOpm(t, "apply", "--no-wait", dir, "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 0, errOut)
 
 	code, out, errOut = runOpm(t, "history", "app", dir, "--kubeconfig", env.Kubeconfig, "-o", "json")

@@ -41,13 +41,13 @@ func TestNoSecretValueInAnyOutput(t *testing.T) {
 	kc := "--kubeconfig=" + env.Kubeconfig
 	steps := [][]string{
 		{"diff", dir, "-o", "text"}, {"diff", dir, "-o", "json"}, {"diff", dir, "-o", "markdown"},
-		{"apply", dir, "--dry-run", "-o", "json"}, {"apply", dir, "--dry-run"},
-		{"apply", dir, "-o", "json"},
+		{"apply", "--no-wait", dir, "--dry-run", "-o", "json"}, {"apply", "--no-wait", dir, "--dry-run"},
+		{"apply", "--no-wait", dir, "-o", "json"},
 		{"diff", dir, "-f", changed, "-o", "text"}, {"diff", dir, "-f", changed, "-o", "json"}, {"diff", dir, "-f", changed, "-o", "markdown"},
-		{"apply", dir, "-f", changed, "--no-prune", "-o", "json"},
+		{"apply", "--no-wait", dir, "-f", changed, "--no-prune", "-o", "json"},
 		{"prune", dir, "-f", changed, "--dry-run", "-o", "json"}, {"prune", dir, "-f", changed, "--dry-run"},
 		{"status", dir, "-o", "table"}, {"status", dir, "-o", "json"}, {"status", dir, "-o", "yaml"},
-		{"apply", dir, "-o", "text"},
+		{"apply", "--no-wait", dir, "-o", "text"},
 		{"prune", dir, "-o", "json"},
 		{"delete", dir, "--dry-run", "-o", "json"}, {"delete", dir, "-o", "text"},
 	}
@@ -80,8 +80,8 @@ func TestSopsValuesNeverShow(t *testing.T) {
 	steps := [][]string{
 		{"render", dir, "--env", "production", "-o", "json"},
 		{"diff", dir, "-o", "text"}, {"diff", dir, "-o", "json"}, {"diff", dir, "-o", "markdown"},
-		{"apply", dir, "--dry-run", "-o", "json"}, {"apply", dir, "--dry-run"},
-		{"apply", dir, "-o", "json"}, {"apply", dir},
+		{"apply", "--no-wait", dir, "--dry-run", "-o", "json"}, {"apply", "--no-wait", dir, "--dry-run"},
+		{"apply", "--no-wait", dir, "-o", "json"}, {"apply", "--no-wait", dir},
 		{"diff", dir, "-f", headValues, "-o", "text"}, {"diff", dir, "-f", headValues, "-o", "markdown"},
 		{"review", dir, "--base", "main", "-f", headValues, "-o", "markdown"},
 		{"review", dir, "--base", "main", "-f", headValues, "-o", "json"},
