@@ -192,5 +192,5 @@ func TestRollbackRefusals(t *testing.T) {
 	assert.NilError(t, err)
 	_, err = pipeline.Rollback(t.Context(), rollbackOpts(dir, res.Releases[0].ChangeID))
 	assert.Equal(t, fault.KindOf(err), fault.NotFound)
-	assert.ErrorContains(t, err, "recorded no git commit")
+	assert.ErrorContains(t, err, "recorded no clean git commit (it was applied from outside a git repository")
 }
