@@ -94,7 +94,7 @@ func (r *runner) applyOptions(env string) (opts pipeline.ApplyOptions, closeGrou
 		Wait:        r.cfg.wait, WaitTimeout: r.cfg.timeout,
 		HealthWaiting: func(waiting string) { r.infof("%s", waiting) },
 		GateWaiting: func(refusal error) {
-			r.infof("waiting for the promotion gates: %s", refusal)
+			r.infof("%s", refusal)
 		},
 		// The run's page names the holder to other runs that wait for it.
 		Locking: pipeline.Locking{Holder: r.lockHolder(), LockTimeout: r.cfg.lockTimeout, NoLockWait: r.cfg.lockTimeout == 0,

@@ -186,7 +186,7 @@ releases: app: #module: appmodule
 	for i, e := range m.Include {
 		assert.NilError(t, errs[i], "%s: %s", e.Environment, logs[i])
 		if e.Wave > 0 {
-			assert.Assert(t, strings.Contains(logs[i], "waiting for the promotion gates"), "%s (wave %d) did not wait:\n%s", e.Environment, e.Wave, logs[i])
+			assert.Assert(t, strings.Contains(logs[i], "waiting for its promotion gates"), "%s (wave %d) did not wait:\n%s", e.Environment, e.Wave, logs[i])
 		}
 		invs, err := cs.CoreV1().Secrets(ns+"-"+e.Environment).List(t.Context(), metav1.ListOptions{LabelSelector: inventory.LabelComponent + "=" + inventory.ComponentInventory})
 		assert.NilError(t, err)

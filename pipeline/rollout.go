@@ -361,7 +361,7 @@ func waitGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, dir
 				time.Since(start).Round(time.Second), opts.GateTimeout, env.Name, err))
 		}
 		if opts.GateWaiting != nil {
-			opts.GateWaiting(err)
+			opts.GateWaiting(fmt.Errorf("environment %s: waiting for its promotion gates, %s of --gate-timeout %s left: %w", env.Name, left.Round(time.Second), opts.GateTimeout, err))
 		}
 		// The last check comes at the deadline, not a whole delay before it.
 		timer := time.NewTimer(min(delay, left))

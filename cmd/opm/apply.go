@@ -108,6 +108,8 @@ decryption key or secret input is missing or wrong), 8 gate (a promotion gate re
 			opts.Progress = progressPrinter(cmd, output)
 			opts.ReleaseDone = summaryPrinter(cmd, output)
 			opts.RunURL = ciRunURL(os.Getenv)
+			// Waits are narrated on stderr: minutes of silence read as a hang.
+			opts.GateWaiting = func(refusal error) { fmt.Fprintln(cmd.ErrOrStderr(), refusal) }
 			if opts.SkipGates {
 				opts.SkippedBy = whoSkipped(os.Getenv)
 			}

@@ -159,3 +159,22 @@ releases: app: values: stamp: "1"
 	assert.Equal(t, code, 0, errOut)
 	assert.Assert(t, strings.HasPrefix(out, "ENVIRONMENT  RELEASE  COMMIT"), out)
 }
+
+// A gated apply that waits (--gate-timeout) says on stderr what it waits
+// for and how long is left, and then how long it waited.
+func TestGateWaitIsNarrated(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: qa: {namespace: "%[1]s-qa"}
+environments: prod: {namespace: "%[1]s-p", rollout: after: ["qa"]}
+releases: app: #module: appmodule
+`, ns))
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "gated")
+	code, out, errOut := runOpm(t, "apply", dir, "--env", "prod", "--gate-timeout", "5s", "--kubeconfig", env.Kubeconfig)
+	assert.Equal(t, code, 8, "%s%s", out, errOut)
+	assert.Check(t, strings.Contains(errOut, "environment prod: waiting for its promotion gates, "), errOut)
+	assert.Check(t, strings.Contains(errOut, "of --gate-timeout 5s left: environment prod may only get commit"), errOut)
+	assert.Check(t, strings.Contains(errOut, "(--gate-timeout 5s) for the gates of environment prod"), errOut)
+}
