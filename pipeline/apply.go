@@ -84,8 +84,8 @@ type ApplyOptions struct {
 	// naming what its pods report, instead of the next wave's job. At most
 	// WaitTimeout (5m when 0); never in a dry run. A fleet waits per wave
 	// (RolloutOptions) instead. HealthWaiting hears what is waited for.
-	Wait          bool                  `json:"wait,omitempty"`
-	WaitTimeout   time.Duration         `json:"waitTimeout,omitempty"`
+	Wait          bool                 `json:"wait,omitempty"`
+	WaitTimeout   time.Duration        `json:"waitTimeout,omitempty"`
 	HealthWaiting func(waiting string) `json:"-"`
 
 	// fleetEnv is the environment as Rollout already read it, so each
