@@ -83,7 +83,9 @@ type ApplyOptions struct {
 	// apply` does: a deploy job goes red on an image that never pulls,
 	// naming what its pods report, instead of the next wave's job. At most
 	// WaitTimeout (5m when 0); never in a dry run. A fleet waits per wave
-	// (RolloutOptions) instead. HealthWaiting hears what is waited for.
+	// (RolloutOptions) instead. HealthWaiting hears what is waited for
+	// (a rollout's wave waits and soaks too, for a wave's environments at
+	// once).
 	Wait          bool                 `json:"wait,omitempty"`
 	WaitTimeout   time.Duration        `json:"waitTimeout,omitempty"`
 	HealthWaiting func(waiting string) `json:"-"`

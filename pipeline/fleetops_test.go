@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -158,9 +159,20 @@ func TestSoakHoldsTheNextWave(t *testing.T) {
 	var checks atomic.Int32
 	ro := pipeline.RolloutOptions{ApplyOptions: pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "qa,canary"}}, Timeout: time.Minute}
 	pipeline.SetSoakProbe(&ro, 200*time.Millisecond, func() { checks.Add(1) })
+	var said strings.Builder
+	var sayMu sync.Mutex
+	ro.HealthWaiting = func(s string) {
+		sayMu.Lock()
+		defer sayMu.Unlock()
+		said.WriteString(s + "\n")
+	}
 	res, err := pipeline.Rollout(t.Context(), ro)
 	assert.NilError(t, err, "%s", tableOf(res))
 	assert.Assert(t, checks.Load() > 0, "the soak re-checked qa")
+	// The soak is narrated: what it waits for and how much is left.
+	assert.Check(t, is.Contains(said.String(), "environment qa: healthy; soaking for 3s (rollout.soak) before the next wave"), said.String())
+	assert.Check(t, is.Contains(said.String(), "of its 3s soak left"), said.String())
+	ro.HealthWaiting = nil
 
 	// qa breaks during its soak: the canary does not start.
 	setValues(t, dir, `soak: "3s"`, `soak: "10m"`)

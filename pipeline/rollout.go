@@ -182,6 +182,7 @@ func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvi
 	if timeout == 0 {
 		timeout = 5 * time.Minute
 	}
+	opts.narrate("environment %s: waiting up to %s for its releases to become healthy", re.Name, timeout)
 	healthy, why := waitHealthy(ctx, opts.ClusterOptions, sel, timeout)
 	switch {
 	case healthy:
@@ -193,6 +194,13 @@ func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvi
 		re.Result, re.Error = RolloutUnhealthy, why
 	}
 	return re
+}
+
+// narrate tells HealthWaiting, when set, what the rollout waits for.
+func (o RolloutOptions) narrate(format string, args ...any) {
+	if o.HealthWaiting != nil {
+		o.HealthWaiting(fmt.Sprintf(format, args...))
+	}
 }
 
 // waitHealthy waits up to timeout for every release of an environment to
@@ -438,6 +446,12 @@ func soakWave(ctx context.Context, opts RolloutOptions, res *RolloutResult, idx 
 	}
 	start := time.Now()
 	deadline := start.Add(soak)
+	names := make([]string, 0, len(idx))
+	for _, i := range idx {
+		names = append(names, res.Environments[i].Name)
+	}
+	who := "environment " + strings.Join(names, ", ")
+	opts.narrate("%s: healthy; soaking for %s (rollout.soak) before the next wave, checked every %s", who, soak, interval)
 	for {
 		last := !time.Now().Before(deadline)
 		if !last {
@@ -472,6 +486,7 @@ func soakWave(ctx context.Context, opts RolloutOptions, res *RolloutResult, idx 
 		if broken || last {
 			return
 		}
+		opts.narrate("%s: healthy, %s of its %s soak left", who, time.Until(deadline).Round(time.Second), soak)
 		if opts.soakProbe != nil {
 			opts.soakProbe()
 		}

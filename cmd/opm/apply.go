@@ -110,6 +110,7 @@ decryption key or secret input is missing or wrong), 8 gate (a promotion gate re
 			opts.RunURL = ciRunURL(os.Getenv)
 			// Waits are narrated on stderr: minutes of silence read as a hang.
 			opts.GateWaiting = func(refusal error) { fmt.Fprintln(cmd.ErrOrStderr(), refusal) }
+			opts.HealthWaiting = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }
 			if opts.SkipGates {
 				opts.SkippedBy = whoSkipped(os.Getenv)
 			}
@@ -205,7 +206,6 @@ func runRollout(cmd *cobra.Command, output string, ro pipeline.RolloutOptions) e
 		// what was applied is healthy, unless --no-wait.
 		ao := ro.ApplyOptions
 		ao.Wait, ao.WaitTimeout = !ro.NoWait, ro.Timeout
-		ao.HealthWaiting = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }
 		res, err := pipeline.Apply(cmd.Context(), ao)
 		return printApplyResult(cmd, output, res, err)
 	}

@@ -68,6 +68,10 @@ releases: app: #module: appmodule
 	for _, row := range [][]string{{"stage-a", "0", "staging", "-", "applied"}, {"stage-b", "1", "staging", "-", "applied"}, {"prod", "2", "production", "-", "applied"}} {
 		assert.Assert(t, hasRow(out, row...), "%q not in\n%s", row, out)
 	}
+	// Each wave's health wait is narrated on stderr, naming the environment.
+	for _, e := range []string{"stage-a", "stage-b", "prod"} {
+		assert.Check(t, strings.Contains(errOut, "environment "+e+": waiting up to 30s for its releases to become healthy"), errOut)
+	}
 	code, out, errOut = runOpm(t, "status", dir, "--env", "production", kc, "-o", "json")
 	assert.Equal(t, code, 0, errOut)
 	assert.Assert(t, strings.Contains(out, `"healthy": true`), out)
