@@ -144,11 +144,9 @@ type Result struct {
 	// NotOurs is set when DeleteOwned kept an object that does not carry
 	// the release's id.
 	NotOurs bool
-	// TookFrom are the managers whose fields this apply took over.
-	TookFrom []string `json:"tookFrom,omitempty"`
 	// Forced are the conflicting fields of other managers taken with
 	// ForceConflicts.
-	Forced []Conflict `json:"forced,omitempty"`
+	Forced []Conflict
 }
 
 // Mapping resolves a kind to its resource through the cluster's
@@ -340,7 +338,7 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 		res.setWritten(live.GetResourceVersion(), live)
 		return res
 	}
-	res.Reason, res.TookFrom = own.reason(c.opts.DryRun), own.from()
+	res.Reason = own.reason(c.opts.DryRun)
 	if !c.opts.DryRun {
 		if own.takeOver != nil {
 			if live, err = c.takeOver(ctx, ri, live, own.takeOver); err != nil {
@@ -410,13 +408,6 @@ type ownershipChange struct {
 }
 
 func (o ownershipChange) none() bool { return o.takeOver == nil && o.gained == 0 }
-
-func (o ownershipChange) from() []string {
-	if o.takeOver == nil {
-		return nil
-	}
-	return o.takeOver.from
-}
 
 func (o ownershipChange) reason(dryRun bool) string {
 	switch {

@@ -172,24 +172,9 @@ func appliedBy(obj *unstructured.Unstructured, manager string) (*fieldpath.Set, 
 	return out, nil
 }
 
-// sameOwnership reports whether applying changes nothing about manager's
-// fields: it owns exactly what the dry run says it would.
-func sameOwnership(live, dry *unstructured.Unstructured, manager string) (bool, error) {
-	before, err := appliedBy(live, manager)
-	if err != nil {
-		return false, err
-	}
-	after, err := appliedBy(dry, manager)
-	if err != nil {
-		return false, err
-	}
-	return before.Equals(after), nil
-}
-
 // Conflict is one field another manager owns with another value.
 type Conflict struct {
-	Field   string `json:"field"`
-	Manager string `json:"manager"`
+	Field, Manager string
 }
 
 // ConflictError says an apply would change fields other managers own,
@@ -210,16 +195,6 @@ func (e *ConflictError) Error() string {
 }
 
 func (e *ConflictError) Unwrap() error { return e.Err }
-
-// Managers are the conflicting managers, sorted, each once.
-func (e *ConflictError) Managers() []string {
-	var out []string
-	for _, c := range e.Conflicts {
-		out = append(out, c.Manager)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
 
 // conflicts reads the fields and managers of a server-side apply conflict
 // (409 with FieldManagerConflict causes); ok is false for any other error.

@@ -162,6 +162,7 @@ func TestApplyTakesOverWhatOtherToolsWrote(t *testing.T) {
 			after := direct(t, "web", ns, adoptConfigMapAfter, adoptDeploymentAfter)
 			res, err = Apply(t.Context(), cluster(t), after, Options{})
 			assert.NilError(t, err)
+			assert.Check(t, is.Equal(res.Counts.Configured, 2), "the drops are written: %+v", res.Applied)
 			assertLiveEqualsRender(t, after)
 
 			p, err := preview.Release(t.Context(), cluster(t), after, preview.Options{})
