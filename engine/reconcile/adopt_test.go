@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -14,14 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/preview"
 	"github.com/opmodel/pipeline/engine/render"
-	"github.com/opmodel/pipeline/internal/kubetest"
 )
 
 // The release of the take-over tests, before and after the module drops a
@@ -308,11 +305,7 @@ func TestPreviewOfATakeOverNeedsNoUpdateRight(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
 		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}, metav1.CreateOptions{})
 	assert.NilError(t, err)
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	cl, err := kube.FromConfig(cfg, kubetest.ContextName, kube.Options{})
-	assert.NilError(t, err)
-	kubetest.WaitFor(t, 10*time.Second, func() error {
+	cl := impersonated(t, user, func(cl *kube.Cluster) error {
 		_, err := cl.Clientset.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
 		return err
 	})

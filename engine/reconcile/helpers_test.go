@@ -411,22 +411,24 @@ func limitedCluster(t *testing.T, relNS, games, production string) *kube.Cluster
 	grant(production, "configmaps", "get", "list", "create", "update", "patch")
 	grant(games, "configmaps", "get", "list")
 
+	return impersonated(t, user, func(cl *kube.Cluster) error {
+		if _, err := cl.Clientset.CoreV1().ConfigMaps(production).List(ctx, metav1.ListOptions{}); err != nil {
+			return err
+		}
+		_, err := cl.Clientset.CoreV1().Secrets(relNS).List(ctx, metav1.ListOptions{})
+		return err
+	})
+}
+
+// impersonated is a client acting as user, returned once ready (a
+// request user's new bindings allow) succeeds: the authorizer learns of
+// new bindings through a watch, a moment after they are created.
+func impersonated(t *testing.T, user string, ready func(*kube.Cluster) error) *kube.Cluster {
+	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	cl, err := kube.FromConfig(cfg, kubetest.ContextName, kube.Options{})
 	assert.NilError(t, err)
-	// The authorizer learns of new bindings through a watch: wait for it.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := cl.Clientset.CoreV1().ConfigMaps(production).List(ctx, metav1.ListOptions{})
-		_, err2 := cl.Clientset.CoreV1().Secrets(relNS).List(ctx, metav1.ListOptions{})
-		if err == nil && err2 == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("RBAC for %s never took effect: %v %v", user, err, err2)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	kubetest.WaitFor(t, 10*time.Second, func() error { return ready(cl) })
 	return cl
 }

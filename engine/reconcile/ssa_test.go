@@ -10,18 +10,15 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/lock"
 	"github.com/opmodel/pipeline/engine/objects"
-	"github.com/opmodel/pipeline/internal/kubetest"
 )
 
 // A key renamed in a Secret's stringData leaves no old key (and no old
@@ -149,11 +146,7 @@ func TestClusterRoleIsAppliedBeforeItsBinding(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
 		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}, metav1.CreateOptions{})
 	assert.NilError(t, err)
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	cl, err := kube.FromConfig(cfg, kubetest.ContextName, kube.Options{})
-	assert.NilError(t, err)
-	kubetest.WaitFor(t, 10*time.Second, func() error {
+	cl := impersonated(t, user, func(cl *kube.Cluster) error {
 		_, err := cl.Clientset.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
 		return err
 	})
