@@ -33,9 +33,7 @@ func TestAttackerLearnsNothingFromTheCLI(t *testing.T) {
 			t.Setenv("SOPS_AGE_KEY", deploytest.SopsAgeKey())
 			ns := env.Namespace(t)
 			dir := deploytest.AttackDir(t, ns, source, deploytest.AttackCanary, deploytest.AttackPIN)
-			gitIn(t, dir, "init", "-q", "-b", "main")
-			gitIn(t, dir, "add", "-A")
-			gitIn(t, dir, "commit", "-q", "-m", "the PIN and the canary")
+			gitRepo(t, dir, "the PIN and the canary")
 			kc := "--kubeconfig=" + env.Kubeconfig
 			prod := []string{"--env", "production", kc}
 

@@ -24,9 +24,7 @@ environments: "stage-a": {namespace: "%[1]s-a", group: "staging"}
 environments: prod: {namespace: "%[1]s-p", group: "production", rollout: {wave: 2, after: ["staging"]}}
 releases: app: #module: appmodule
 `, ns))
-	gitIn(t, dir, "init", "-q", "-b", "main")
-	gitIn(t, dir, "add", "-A")
-	gitIn(t, dir, "commit", "-q", "-m", "fleet")
+	gitRepo(t, dir, "fleet")
 	kc := "--kubeconfig=" + env.Kubeconfig
 
 	code, out, errOut := runOpm(t, "render", dir, "--env", "staging", "-o", "json")
@@ -111,9 +109,7 @@ environments: canary: {namespace: "%[1]s-canary", rollout: after: ["qa"]}
 releases: app: #module: appmodule
 releases: app: values: stamp: "1"
 `, ns))
-	gitIn(t, dir, "init", "-q", "-b", "main")
-	gitIn(t, dir, "add", "-A")
-	gitIn(t, dir, "commit", "-q", "-m", "one replica")
+	gitRepo(t, dir, "one replica")
 	kc := "--kubeconfig=" + env.Kubeconfig
 	apply := func(envName string) {
 		t.Helper()
@@ -173,9 +169,7 @@ environments: qa: {namespace: "%[1]s-qa"}
 environments: prod: {namespace: "%[1]s-p", rollout: after: ["qa"]}
 releases: app: #module: appmodule
 `, ns))
-	gitIn(t, dir, "init", "-q", "-b", "main")
-	gitIn(t, dir, "add", "-A")
-	gitIn(t, dir, "commit", "-q", "-m", "gated")
+	gitRepo(t, dir, "gated")
 	code, out, errOut := runOpm(t, "apply", dir, "--env", "prod", "--gate-timeout", "5s", "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 8, "%s%s", out, errOut)
 	assert.Check(t, strings.Contains(errOut, "environment prod: waiting for its promotion gates, "), errOut)

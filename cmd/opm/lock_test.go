@@ -281,9 +281,7 @@ func TestSkippedAppliesRaceFullApplies(t *testing.T) {
 	bin := buildOpm(t)
 	ns := env.Namespace(t)
 	dir := deploytest.Dir(t, ns, ``)
-	gitIn(t, dir, "init", "-q", "-b", "main")
-	gitIn(t, dir, "add", "-A")
-	gitIn(t, dir, "commit", "-q", "-m", "start")
+	gitRepo(t, dir, "start")
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	names := []string{"blue", "green"}
 	files := []string{deploytest.Values(t, `name: "blue"`), deploytest.Values(t, `name: "green"`)}

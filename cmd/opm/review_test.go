@@ -33,10 +33,17 @@ func gitExamples(t *testing.T) string {
 		return os.WriteFile(dst, b, 0o644)
 	})
 	assert.NilError(t, err)
+	gitRepo(t, dir, "examples")
+	return dir
+}
+
+// gitRepo makes dir a git repository (branch main) whose one commit,
+// msg, holds everything in it.
+func gitRepo(t *testing.T, dir, msg string) {
+	t.Helper()
 	gitIn(t, dir, "init", "-q", "-b", "main")
 	gitIn(t, dir, "add", "-A")
-	gitIn(t, dir, "commit", "-q", "-m", "examples")
-	return dir
+	gitIn(t, dir, "commit", "-q", "-m", msg)
 }
 
 func gitIn(t *testing.T, dir string, args ...string) string {

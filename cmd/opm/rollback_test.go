@@ -14,9 +14,7 @@ import (
 func TestHistoryAndRollbackCommands(t *testing.T) {
 	ns := env.Namespace(t)
 	dir := deploytest.Dir(t, ns, `name: "web"`)
-	gitIn(t, dir, "init", "-q", "-b", "main")
-	gitIn(t, dir, "add", "-A")
-	gitIn(t, dir, "commit", "-q", "-m", "web")
+	gitRepo(t, dir, "web")
 	first := gitIn(t, dir, "rev-parse", "HEAD")
 
 	code, out, errOut := runOpm(t, "history", "app", dir, "--kubeconfig", env.Kubeconfig)

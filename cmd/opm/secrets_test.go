@@ -69,9 +69,7 @@ func TestNoSecretValueInAnyOutput(t *testing.T) {
 func TestSopsValuesNeverShow(t *testing.T) {
 	ns := env.Namespace(t)
 	dir := deploytest.SopsDir(t, ns, "")
-	gitIn(t, dir, "init", "-q", "-b", "main")
-	gitIn(t, dir, "add", "-A")
-	gitIn(t, dir, "commit", "-q", "-m", "encrypted values")
+	gitRepo(t, dir, "encrypted values")
 	t.Setenv("SOPS_AGE_KEY", deploytest.SopsAgeKey())
 	// The pull request: the encrypted file is replaced by one with new values.
 	headValues := deploytest.SopsValues(t, "secret: \"0042\"\nconfig: {api-token: tok-new-2b7c91}\n")
