@@ -41,7 +41,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/kube"
@@ -400,8 +399,7 @@ func (c *Client) dryRun(ctx context.Context, ri dynamic.ResourceInterface, id ma
 // ownershipChange is what an apply changes about who owns live's fields.
 type ownershipChange struct {
 	takeOver *takeOver
-	// owned is what opm owns by apply now.
-	owned *fieldpath.Set
+	fields   fieldOwnership
 	// gained are the fields opm's apply entry gains besides a take-over
 	// (fields it newly declares that others own with the same value).
 	gained int
@@ -412,7 +410,7 @@ func (o ownershipChange) none() bool { return o.takeOver == nil && o.gained == 0
 func (o ownershipChange) reason(dryRun bool) string {
 	switch {
 	case o.takeOver != nil:
-		return o.takeOver.reason(dryRun, o.owned)
+		return o.takeOver.reason(dryRun, o.fields.before)
 	case o.gained > 0 && dryRun:
 		return fmt.Sprintf("would take ownership of %d field(s)", o.gained)
 	case o.gained > 0:
@@ -428,17 +426,13 @@ func (c *Client) ownership(live, dry *unstructured.Unstructured) (ownershipChang
 	if err != nil {
 		return ownershipChange{}, err
 	}
-	before, err := appliedBy(live, c.opts.FieldManager)
+	f, err := ownershipOf(live, dry, c.opts.FieldManager, to)
 	if err != nil {
 		return ownershipChange{}, err
 	}
-	after, err := appliedBy(dry, c.opts.FieldManager)
-	if err != nil {
-		return ownershipChange{}, err
-	}
-	o := ownershipChange{takeOver: to, owned: before}
-	if to == nil && !before.Equals(after) {
-		o.gained = max(1, after.Difference(before).Leaves().Size())
+	o := ownershipChange{takeOver: to, fields: f}
+	if to == nil && !f.before.Equals(f.after) {
+		o.gained = max(1, f.after.Difference(f.before).Leaves().Size())
 	}
 	return o, nil
 }

@@ -222,42 +222,86 @@ func conflicts(err error) ([]Conflict, bool) {
 	return out, len(out) > 0
 }
 
-// removedByApply is what an apply after the take-over t removes from the
-// object: the fields opm owns then (what it owned, plus what it takes) that
-// it no longer declares (dry's apply entry for manager), minus everything
-// another manager keeps owning, and minus the parents of any field that
-// stays.
-func removedByApply(t *takeOver, live, dry *unstructured.Unstructured, manager string) (*fieldpath.Set, error) {
-	owned, err := appliedBy(live, manager)
-	if err != nil {
-		return nil, err
+// fieldOwnership is who owns an object's fields around one apply: opm's
+// apply entry in the live object (before) and in the dry run (after), and
+// every other manager's entry in the dry run but a take-over's managers
+// (whose fields become opm's). Parsed once per object.
+type fieldOwnership struct {
+	before, after *fieldpath.Set
+	others        []managerFields
+}
+
+type managerFields struct {
+	manager, subresource string
+	fields               *fieldpath.Set
+}
+
+func ownershipOf(live, dry *unstructured.Unstructured, manager string, t *takeOver) (fieldOwnership, error) {
+	var f fieldOwnership
+	var err error
+	if f.before, err = appliedBy(live, manager); err != nil {
+		return f, err
 	}
-	if t != nil {
-		owned = owned.Union(t.taken)
-	}
-	kept, err := appliedBy(dry, manager)
-	if err != nil {
-		return nil, err
+	if f.after, err = appliedBy(dry, manager); err != nil {
+		return f, err
 	}
 	for _, e := range dry.GetManagedFields() {
-		if e.Subresource != "" || e.Manager == manager || (t != nil && slices.Contains(t.from, e.Manager)) {
+		if e.Manager == manager || (t != nil && slices.Contains(t.from, e.Manager)) {
 			continue
 		}
 		s, err := fieldSet(e)
 		if err != nil {
-			return nil, err
+			return f, err
 		}
-		kept = kept.Union(s)
+		f.others = append(f.others, managerFields{manager: e.Manager, subresource: e.Subresource, fields: s})
 	}
-	removed := owned.Difference(kept)
+	return f, nil
+}
+
+// removed is what an apply after the take-over t removes from the object:
+// the fields opm owns then (what it owned, plus what it takes) that it no
+// longer declares, minus everything another manager keeps owning, and
+// minus the parents of any field that stays.
+func (f fieldOwnership) removed(t *takeOver) *fieldpath.Set {
+	owned := f.before
+	if t != nil {
+		owned = owned.Union(t.taken)
+	}
+	kept := f.after
+	for _, o := range f.others {
+		if o.subresource == "" {
+			kept = kept.Union(o.fields)
+		}
+	}
 	out := &fieldpath.Set{}
-	removed.Iterate(func(p fieldpath.Path) {
+	owned.Difference(kept).Iterate(func(p fieldpath.Path) {
 		if p.String() == "" || hasDescendantIn(kept, p) {
 			return
 		}
 		out.Insert(p)
 	})
-	return out, nil
+	return out
+}
+
+// keptByOthers names the fields opm owns now but stops declaring that the
+// apply cannot remove because another manager owns them too, e.g.
+// `.spec.replicas (kube-controller-manager)`; "" when none.
+func (f fieldOwnership) keptByOthers() string {
+	dropped := f.before.Difference(f.after).Leaves()
+	if dropped.Empty() {
+		return ""
+	}
+	var kept []string
+	for _, o := range f.others {
+		dropped.Intersection(o.fields).Iterate(func(p fieldpath.Path) {
+			kept = append(kept, fmt.Sprintf("%s (%s)", p, o.manager))
+		})
+	}
+	if len(kept) == 0 {
+		return ""
+	}
+	slices.Sort(kept)
+	return "no longer declared but kept, another manager owns it: " + strings.Join(slices.Compact(kept), ", ")
 }
 
 // hasDescendantIn reports whether s holds a path below p.
@@ -346,40 +390,4 @@ func listElementIs(item any, i int, pe fieldpath.PathElement) bool {
 		return err == nil && string(got) == string(want)
 	}
 	return false
-}
-
-// keptByOthers names the fields opm owns now but stops declaring that the
-// apply cannot remove because another manager (outside a take-over) owns
-// them too, e.g. `spec.replicas (kube-controller-manager)`; "" when none.
-func keptByOthers(live, dry *unstructured.Unstructured, manager string, t *takeOver) string {
-	before, err := appliedBy(live, manager)
-	if err != nil {
-		return ""
-	}
-	after, err := appliedBy(dry, manager)
-	if err != nil {
-		return ""
-	}
-	dropped := before.Difference(after).Leaves()
-	if dropped.Empty() {
-		return ""
-	}
-	var kept []string
-	for _, e := range dry.GetManagedFields() {
-		if e.Manager == manager || (t != nil && slices.Contains(t.from, e.Manager)) {
-			continue
-		}
-		s, err := fieldSet(e)
-		if err != nil {
-			continue
-		}
-		dropped.Intersection(s).Iterate(func(p fieldpath.Path) {
-			kept = append(kept, fmt.Sprintf("%s (%s)", p, e.Manager))
-		})
-	}
-	if len(kept) == 0 {
-		return ""
-	}
-	slices.Sort(kept)
-	return "no longer declared but kept, another manager owns it: " + strings.Join(slices.Compact(kept), ", ")
 }

@@ -88,16 +88,12 @@ func (c *Client) Preview(ctx context.Context, r manifest.Resource, live *unstruc
 		return Planned{Live: live}, fmt.Errorf("preview %s: %w", id, err)
 	}
 	p := Planned{Live: live, Object: planned, Ownership: own.reason(true), TakesOwnership: !own.none()}
-	removed, err := removedByApply(own.takeOver, live, planned, c.opts.FieldManager)
-	if err != nil {
-		return p, fmt.Errorf("preview %s: %w", id, err)
-	}
-	if !removed.Empty() {
+	if removed := own.fields.removed(own.takeOver); !removed.Empty() {
 		if p.Object, err = c.withoutRemoved(ctx, ri, live, planned, removed); err != nil {
 			return p, fmt.Errorf("preview %s: %w", id, err)
 		}
 	}
-	if kept := keptByOthers(live, planned, c.opts.FieldManager, own.takeOver); kept != "" {
+	if kept := own.fields.keptByOthers(); kept != "" {
 		p.Ownership = joinNote(p.Ownership, kept)
 	}
 	return p, nil
