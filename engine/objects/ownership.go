@@ -232,8 +232,8 @@ type fieldOwnership struct {
 }
 
 type managerFields struct {
-	manager, subresource string
-	fields               *fieldpath.Set
+	manager string
+	fields  *fieldpath.Set
 }
 
 func ownershipOf(live, dry *unstructured.Unstructured, manager string, t *takeOver) (fieldOwnership, error) {
@@ -253,7 +253,7 @@ func ownershipOf(live, dry *unstructured.Unstructured, manager string, t *takeOv
 		if err != nil {
 			return f, err
 		}
-		f.others = append(f.others, managerFields{manager: e.Manager, subresource: e.Subresource, fields: s})
+		f.others = append(f.others, managerFields{manager: e.Manager, fields: s})
 	}
 	return f, nil
 }
@@ -267,11 +267,12 @@ func (f fieldOwnership) removed(t *takeOver) *fieldpath.Set {
 	if t != nil {
 		owned = owned.Union(t.taken)
 	}
+	// A field any other manager owns stays, through a subresource too (an
+	// autoscaler owns replicas through scale): the server removes a field
+	// only when no manager owns it any more.
 	kept := f.after
 	for _, o := range f.others {
-		if o.subresource == "" {
-			kept = kept.Union(o.fields)
-		}
+		kept = kept.Union(o.fields)
 	}
 	out := &fieldpath.Set{}
 	owned.Difference(kept).Iterate(func(p fieldpath.Path) {
