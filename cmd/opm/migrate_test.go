@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -180,4 +184,58 @@ releases: web: core.#ModuleRelease & {#module: appmodule, metadata: {name: "web"
 	}
 	_, err = kubernetes.NewForConfigOrDie(env.Config).CoreV1().Secrets(ns).Get(t.Context(), "sh.helm.release.v1.web.v1", metav1.GetOptions{})
 	assert.NilError(t, err, "opm leaves Helm's release Secret alone: the guide deletes it by hand, never with helm uninstall")
+}
+
+// Two pipelines take over the same objects at once, as real processes:
+// objects `kubectl apply` wrote from the render, then two applies of the
+// release started together, one keeping a ConfigMap key and one dropping
+// it. The release lock serialises them; the take-over patch is conditional
+// on the resourceVersion it was computed from. Whichever ends last wins
+// cleanly: the ConfigMap holds exactly its render, opm is its only field
+// manager, kubectl's annotation is gone, and the inventory records it.
+func TestConcurrentTakeOversAreSerialised(t *testing.T) {
+	bin := buildOpm(t)
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	for round := range 3 {
+		ns := env.Namespace(t)
+		// Values files merge into the release's values and cannot remove a
+		// key, so both configurations are files.
+		dir := deploytest.Dir(t, ns, ``)
+		keep := deploytest.Values(t, `config: {kept: "1", dropped: "2"}`)
+		drop := deploytest.Values(t, `config: {kept: "1"}`)
+		code, rendered, errOut := runOpm(t, "render", dir, "-f", keep)
+		assert.Equal(t, code, 0, errOut)
+		kubectlApply := exec.CommandContext(t.Context(), "kubectl", "--kubeconfig", env.Kubeconfig, "apply", "-f", "-")
+		kubectlApply.Stdin = strings.NewReader(rendered)
+		out, err := kubectlApply.CombinedOutput()
+		assert.NilError(t, err, "%s", out)
+
+		wants := []map[string]string{{"kept": "1", "dropped": "2"}, {"kept": "1"}}
+		ps := make([]*proc, 2)
+		var wg sync.WaitGroup
+		for i, values := range []string{keep, drop} {
+			ps[i] = startOpm(t, bin, "apply", "--no-wait", dir, "-f", values, "--kubeconfig", env.Kubeconfig,
+				"--lock-holder", fmt.Sprintf("round-%d-%d", round, i))
+			wg.Add(1)
+			go func() { defer wg.Done(); ps[i].wait() }()
+		}
+		wg.Wait()
+		for i, p := range ps {
+			assert.Equal(t, p.code, 0, "round %d apply %d: %s%s", round, i, p.stdout.String(), p.stderr.String())
+		}
+		last := 0
+		if ps[1].ended.After(ps[0].ended) {
+			last = 1
+		}
+		cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "app-config", metav1.GetOptions{})
+		assert.NilError(t, err)
+		assert.Check(t, is.DeepEqual(cm.Data, wants[last]), "round %d: apply %d ended last", round, last)
+		for _, e := range cm.ManagedFields {
+			assert.Check(t, e.Manager == "opm", "round %d: %s still manages the ConfigMap (%s)", round, e.Manager, e.Operation)
+		}
+		_, annotated := cm.Annotations["kubectl.kubernetes.io/last-applied-configuration"]
+		assert.Check(t, !annotated, "round %d: kubectl's annotation stayed", round)
+		_, recordedObjects := recorded(t, cs, ns)
+		assert.Check(t, slices.Contains(recordedObjects, "ConfigMap/app-config"), "round %d: %v", round, recordedObjects)
+	}
 }
