@@ -149,6 +149,8 @@ func run(ctx context.Context, action *githubactions.Action, httpClient *http.Cli
 		err = r.plan(ctx)
 	case "smoke":
 		err = r.smoke(ctx)
+	case "gates":
+		err = r.gates(ctx)
 	default:
 		err = r.review(ctx)
 	}
@@ -209,8 +211,8 @@ func readConfig(a *githubactions.Action) (config, error) {
 		sopsAgeKey:   strings.TrimSpace(input(a, "sops-age-key")),
 		sealKey:      input(a, "seal-key"),
 	}
-	if !slices.Contains([]string{"review", "apply", "smoke", "rollback", "drift", "plan"}, cfg.mode) {
-		return cfg, fmt.Errorf("input mode must be review, apply, smoke, rollback, drift or plan, not %q", cfg.mode)
+	if !slices.Contains([]string{"review", "apply", "smoke", "rollback", "drift", "plan", "gates"}, cfg.mode) {
+		return cfg, fmt.Errorf("input mode must be review, apply, smoke, rollback, drift, plan or gates, not %q", cfg.mode)
 	}
 	if v := input(a, "shard"); v != "" {
 		sh, err := pipeline.ParseShard(v)

@@ -93,41 +93,91 @@ func TestApplyModeChecksGates(t *testing.T) {
 	assert.NilError(t, h.run())
 }
 
-// The documented rollout workflow (.github/workflows/rollout.yml) runs
-// a fleet of any number of waves with no job per wave: a plan job, then one
-// matrix job per environment, all started at once, each applying when its
-// gates pass (gate-timeout). This runs that logic over four waves on the
-// real API server: every matrix job starts together, all succeed, later
-// waves say they wait, and each environment is applied only after the
-// environments gating it.
-func TestRolloutWorkflowOverFourWaves(t *testing.T) {
-	b, err := os.ReadFile("../.github/workflows/rollout.yml")
+// workflowStep is a step of a job of a workflow file.
+type workflowStep struct {
+	Uses string            `json:"uses"`
+	With map[string]string `json:"with"`
+}
+
+// workflowJob is a job of a workflow file, as far as these tests read it.
+type workflowJob struct {
+	If          string            `json:"if"`
+	Needs       any               `json:"needs"`
+	Environment string            `json:"environment"`
+	Uses        string            `json:"uses"`
+	With        map[string]string `json:"with"`
+	Secrets     any               `json:"secrets"`
+	Strategy    struct {
+		FailFast *bool `json:"fail-fast"`
+		Matrix   any   `json:"matrix"`
+	} `json:"strategy"`
+	Steps []workflowStep `json:"steps"`
+}
+
+// readWorkflow reads a workflow file: its triggers and its jobs.
+func readWorkflow(t *testing.T, path string) (on map[string]any, jobs map[string]workflowJob) {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	assert.NilError(t, err)
 	var wf struct {
-		Jobs map[string]struct {
-			Needs    any `json:"needs"`
-			Strategy struct {
-				Matrix any `json:"matrix"`
-			} `json:"strategy"`
-			Steps []struct {
-				Uses string            `json:"uses"`
-				With map[string]string `json:"with"`
-			} `json:"steps"`
-		} `json:"jobs"`
+		Jobs map[string]workflowJob `json:"jobs"`
 	}
 	assert.NilError(t, yaml.Unmarshal(b, &wf))
-	assert.Equal(t, len(wf.Jobs), 2, "a plan job and one apply job, whatever the number of waves")
-	apply := wf.Jobs["apply"]
-	assert.Equal(t, apply.Strategy.Matrix, "${{ fromJSON(needs.plan.outputs.matrix) }}")
-	var with map[string]string
-	for _, s := range apply.Steps {
+	var raw map[string]any
+	assert.NilError(t, yaml.Unmarshal(b, &raw))
+	// YAML 1.1 reads the key "on" as true.
+	trig, _ := raw["on"].(map[string]any)
+	if trig == nil {
+		trig, _ = raw["true"].(map[string]any)
+	}
+	return trig, wf.Jobs
+}
+
+// actionStep is the with: of the job's step that runs this Action.
+func actionStep(t *testing.T, job workflowJob) map[string]string {
+	t.Helper()
+	for _, s := range job.Steps {
 		if s.Uses == "./" {
-			with = s.With
+			return s.With
 		}
 	}
-	assert.Equal(t, with["mode"], "apply")
-	assert.Equal(t, with["environments"], "${{ matrix.environment }}")
-	assert.Assert(t, with["gate-timeout"] != "" && with["gate-timeout"] != "0", "the apply step waits for its gates")
+	t.Fatalf("no step runs the Action (uses: ./)")
+	return nil
+}
+
+// The documented rollout (.github/workflows/rollout.yml calling
+// deploy-environment.yml) runs a fleet of any number of waves on every
+// push: a plan job, then per environment, all started at once, a gate job
+// that waits until the environments it follows run the commit healthy,
+// and only then the environment's approval-protected apply job, which
+// waits for health. This runs those jobs over four waves on the real API
+// server: every deploy starts together, all succeed, later waves' gate
+// jobs say they wait, and no apply job (no approval) starts before the
+// environments it follows were applied.
+func TestRolloutWorkflowOverFourWaves(t *testing.T) {
+	on, jobs := readWorkflow(t, "../.github/workflows/rollout.yml")
+	assert.Check(t, on["push"] != nil, "rollout runs on push")
+	assert.Equal(t, len(jobs), 2, "a plan job and one deploy per environment, whatever the number of waves")
+	deploy := jobs["deploy"]
+	assert.Equal(t, deploy.Strategy.Matrix, "${{ fromJSON(needs.plan.outputs.matrix) }}")
+	assert.Assert(t, deploy.Strategy.FailFast != nil && !*deploy.Strategy.FailFast, "a failure must not cancel a sibling region mid-apply")
+	assert.Equal(t, deploy.Uses, "./.github/workflows/deploy-environment.yml")
+	assert.Equal(t, deploy.With["environment"], "${{ matrix.environment }}")
+
+	on, jobs = readWorkflow(t, "../.github/workflows/deploy-environment.yml")
+	assert.Check(t, on["workflow_call"] != nil)
+	gateJob, applyJob := jobs["gates"], jobs["apply"]
+	assert.Equal(t, gateJob.Environment, "", "the gate job needs no approval: it only waits")
+	gateWith := actionStep(t, gateJob)
+	assert.Equal(t, gateWith["mode"], "gates")
+	assert.Equal(t, gateWith["environments"], "${{ inputs.environment }}")
+	assert.Assert(t, gateWith["gate-timeout"] != "" && gateWith["gate-timeout"] != "0", "the gate job waits for its gates")
+	assert.Equal(t, applyJob.Needs, "gates", "the apply job, and so its approval, comes after the gate job")
+	assert.Equal(t, applyJob.Environment, "${{ inputs.environment }}", "the apply job is protected by the environment of its name")
+	applyWith := actionStep(t, applyJob)
+	assert.Equal(t, applyWith["mode"], "apply")
+	assert.Equal(t, applyWith["environments"], "${{ inputs.environment }}")
+	assert.Check(t, applyWith["wait"] != "false", "the apply job waits for health")
 
 	env := testCluster(t)
 	ns := env.Namespace(t)
@@ -161,22 +211,39 @@ releases: app: #module: appmodule
 	assert.NilError(t, json.Unmarshal([]byte(h.outputs()["matrix"]), &m))
 	assert.Equal(t, len(m.Include), 5)
 
-	// The apply job: every matrix entry at once.
-	logs := make([]string, len(m.Include))
-	errs := make([]error, len(m.Include))
-	jobs := make([]*harness, len(m.Include))
+	// Every deploy at once: its gate job, then, once that passed, its
+	// apply job (where a reviewer would be asked to approve).
+	n := len(m.Include)
+	gateLogs, logs := make([]string, n), make([]string, n)
+	errs := make([]error, n)
+	applyJobs := make([]*harness, n)
+	approvalAsked := make([]time.Time, n)
 	var wg sync.WaitGroup
 	for i, e := range m.Include {
+		gate := newHarness(t, r, "push", "push.json")
+		gate.env["INPUT_PATH"] = "."
+		gate.env["INPUT_MODE"] = gateWith["mode"]
+		gate.env["INPUT_KUBECONFIG"] = string(kc)
+		gate.env["INPUT_ENVIRONMENTS"] = e.Environment
+		gate.env["INPUT_GATE-TIMEOUT"] = "4m"
 		job := newHarness(t, r, "push", "push.json")
-		jobs[i] = job
+		applyJobs[i] = job
 		job.env["INPUT_PATH"] = "."
-		job.env["INPUT_MODE"] = "apply"
+		job.env["INPUT_MODE"] = applyWith["mode"]
 		job.env["INPUT_KUBECONFIG"] = string(kc)
 		job.env["INPUT_ENVIRONMENTS"] = e.Environment
-		job.env["INPUT_GATE-TIMEOUT"] = "4m"
+		job.env["INPUT_GATE-TIMEOUT"] = "1m"
+		delete(job.env, "INPUT_WAIT") // the workflow's default: wait for health
+		job.env["INPUT_TIMEOUT"] = "2m"
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			errs[i] = gate.runErr()
+			gateLogs[i] = gate.stdout.String()
+			if errs[i] != nil {
+				return
+			}
+			approvalAsked[i] = time.Now()
 			errs[i] = job.runErr()
 			logs[i] = job.stdout.String()
 		}()
@@ -184,9 +251,10 @@ releases: app: #module: appmodule
 	wg.Wait()
 	applied := map[string]time.Time{}
 	for i, e := range m.Include {
-		assert.NilError(t, errs[i], "%s: %s", e.Environment, logs[i])
+		assert.NilError(t, errs[i], "%s: gate job:\n%s\napply job:\n%s", e.Environment, gateLogs[i], logs[i])
 		if e.Wave > 0 {
-			assert.Assert(t, strings.Contains(logs[i], "waiting for its promotion gates"), "%s (wave %d) did not wait:\n%s", e.Environment, e.Wave, logs[i])
+			assert.Assert(t, strings.Contains(gateLogs[i], "waiting for its promotion gates"), "%s (wave %d) did not wait:\n%s", e.Environment, e.Wave, gateLogs[i])
+			assert.Check(t, strings.Contains(gateLogs[i], "run it healthy"), gateLogs[i])
 		}
 		invs, err := cs.CoreV1().Secrets(ns+"-"+e.Environment).List(t.Context(), metav1.ListOptions{LabelSelector: inventory.LabelComponent + "=" + inventory.ComponentInventory})
 		assert.NilError(t, err)
@@ -198,19 +266,26 @@ releases: app: #module: appmodule
 		applied[e.Environment], err = time.Parse(time.RFC3339, c.Timestamp)
 		assert.NilError(t, err)
 	}
+	asked := map[string]time.Time{}
+	for i, e := range m.Include {
+		asked[e.Environment] = approvalAsked[i]
+	}
 	for env, gates := range map[string][]string{"qa": {"dev"}, "canary": {"qa"}, "eu": {"canary"}, "us": {"canary"}} {
 		for _, g := range gates {
 			assert.Assert(t, !applied[env].Before(applied[g]), "%s applied at %s, before its gate %s (%s)", env, applied[env], g, applied[g])
+			// Inventory times are whole seconds: the approval came after
+			// the second the gating environment was applied in.
+			assert.Assert(t, !asked[env].Before(applied[g]), "%s's apply job (its approval) started at %s, before its gate %s was applied (%s)", env, asked[env], g, applied[g])
 		}
 	}
 	// Every wave's job summary carries the fleet board: its group, its
 	// gates and itself, the commit each runs.
 	for i, e := range m.Include {
-		sum := jobs[i].summary()
+		sum := applyJobs[i].summary()
 		assert.Assert(t, strings.Contains(sum, "### Fleet board"), "%s:\n%s", e.Environment, sum)
 		assert.Check(t, strings.Contains(sum, "| "+e.Environment+" | app | "+r.base[:12]+" | change-"), "%s:\n%s", e.Environment, sum)
 	}
-	board := jobs[len(jobs)-1].summary()
+	board := applyJobs[len(applyJobs)-1].summary()
 	for _, e := range []string{"canary", "eu", "us"} {
 		assert.Check(t, strings.Contains(board, "| "+e+" | app | "), "the production board lists %s:\n%s", e, board)
 	}

@@ -176,3 +176,37 @@ releases: app: #module: appmodule
 	assert.Check(t, strings.Contains(errOut, "of --gate-timeout 5s left: environment prod may only get commit"), errOut)
 	assert.Check(t, strings.Contains(errOut, "(--gate-timeout 5s) for the gates of environment prod"), errOut)
 }
+
+// opm gates is a workflow's gate job: it checks (and waits for) an
+// environment's gates without applying it, exits 8 while they refuse and
+// 0 once the environments it follows run the commit healthy.
+func TestGatesCommandChecksWithoutApplying(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: qa: {namespace: "%[1]s-qa"}
+environments: prod: {namespace: "%[1]s-p", rollout: after: ["qa"]}
+releases: app: #module: appmodule
+`, ns))
+	gitRepo(t, dir, "gated")
+	kc := "--kubeconfig=" + env.Kubeconfig
+	code, out, errOut := runOpm(t, "gates", dir, "--env", "prod", "--gate-timeout", "3s", kc)
+	assert.Equal(t, code, 8, "%s%s", out, errOut)
+	assert.Check(t, strings.Contains(errOut, "environment prod: waiting for its promotion gates, "), errOut)
+	assert.Check(t, strings.Contains(errOut, "app in qa has never been applied"), errOut)
+
+	code, out, errOut = runOpm(t, "gates", dir, "--env", "qa", kc)
+	assert.Equal(t, code, 0, "%s%s", out, errOut)
+	assert.Check(t, strings.Contains(out, "environment qa has no promotion gates"), out)
+	code, out, errOut = runOpm(t, "gates", dir, "--env", "prod,qa", kc)
+	assert.Equal(t, code, 2, "a gate job checks one environment: %s%s", out, errOut)
+
+	code, _, errOut = runOpm(t, "apply", dir, "--env", "qa", kc, "--timeout", "1m")
+	assert.Equal(t, code, 0, errOut)
+	code, out, errOut = runOpm(t, "gates", dir, "--env", "prod", kc)
+	assert.Equal(t, code, 0, "%s%s", out, errOut)
+	head := gitIn(t, dir, "rev-parse", "HEAD")
+	assert.Check(t, strings.Contains(out, "environment prod may get commit "+head[:12]+": qa run it healthy"), out)
+	// Nothing was applied to prod.
+	code, out, errOut = runOpm(t, "history", "app", dir, "--env", "prod", kc)
+	assert.Check(t, code == 5 && strings.Contains(errOut, "it was never applied there (environment prod)"), "gates applied prod: %d\n%s%s", code, out, errOut)
+}
