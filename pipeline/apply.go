@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -253,7 +254,14 @@ func waitApplied(ctx context.Context, opts ApplyOptions, res *ApplyResult) error
 	}
 	start := time.Now()
 	if healthy, why := waitHealthy(ctx, opts.ClusterOptions, sel, timeout); !healthy {
-		return fmt.Errorf("%s applied, but not healthy after %s: %s", where, time.Since(start).Round(time.Second), why)
+		msg := fmt.Sprintf("%s applied, but not healthy after %s: %s", where, time.Since(start).Round(time.Second), why)
+		if sel.Environment != "" {
+			// What this apply changed can go back; the rest is not where
+			// the failure came from.
+			failed := RolloutEnvironment{FleetEnvironment: FleetEnvironment{Name: sel.Environment}, Result: RolloutUnhealthy, Releases: res.Releases}
+			msg += "\nnext: " + strings.Join(nextSteps(RolloutOptions{ApplyOptions: opts}, failed), "\nnext: ")
+		}
+		return errors.New(msg)
 	}
 	return nil
 }

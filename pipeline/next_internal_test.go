@@ -22,10 +22,15 @@ func TestNextRollbackOnlyForWhatThisRunChanged(t *testing.T) {
 		rel("api", "change-sha1-0000new1", "change-sha1-0000was1"),
 		rel("worker", "change-sha1-00000same", "change-sha1-00000same"),
 		rel("cron", "change-sha1-00000first", ""),
+		rel("db", "change-sha1-0000new2", "change-sha1-0000was2"),
 	}}
+	// The database's manifest holds secret data: its change IDs stay out
+	// of what CI publishes.
+	e.Releases[3].Sensitive = true
 	next := nextSteps(RolloutOptions{ApplyOptions: ApplyOptions{Selection: Selection{Dir: "deploy"}}}, e)
 	assert.DeepEqual(t, next, []string{
 		"opm rollback api deploy --env canary --to change-sha1-0000was1   # back to what ran before",
+		"opm history db deploy --env canary   # then opm rollback db to the change before this one",
 		"or fix forward, commit, and rerun: opm apply deploy --env canary",
 	})
 }

@@ -523,7 +523,14 @@ func nextSteps(opts RolloutOptions, e RolloutEnvironment) []string {
 	// left as it was is not where the failure came from.
 	var next []string
 	for _, r := range e.Releases {
-		if prev := r.Inventory.Previous; prev != "" && prev != r.ChangeID && r.Inventory.Written {
+		prev := r.Inventory.Previous
+		switch {
+		case prev == "" || prev == r.ChangeID || !r.Inventory.Written:
+		case r.Sensitive:
+			// A sensitive release's change IDs stay out of text that CI
+			// publishes (the error of a deploy job); history shows it.
+			next = append(next, fmt.Sprintf("opm history %s %s --env %s   # then opm rollback %s to the change before this one", r.Name, dir, e.Name, r.Name))
+		default:
 			next = append(next, fmt.Sprintf("opm rollback %s %s --env %s --to %s   # back to what ran before", r.Name, dir, e.Name, prev))
 		}
 	}

@@ -9,7 +9,6 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -60,18 +59,6 @@ releases: tools: core.#ModuleRelease & {
 `, ns, envBody, objects, releaseBody)})
 }
 
-// canI asks the API server whether user (with groups) may verb the
-// resource: the question kubectl auth can-i --as asks.
-func canI(t *testing.T, cs kubernetes.Interface, user string, groups []string, verb, group, resource, ns, name string) bool {
-	t.Helper()
-	sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user, Groups: groups,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns, Name: name},
-	}}, metav1.CreateOptions{})
-	assert.NilError(t, err)
-	return sar.Status.Allowed
-}
-
 // grants are the questions asked before and after each attack: what would
 // let the identity out of its namespace.
 func grants(t *testing.T, cs kubernetes.Interface, user string, groups []string, ns string) string {
@@ -87,7 +74,7 @@ func grants(t *testing.T, cs kubernetes.Interface, user string, groups []string,
 		{"create", "apiextensions.k8s.io", "customresourcedefinitions", "", ""},
 		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", ""},
 	} {
-		out = append(out, fmt.Sprintf("%s %s/%s %s/%s: %v", q[0], q[1], q[2], q[3], q[4], canI(t, cs, user, groups, q[0], q[1], q[2], q[3], q[4])))
+		out = append(out, fmt.Sprintf("%s %s/%s %s/%s: %v", q[0], q[1], q[2], q[3], q[4], kubetest.CanI(t, cs, user, groups, q[0], q[1], q[2], q[3], q[4])))
 	}
 	_ = ns
 	return strings.Join(out, "\n")
@@ -244,10 +231,10 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	assert.NilError(t, err)
 
 	assert.Equal(t, grants(t, cs, user, groups, ns), before, "nothing outside the tenant's namespace was granted")
-	assert.Check(t, canI(t, cs, user, groups, "list", "", "secrets", ns, ""), "the inventory lookup lists Secrets")
-	assert.Check(t, !canI(t, cs, user, groups, "update", "", "configmaps", ns, "tools"), "apply patches; nothing updates")
-	assert.Check(t, canI(t, cs, user, groups, "patch", "", "namespaces", "", ns))
-	assert.Check(t, !canI(t, cs, user, groups, "patch", "", "namespaces", "", "default"))
+	assert.Check(t, kubetest.CanI(t, cs, user, groups, "list", "", "secrets", ns, ""), "the inventory lookup lists Secrets")
+	assert.Check(t, !kubetest.CanI(t, cs, user, groups, "update", "", "configmaps", ns, "tools"), "apply patches; nothing updates")
+	assert.Check(t, kubetest.CanI(t, cs, user, groups, "patch", "", "namespaces", "", ns))
+	assert.Check(t, !kubetest.CanI(t, cs, user, groups, "patch", "", "namespaces", "", "default"))
 
 	// Another release of the same name, in another environment's
 	// namespace: its rights have other names.
@@ -388,8 +375,8 @@ func TestPodReasonsUnderTheEnvironmentsIdentity(t *testing.T) {
 	}
 	user := "system:serviceaccount:" + ns + ":deployer"
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
-	assert.Check(t, canI(t, cs, user, groups, "list", "", "pods", ns, ""))
-	assert.Check(t, !canI(t, cs, user, groups, "delete", "", "pods", ns, ""), "reading pods is all")
+	assert.Check(t, kubetest.CanI(t, cs, user, groups, "list", "", "pods", ns, ""))
+	assert.Check(t, !kubetest.CanI(t, cs, user, groups, "delete", "", "pods", ns, ""), "reading pods is all")
 	_, err = pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: cluster(t)})
 	assert.NilError(t, err, "as the tenant")
 	kubetest.WaitForPodReason(t, cs, ns, "ImagePullBackOff")

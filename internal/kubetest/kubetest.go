@@ -54,6 +54,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -613,6 +614,20 @@ func WaitForPodReason(t testing.TB, cs kubernetes.Interface, ns, reason string) 
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// CanI asks the API server whether user (with groups) may verb the
+// resource: the question kubectl auth can-i --as asks.
+func CanI(t testing.TB, cs kubernetes.Interface, user string, groups []string, verb, group, resource, ns, name string) bool {
+	t.Helper()
+	sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: groups,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns, Name: name},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("asking whether %s may %s %s: %v", user, verb, resource, err)
+	}
+	return sar.Status.Allowed
 }
 
 // WaitFor polls cond until it returns nil, and fails t with its last error
