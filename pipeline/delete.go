@@ -84,6 +84,11 @@ func Delete(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
 			Objects: []ObjectAction{}, Deleted: []ObjectAction{}, Skipped: []ObjectAction{},
 		}
 		entries := d.entries
+		if d.inv != nil {
+			if w := inventory.OutsideWarning(d.inv.Name(), d.outside); w != "" {
+				dr.Warnings = append(dr.Warnings, w)
+			}
+		}
 		if len(d.terminating) > 0 {
 			// Already being deleted: another delete would change nothing.
 			gone := map[manifest.ID]bool{}
@@ -103,6 +108,7 @@ func Delete(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
 		r, err := reconcile.Delete(ctx, d.cluster, rel, d.inv, entries, reconcile.DeleteOptions{
 			Options: reconcile.Options{DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs, Progress: opts.Progress, Lock: opts.Locking.options()},
 			Wait:    opts.Wait,
+			Reach:   d.reach,
 		})
 		if r != nil {
 			dr.Objects, dr.Deleted, dr.Skipped, dr.Inventory, dr.Warnings = r.Stale, r.Pruned, r.Skipped, r.Inventory, append(dr.Warnings, r.Warnings...)

@@ -183,6 +183,9 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 		return rc, err
 	}
 	if pv.Inventory != nil {
+		if w := inventory.OutsideWarning(pv.Inventory.Name(), pv.Outside); w != "" {
+			rc.Warnings = append(rc.Warnings, w)
+		}
 		if id, ch, ok := pv.Inventory.Latest(); ok {
 			rc.Base = &Revision{ManifestDigest: ch.ManifestDigest, ChangeID: id}
 			for _, e := range ch.Inventory.Entries {

@@ -61,6 +61,9 @@ type ReleaseStatus struct {
 	// nor the render.
 	Ghosts  []ObjectStatus `json:"ghosts,omitempty"`
 	Healthy bool           `json:"healthy"`
+	// Warnings: what the inventory records beyond the environment's
+	// reach, left unread.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ComponentStatus groups a component's objects.
@@ -128,6 +131,9 @@ func releaseStatus(ctx context.Context, d *deployed, opts StatusOptions) (Releas
 	rs := ReleaseStatus{Name: d.name, Namespace: d.namespace, Environment: d.environment, ReleaseID: d.releaseID, ModuleID: d.moduleID, Discovery: d.strategy}
 	var clock string
 	if d.inv != nil {
+		if w := inventory.OutsideWarning(d.inv.Name(), d.outside); w != "" {
+			rs.Warnings = append(rs.Warnings, w)
+		}
 		var c *inventory.Change
 		rs.ChangeID, c, _ = d.inv.Latest()
 		rs.LastTransitionTime = d.inv.Metadata.LastTransitionTime

@@ -63,6 +63,11 @@ type deployed struct {
 	// byName: selected by --name or --release-id, with no deployment to
 	// say what the release is; its inventory is verified before use.
 	byName bool
+	// reach is where the environment lets the release write, from the
+	// deployment directory; the inventory's entries beyond it (outside)
+	// are never read. nil when selected by name (Verify bounds those).
+	reach   *inventory.Reach
+	outside []inventory.Entry
 }
 
 // resolve finds the targeted releases and their objects: the inventory
@@ -109,7 +114,7 @@ func resolve(ctx context.Context, t Target, opts ClusterOptions, ghosts bool) ([
 		full := t.renderOptions()
 		full.Releases = []string{r.Key}
 		d := &deployed{name: r.Name, namespace: r.Namespace, environment: r.Environment, releaseID: r.ReleaseID,
-			moduleID: r.Module.ID, cluster: cluster,
+			moduleID: r.Module.ID, cluster: cluster, reach: r.Reach.Recorded(),
 			renderObjects: func(ctx context.Context) ([]manifest.Resource, error) {
 				rels, err := render.Render(ctx, full)
 				if err != nil {
@@ -147,7 +152,8 @@ func (d *deployed) discover(ctx context.Context, ghosts bool) error {
 		if d.environment == "" {
 			d.environment = inv.Release.Environment
 		}
-		d.entries, d.strategy = inv.LatestEntries(), discover.StrategyInventory
+		d.entries, d.outside = inv.LatestWithin(d.reach)
+		d.strategy = discover.StrategyInventory
 		if !ghosts {
 			return nil
 		}

@@ -386,3 +386,73 @@ func TestPodReasonsUnderTheEnvironmentsIdentity(t *testing.T) {
 	reason := st.Releases[0].Components[0].Objects[0].Reason
 	assert.Check(t, strings.HasPrefix(reason, "ImagePullBackOff: Back-off pulling image"), reason)
 }
+
+// A tenant who may write Secrets in its own namespace edits its release's
+// inventory to record another team's ConfigMap and Secret. Diff, status,
+// apply and delete of its deployment directory (an environment without
+// impersonation, so RBAC does not stop them) read only what the
+// environment may touch: the other team's objects are neither read,
+// listed as stale nor deleted, and each command says what it left alone.
+func TestPlantedEntriesOutsideTheEnvironmentAreNotRead(t *testing.T) {
+	teamA, teamB := env.Namespace(t), env.Namespace(t)
+	cs := clientset(t)
+	theirs := `{apiVersion: "v1", kind: "ConfigMap", metadata: name: "tools", data: a: "b"}, {apiVersion: "v1", kind: "Secret", metadata: name: "tools", stringData: a: "b"}`
+	_, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: tenantDir(t, teamB, "", "", theirs), Environment: "tenant"}, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+	sel := pipeline.Selection{Dir: tenantDir(t, teamA, "", "", `{apiVersion: "v1", kind: "ConfigMap", metadata: name: "mine", data: a: "b"}`), Environment: "tenant"}
+	_, err = pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+
+	invs, err := cs.CoreV1().Secrets(teamA).List(t.Context(), metav1.ListOptions{LabelSelector: inventory.LabelComponent + "=" + inventory.ComponentInventory})
+	assert.NilError(t, err)
+	assert.Equal(t, len(invs.Items), 1)
+	inv, err := inventory.Decode(&invs.Items[0])
+	assert.NilError(t, err)
+	id, c, _ := inv.Latest()
+	c.Inventory.Entries = append(c.Inventory.Entries,
+		inventory.Entry{Kind: "ConfigMap", Namespace: teamB, Name: "tools", V: "v1", Component: "raw"},
+		inventory.Entry{Kind: "Secret", Namespace: teamB, Name: "tools", V: "v1", Component: "raw"})
+	inv.Changes[id] = c
+	planted, err := inv.Encode()
+	assert.NilError(t, err)
+	planted.ResourceVersion = invs.Items[0].ResourceVersion
+	_, err = cs.CoreV1().Secrets(teamA).Update(t.Context(), planted, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+	outside := "records ConfigMap/" + teamB + "/tools, Secret/" + teamB + "/tools outside where the environment may write"
+
+	d, err := pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: sel, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+	for _, o := range d.Releases[0].Objects {
+		assert.Check(t, o.Object.Namespace != teamB, "diff read %s/%s", o.Object.Namespace, o.Object.Name)
+	}
+	assert.Check(t, is.Contains(strings.Join(d.Releases[0].Warnings, "\n"), outside))
+
+	st, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+	for _, comp := range st.Releases[0].Components {
+		for _, o := range comp.Objects {
+			assert.Check(t, o.Namespace != teamB, "status read %s/%s", o.Namespace, o.Name)
+		}
+	}
+	assert.Check(t, is.Contains(strings.Join(st.Releases[0].Warnings, "\n"), outside))
+
+	// A change that drops "mine" makes everything recorded stale: only
+	// what the environment may touch is pruned, and the new record holds
+	// only that.
+	sel.Dir = tenantDir(t, teamA, "", "", `{apiVersion: "v1", kind: "ConfigMap", metadata: name: "other", data: a: "b"}`)
+	res, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+	for _, o := range append(res.Releases[0].Stale, res.Releases[0].Skipped...) {
+		assert.Check(t, o.Namespace != teamB, "apply read %s/%s", o.Namespace, o.Name)
+	}
+	assert.Check(t, is.Contains(strings.Join(res.Releases[0].Warnings, "\n"), outside))
+	del, err := pipeline.Delete(t.Context(), pipeline.DeleteOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+	for _, o := range del.Releases[0].Objects {
+		assert.Check(t, o.Namespace != teamB, "delete read %s/%s", o.Namespace, o.Name)
+	}
+	_, err = cs.CoreV1().ConfigMaps(teamB).Get(t.Context(), "tools", metav1.GetOptions{})
+	assert.NilError(t, err, "team-b's ConfigMap")
+	_, err = cs.CoreV1().Secrets(teamB).Get(t.Context(), "tools", metav1.GetOptions{})
+	assert.NilError(t, err, "team-b's Secret")
+}

@@ -140,8 +140,12 @@ type Reach struct {
 	ClusterScoped bool     `json:"clusterScoped,omitempty"`
 }
 
-// allows reports whether the reach covers an entry.
-func (r *Reach) allows(e Entry) bool {
+// Allows reports whether the reach covers an entry; a nil reach covers
+// everything (nothing limited the release).
+func (r *Reach) Allows(e Entry) bool {
+	if r == nil {
+		return true
+	}
 	match := func(ns string) bool {
 		return slices.ContainsFunc(r.Namespaces, func(glob string) bool {
 			ok, err := path.Match(glob, ns)
@@ -221,6 +225,40 @@ func (inv *Inventory) Latest() (id string, c *Change, ok bool) {
 	}
 	c, ok = inv.Changes[inv.Index[0]]
 	return inv.Index[0], c, ok
+}
+
+// LatestWithin returns the newest change's entries that reach covers, and
+// apart those it does not. Reach is the environment's, from the deployment
+// directory, never what the Secret says: anyone who may create Secrets in
+// the release's namespace can plant an inventory recording another team's
+// objects, and diff, status and apply must not read (or list as stale)
+// what the environment may not touch.
+func (inv *Inventory) LatestWithin(reach *Reach) (within, outside []Entry) {
+	for _, e := range inv.LatestEntries() {
+		if reach.Allows(e) {
+			within = append(within, e)
+		} else {
+			outside = append(outside, e)
+		}
+	}
+	return within, outside
+}
+
+// OutsideWarning says what an inventory records beyond the environment's
+// reach and that it was left alone; "" for none.
+func OutsideWarning(name string, outside []Entry) string {
+	if len(outside) == 0 {
+		return ""
+	}
+	ids := make([]string, 0, min(len(outside), 3))
+	for _, e := range outside[:min(len(outside), 3)] {
+		ids = append(ids, e.ID().String())
+	}
+	more := ""
+	if len(outside) > 3 {
+		more = fmt.Sprintf(" and %d more", len(outside)-3)
+	}
+	return fmt.Sprintf("the inventory Secret %s records %s%s outside where the environment may write: not read, diffed or pruned (planted, or the environment's namespaces were narrowed since; delete such objects by hand)", name, strings.Join(ids, ", "), more)
 }
 
 // LatestEntries returns the newest change's entries, nil when there is none.
@@ -536,7 +574,7 @@ func (inv *Inventory) Verify() error {
 	for _, id := range inv.Index {
 		c := inv.Changes[id]
 		for _, e := range c.Inventory.Entries {
-			if e.Namespace == ns || (c.Reach != nil && c.Reach.allows(e)) {
+			if e.Namespace == ns || (c.Reach != nil && c.Reach.Allows(e)) {
 				continue
 			}
 			where := "cluster-wide"

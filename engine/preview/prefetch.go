@@ -57,7 +57,7 @@ func StartPrefetch(ctx context.Context, cl *kube.Cluster, id *render.Release, op
 			p.inv = inv
 			var entries []inventory.Entry
 			if inv != nil { // nil: never applied
-				entries = inv.LatestEntries()
+				entries, _ = inv.LatestWithin(id.Reach.Recorded())
 			}
 			found, _, err := discover.FromInventory(gctx, cl, entries, discover.Options{Workers: workers, ReleaseID: id.ReleaseID})
 			if err != nil {

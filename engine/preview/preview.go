@@ -79,6 +79,9 @@ type Result struct {
 	Objects []Object
 	// Discovery says how ghosts were looked for and what it cost.
 	Discovery discover.Stats
+	// Outside are the inventory's entries beyond the environment's reach:
+	// neither read nor listed as stale (inventory.OutsideWarning).
+	Outside []inventory.Entry
 }
 
 // Release previews applying rel to cl.
@@ -107,8 +110,10 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 
 	current := inventory.Entries(rel.Resources)
 	carriedSecret := map[manifest.ID]bool{}
+	var previous []inventory.Entry
 	if inv != nil {
-		for _, e := range inv.LatestEntries() {
+		previous, res.Outside = inv.LatestWithin(rel.Reach.Recorded())
+		for _, e := range previous {
 			if e.Secret || e.SecretName {
 				carriedSecret[e.ID()] = true
 			}
@@ -172,10 +177,6 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		return nil, err
 	}
 	res.Objects = rendered
-	var previous []inventory.Entry
-	if inv != nil {
-		previous = inv.LatestEntries()
-	}
 	stale, err := previewStale(ctx, client, inventory.Stale(previous, current), workers, m)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,9 @@ type DeleteOptions struct {
 	Options
 	// Wait waits until every deleted object is gone (finalizers done).
 	Wait bool
+	// Reach bounds the entries of an inventory read again under the lock
+	// (the environment's; nil: the caller verified the inventory).
+	Reach *inventory.Reach
 }
 
 // Delete removes a release from cl: every entry (the inventory's latest
@@ -47,7 +50,8 @@ func Delete(ctx context.Context, cl *kube.Cluster, rel *render.Release, inv *inv
 			return r.res, nil
 		}
 		if fresh.ResourceVersion() != inv.ResourceVersion() {
-			inv, entries = fresh, fresh.LatestEntries()
+			inv = fresh
+			entries, _ = fresh.LatestWithin(opts.Reach)
 		}
 	}
 	if inv != nil {

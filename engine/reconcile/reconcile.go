@@ -163,7 +163,11 @@ func (r *run) readInventory(ctx context.Context) (*inventory.Inventory, []invent
 	}
 	var prevEntries []inventory.Entry
 	if prev != nil {
-		prevEntries = prev.LatestEntries()
+		var outside []inventory.Entry
+		prevEntries, outside = prev.LatestWithin(r.rel.Reach.Recorded())
+		if w := inventory.OutsideWarning(prev.Name(), outside); w != "" {
+			r.res.Warnings = append(r.res.Warnings, w)
+		}
 		r.res.Inventory.Previous, _, _ = prev.Latest()
 		r.res.Inventory.Name = prev.Name()
 		r.res.Inventory.ChangeIDs = slices.Clone(prev.Index)
@@ -334,7 +338,7 @@ func (r *run) change(entries []inventory.Entry) inventory.Change {
 		Source:         r.opts.Source,
 		Inputs:         r.rel.Fingerprint,
 		Sensitive:      r.rel.Sensitive(),
-		Reach:          recordedReach(r.rel.Reach),
+		Reach:          r.rel.Reach.Recorded(),
 		ForcedFrom:     r.forcedFrom,
 	}
 	markSecrets(c.Inventory.Entries, r.rel)
@@ -841,12 +845,3 @@ func markSecrets(entries []inventory.Entry, rel *render.Release) {
 	}
 }
 
-// recordedReach is where the environment let the release write, as the
-// inventory records it: a later `opm delete --name` trusts no entry
-// beyond it. Without an environment nothing limited the release.
-func recordedReach(r *render.Reach) *inventory.Reach {
-	if r == nil {
-		return &inventory.Reach{Namespaces: []string{"*"}, ClusterScoped: true}
-	}
-	return &inventory.Reach{Namespaces: slices.Clone(r.Allowed), ClusterScoped: r.ClusterScoped}
-}

@@ -20,7 +20,8 @@ import (
 // it (the recorded resourceVersion, or the recorded live hash), applying
 // would change nothing: Unmoved reports every object unchanged and ok.
 // Any doubt — no inventory, another fingerprint, an object gone, changed
-// or being deleted, a kept stale object a prune would retry — is !ok with
+// or being deleted, a kept stale object a prune would retry, an entry
+// beyond the environment's reach — is !ok with
 // nothing written, and the caller takes the full path.
 //
 // A change from another source (a new commit that did not touch this
@@ -41,6 +42,12 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		return nil, false, nil
 	}
 	entries := c.Inventory.Entries
+	reach := rel.Reach.Recorded()
+	for _, e := range entries {
+		if !reach.Allows(e) {
+			return nil, false, nil // the full path says what it leaves alone
+		}
+	}
 	found, _, err := discover.FromInventory(ctx, cl, entries, discover.Options{Workers: r.client.Options().Concurrency, ReleaseID: rel.ReleaseID})
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: reading the recorded objects: %w", r.where(), err)

@@ -8,6 +8,7 @@ import (
 
 	"cuelang.org/go/cue"
 
+	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/manifest"
 )
 
@@ -61,6 +62,16 @@ func reachOf(env cue.Value, envName, releaseNS string) (*Reach, error) {
 		r.ClusterScoped = b
 	}
 	return r, nil
+}
+
+// Recorded is the reach as an inventory records it, and as the entries an
+// inventory holds are checked against; a nil reach (no environment)
+// limits nothing.
+func (r *Reach) Recorded() *inventory.Reach {
+	if r == nil {
+		return &inventory.Reach{Namespaces: []string{"*"}, ClusterScoped: true}
+	}
+	return &inventory.Reach{Namespaces: slices.Clone(r.Allowed), ClusterScoped: r.ClusterScoped}
 }
 
 // Allows reports whether namespace ns is one the releases may write to.

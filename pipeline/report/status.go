@@ -61,6 +61,9 @@ func StatusTable(r *pipeline.StatusResult) string {
 				fmt.Fprintf(&b, "  %s\n", g.String())
 			}
 		}
+		for _, w := range rs.Warnings {
+			fmt.Fprintf(&b, "\nWarning: %s\n", w)
+		}
 	}
 	return b.String()
 }
