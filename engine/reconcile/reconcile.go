@@ -844,4 +844,3 @@ func markSecrets(entries []inventory.Entry, rel *render.Release) {
 		}
 	}
 }
-
