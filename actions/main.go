@@ -100,11 +100,12 @@ type config struct {
 	// issue and continueOnUnreachable are drift mode's.
 	issue                 bool
 	continueOnUnreachable bool
-	// valuesSecret, sopsAgeKey and sealKey are secrets: masked in the log
+	// valuesSecret, sopsAgeKey, sealKey and cacheKey are secrets: masked in the log
 	// before use, held in memory only.
 	valuesSecret []byte
 	sopsAgeKey   string
 	sealKey      string
+	cacheKey     string
 }
 
 // run is the whole Action: read inputs and the event, do the mode's work,
@@ -123,7 +124,7 @@ func run(ctx context.Context, action *githubactions.Action, httpClient *http.Cli
 		ctx = redact.With(ctx, base)
 	}
 	red := newRedactor(base, cfg.kubeconfig)
-	red.addSecretInputs(cfg.valuesSecret, cfg.sopsAgeKey, cfg.sealKey)
+	red.addSecretInputs(cfg.valuesSecret, cfg.sopsAgeKey, cfg.sealKey, cfg.cacheKey)
 	for _, s := range red.secrets {
 		action.AddMask(s)
 	}
@@ -210,6 +211,7 @@ func readConfig(a *githubactions.Action) (config, error) {
 		valuesSecret: []byte(input(a, "values-secret")),
 		sopsAgeKey:   strings.TrimSpace(input(a, "sops-age-key")),
 		sealKey:      input(a, "seal-key"),
+		cacheKey:     input(a, "cache-key"),
 	}
 	if !slices.Contains([]string{"review", "apply", "smoke", "rollback", "drift", "plan", "gates"}, cfg.mode) {
 		return cfg, fmt.Errorf("input mode must be review, apply, smoke, rollback, drift, plan or gates, not %q", cfg.mode)

@@ -85,12 +85,16 @@ func withLimit(o report.MarkdownOptions, limit int, summaryURL, hint string) rep
 
 // reviewOptions are the review's options from the inputs.
 func (r *runner) reviewOptions(refs []string) pipeline.ReviewOptions {
-	return pipeline.ReviewOptions{
+	opts := pipeline.ReviewOptions{
 		Selection:    r.selection(""),
 		Environments: r.cfg.environments,
 		BaseRefs:     refs,
 		Protection:   pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
 	}
+	if r.cfg.cacheKey != "" {
+		opts.CacheKey = []byte(r.cfg.cacheKey)
+	}
+	return opts
 }
 
 // reviewShard reviews the shard input's part and writes it, sealed and

@@ -45,6 +45,8 @@ type Opm struct {
 	SopsAgeKey *dagger.Secret
 	// +private
 	SealKey *dagger.Secret
+	// +private
+	CacheKey *dagger.Secret
 }
 
 func New(
@@ -85,9 +87,16 @@ func New(
 	// key per call seals them.
 	// +optional
 	sealKey *dagger.Secret,
+	// A key that authenticates the render cache volume's entries, e.g.
+	// env://OPM_CACHE_KEY: written with an HMAC under it and read only when
+	// theirs verifies, so whoever can write the volume without it cannot
+	// make a review show a forged render. Give it to trusted calls only;
+	// without it the cache is unkeyed (docs/review-at-scale.md).
+	// +optional
+	cacheKey *dagger.Secret,
 ) *Opm {
 	return &Opm{Source: source, Path: path, Kubeconfig: kubeconfig, Context: context, Cluster: cluster,
-		ValuesSecret: valuesSecret, SopsAgeKey: sopsAgeKey, SealKey: sealKey}
+		ValuesSecret: valuesSecret, SopsAgeKey: sopsAgeKey, SealKey: sealKey, CacheKey: cacheKey}
 }
 
 // Release is one rendered release.
@@ -197,6 +206,16 @@ func (m *Opm) changes(ctx context.Context, cs *pipeline.ChangeSet) (*ChangesResu
 		Markdown: report.Markdown(cs.Sealed(sealer), report.MarkdownOptions{}), Text: report.Text(cs, false), Json: jsonOf(cs)}, nil
 }
 
+// renderCacheKey is the cacheKey secret's bytes, nil without one (the
+// review then falls back to OPM_CACHE_KEY, unset in the module).
+func (m *Opm) renderCacheKey(ctx context.Context) ([]byte, error) {
+	key, err := plaintext(ctx, m.CacheKey)
+	if err != nil || key == "" {
+		return nil, err
+	}
+	return []byte(key), nil
+}
+
 // plaintext reads an optional secret into memory ("" when not given).
 func plaintext(ctx context.Context, s *dagger.Secret) (string, error) {
 	if s == nil {
@@ -227,8 +246,12 @@ func (m *Opm) Review(
 	if err != nil {
 		return nil, err
 	}
+	cacheKey, err := m.renderCacheKey(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cacheDir := restoreRenderCache(ctx)
-	cs, err := pipeline.Review(ctx, pipeline.ReviewOptions{Selection: sel, BaseDir: filepath.Join(baseRoot, m.Path), CacheDir: cacheDir})
+	cs, err := pipeline.Review(ctx, pipeline.ReviewOptions{Selection: sel, BaseDir: filepath.Join(baseRoot, m.Path), CacheDir: cacheDir, CacheKey: cacheKey})
 	if err != nil {
 		return nil, err
 	}
@@ -508,6 +531,9 @@ func (m *Opm) ReviewShard(
 			return "", err
 		}
 	}
+	if opts.CacheKey, err = m.renderCacheKey(ctx); err != nil {
+		return "", err
+	}
 	opts.CacheDir = restoreRenderCache(ctx)
 	part, err := pipeline.ReviewShard(ctx, opts)
 	if err != nil {
@@ -544,8 +570,12 @@ func (m *Opm) PlanReview(
 	}
 	// The plan reads the cache (what is cached, what renders cost) and
 	// writes nothing to it.
+	cacheKey, err := m.renderCacheKey(ctx)
+	if err != nil {
+		return "", err
+	}
 	p, err := pipeline.PlanReview(ctx, pipeline.ReviewOptions{Selection: sel, Environments: env, BaseRefs: []string{baseRef, "origin/" + baseRef},
-		CacheDir: restoreRenderCache(ctx)})
+		CacheDir: restoreRenderCache(ctx), CacheKey: cacheKey})
 	if err != nil {
 		return "", err
 	}
@@ -676,6 +706,38 @@ func (m *Opm) Status(
 	}
 	failed(ctx, report.StatusTable(res), err)
 	return &StatusResult{Healthy: res.Healthy, Table: report.StatusTable(res), Json: jsonOf(res)}, err
+}
+
+// Gates checks one environment's promotion gates without applying it
+// (opm gates): the environments it follows must run this commit, healthy
+// (and soaked). With gateTimeout, it waits up to that long for them to
+// pass. It returns the outcome line, or fails with the refusal: the step
+// before an approval-protected apply.
+// +cache="never"
+func (m *Opm) Gates(
+	ctx context.Context,
+	env string,
+	// How long to wait for the gates to pass (a Go duration); "0" fails at once.
+	// +optional
+	// +default="0"
+	gateTimeout string,
+) (ret string, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
+	sel, co, err := m.clusterInputs(ctx, env, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	d, err := time.ParseDuration(gateTimeout)
+	if err != nil {
+		return "", fmt.Errorf("gateTimeout: %w", err)
+	}
+	res, err := pipeline.Gates(ctx, pipeline.GatesOptions{Selection: sel, ClusterOptions: co, GateTimeout: d,
+		GateWaiting: func(refusal error) { fmt.Fprintln(os.Stderr, refusal) }})
+	if err != nil {
+		return "", err
+	}
+	return res.Line(), nil
 }
 
 // DeleteResult is the result of Delete.

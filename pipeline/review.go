@@ -67,6 +67,12 @@ type ReviewOptions struct {
 	// environments) instead of OPM_CACHE_DIR or the user cache directory:
 	// the Dagger module restores it from a cache volume.
 	CacheDir string `json:"-"`
+	// CacheKey authenticates the render cache's entries: written with an
+	// HMAC under it, read only when theirs verifies, so whoever can write
+	// a shared cache without the key cannot make a review show a forged
+	// render. Nil: OPM_CACHE_KEY; empty there too: unkeyed (a cache only
+	// this user writes).
+	CacheKey []byte `json:"-"`
 	// Shard, when set, reviews only its part of the pairs (see Shard):
 	// the part Split assigns it when set (see ReviewPlan.SplitInto), else
 	// every Count-th pair.
@@ -533,7 +539,11 @@ func reviewCache(opts ReviewOptions, scanned bool) *rendercache.Cache {
 		return nil
 	}
 	max, _ := strconv.ParseInt(os.Getenv(EnvCacheMaxBytes), 10, 64)
-	return rendercache.Open(opts.cacheDir("renders"), max)
+	key := opts.CacheKey
+	if key == nil {
+		key = []byte(os.Getenv(EnvCacheKey))
+	}
+	return rendercache.Open(opts.cacheDir("renders"), max, key)
 }
 
 // cacheDir is where the review keeps the cache named sub: under CacheDir
@@ -547,6 +557,10 @@ func (o ReviewOptions) cacheDir(sub string) string {
 
 // EnvCacheMaxBytes bounds the render cache (bytes; default 1 GiB).
 const EnvCacheMaxBytes = "OPM_CACHE_MAX_BYTES"
+
+// EnvCacheKey authenticates the render cache's entries (a secret only
+// trusted runs hold; see ReviewOptions.CacheKey).
+const EnvCacheKey = "OPM_CACHE_KEY"
 
 // lookUpRenders finds, for each unit reviewed here, each side's render
 // in the cache by the unit's input fingerprint on that side. What is

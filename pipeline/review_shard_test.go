@@ -379,7 +379,7 @@ func TestPlannedSplitBalancesByRecordedCost(t *testing.T) {
 	gitRun(t, dir, "checkout", "-q", "feature")
 	_, err = pipeline.Review(t.Context(), opts)
 	assert.NilError(t, err)
-	cache := rendercache.Open(filepath.Join(cacheDir, "renders"), 0)
+	cache := rendercache.Open(filepath.Join(cacheDir, "renders"), 0, nil)
 	rel, _, ok := cache.Get(ex[0].Fingerprint)
 	assert.Assert(t, ok, "main's r3 in prod is cached")
 	assert.NilError(t, cache.Put(ex[0].Fingerprint, rel, 10*time.Second))

@@ -45,6 +45,8 @@ with the same inputs — the base side, once main was reviewed or merged — is 
 verified, instead of evaluated (--no-cache neither reads nor writes it). Releases
 holding secret data are never cached. How many renders the cache answered is
 printed on stderr ("render cache: 4 of 8 renders read from the cache, 4 rendered").
+A cache that untrusted runs can also write needs OPM_CACHE_KEY (a secret): entries
+are then authenticated with it, and one written without it is a miss.
 
 --shard I/N reviews the I-th of N parts of the pairs to render and prints a
 partial review (JSON) instead; "opm review merge" combines the N partials into the

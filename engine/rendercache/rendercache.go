@@ -13,6 +13,14 @@
 // hour) and Trim evicts the least recently used entries beyond a size
 // bound.
 //
+// A checksum only proves an entry whole. Whoever can write the directory
+// (a cache volume or runner disk shared with untrusted runs) could store
+// a well-formed forgery, so a cache opened with a key (OPM_CACHE_KEY, a
+// secret only trusted runs hold) writes an HMAC-SHA256 of each body under
+// that key instead, and reads only entries whose HMAC verifies: a forged
+// entry, an unkeyed one, or one keyed otherwise is a miss. A cache opened
+// without a key reads only unkeyed entries.
+//
 // A fingerprint covers the renderer's build ID, so renders of another opm
 // are never returned. Releases that hold secret data (their Secrets'
 // data, values from SOPS files) are never stored: the cache is plain
@@ -21,6 +29,7 @@ package rendercache
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -40,8 +49,12 @@ import (
 	"github.com/opmodel/pipeline/engine/render"
 )
 
-// header starts every entry, before the body's SHA-256.
-const header = "opm-render-cache-v1 "
+// header starts every entry of an unkeyed cache, before the body's
+// SHA-256; keyedHeader every entry of a keyed one, before its HMAC.
+const (
+	header      = "opm-render-cache-v1 "
+	keyedHeader = "opm-render-cache-v1-hmac-sha256 "
+)
 
 // DefaultMaxBytes bounds the cache when no bound is given: 1 GiB, about
 // 50 000 renders of the generated monorepo's releases.
@@ -56,18 +69,20 @@ const touchAfter = time.Hour
 type Cache struct {
 	dir string
 	max int64
+	key []byte
 }
 
 // Open returns the cache in dir, bounded to max bytes (DefaultMaxBytes
-// when max <= 0); nil when dir is empty.
-func Open(dir string, max int64) *Cache {
+// when max <= 0); nil when dir is empty. With a key, entries are
+// authenticated with it (see the package comment).
+func Open(dir string, max int64, key []byte) *Cache {
 	if dir == "" {
 		return nil
 	}
 	if max <= 0 {
 		max = DefaultMaxBytes
 	}
-	return &Cache{dir: dir, max: max}
+	return &Cache{dir: dir, max: max, key: slices.Clone(key)}
 }
 
 // entry is what a file holds.
@@ -110,7 +125,7 @@ func (c *Cache) Get(fp string) (rel *render.Release, cost time.Duration, ok bool
 	if err != nil {
 		return nil, 0, false
 	}
-	e, err := decode(b)
+	e, err := c.decode(b)
 	if err != nil || e.Fingerprint != fp {
 		_ = os.Remove(p)
 		return nil, 0, false
@@ -137,7 +152,7 @@ func (c *Cache) Cost(fp string) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	e, err := decode(b)
+	e, err := c.decode(b)
 	if err != nil || e.Fingerprint != fp {
 		return 0, false
 	}
@@ -173,21 +188,31 @@ func (c *Cache) Put(fp string, rel *render.Release, cost time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("caching the render of %s: %w", rel.Name, err)
 	}
-	sum := sha256.Sum256(body)
-	b := append([]byte(header+hex.EncodeToString(sum[:])+"\n"), body...)
+	b := append([]byte(c.seal(body)+"\n"), body...)
 	p := c.path(fp)
 	return cachefile.Write(filepath.Dir(p), filepath.Base(p), b)
 }
 
-// decode verifies an entry's checksum and decodes its body.
-func decode(b []byte) (*entry, error) {
+// seal is the first line of an entry with this body: its SHA-256, or in
+// a keyed cache its HMAC.
+func (c *Cache) seal(body []byte) string {
+	if len(c.key) == 0 {
+		sum := sha256.Sum256(body)
+		return header + hex.EncodeToString(sum[:])
+	}
+	m := hmac.New(sha256.New, c.key)
+	m.Write(body)
+	return keyedHeader + hex.EncodeToString(m.Sum(nil))
+}
+
+// decode verifies an entry's first line and decodes its body.
+func (c *Cache) decode(b []byte) (*entry, error) {
 	line, body, ok := bytes.Cut(b, []byte("\n"))
-	if !ok || !bytes.HasPrefix(line, []byte(header)) {
+	if !ok {
 		return nil, errors.New("not a render cache entry")
 	}
-	sum := sha256.Sum256(body)
-	if string(line[len(header):]) != hex.EncodeToString(sum[:]) {
-		return nil, errors.New("checksum mismatch")
+	if !hmac.Equal(line, []byte(c.seal(body))) {
+		return nil, errors.New("checksum or authentication mismatch")
 	}
 	var e entry
 	if err := json.Unmarshal(body, &e); err != nil {

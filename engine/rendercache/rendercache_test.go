@@ -23,7 +23,7 @@ func rendered(t *testing.T, values string) *render.Release {
 // What is stored is what is read: every object, byte for byte, and the
 // identifiers; the cost comes back for balancing.
 func TestRoundTrip(t *testing.T) {
-	c := Open(t.TempDir(), 0)
+	c := Open(t.TempDir(), 0, nil)
 	rel := rendered(t, `withSecret: false`)
 	assert.Assert(t, Cacheable(rel))
 	assert.NilError(t, c.Put("fp-1", rel, 1500*time.Millisecond))
@@ -49,7 +49,7 @@ func TestRoundTrip(t *testing.T) {
 // A release holding secret data never reaches disk.
 func TestSecretsAreNeverStored(t *testing.T) {
 	dir := t.TempDir()
-	c := Open(dir, 0)
+	c := Open(dir, 0, nil)
 	rel := rendered(t, `secret: "a-canary-value-77"`)
 	assert.Assert(t, !Cacheable(rel))
 	assert.NilError(t, c.Put("fp", rel, time.Second))
@@ -87,7 +87,7 @@ func TestCorruptEntriesAreMisses(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := Open(t.TempDir(), 0)
+			c := Open(t.TempDir(), 0, nil)
 			assert.NilError(t, c.Put("fp", rel, time.Second))
 			corrupt(t, c)
 			_, _, ok := c.Get("fp")
@@ -97,7 +97,7 @@ func TestCorruptEntriesAreMisses(t *testing.T) {
 		})
 	}
 	t.Run("digest", func(t *testing.T) {
-		c := Open(t.TempDir(), 0)
+		c := Open(t.TempDir(), 0, nil)
 		other := *rel
 		other.ManifestDigest = "sha256:" + "00000000000000000000000000000000000000000000000000000000000000"
 		assert.NilError(t, c.Put("fp", &other, time.Second))
@@ -111,7 +111,7 @@ func TestCorruptEntriesAreMisses(t *testing.T) {
 func TestTrimEvictsLeastRecentlyUsed(t *testing.T) {
 	rel := rendered(t, `withSecret: false`)
 	dir := t.TempDir()
-	c := Open(dir, 1<<40)
+	c := Open(dir, 1<<40, nil)
 	assert.NilError(t, c.Put("probe", rel, time.Second))
 	st, err := os.Stat(c.path("probe"))
 	assert.NilError(t, err)
@@ -132,7 +132,7 @@ func TestTrimEvictsLeastRecentlyUsed(t *testing.T) {
 	assert.NilError(t, os.WriteFile(tmp, []byte("half"), 0o600))
 	assert.NilError(t, os.Chtimes(tmp, old, old))
 
-	small := Open(dir, 3*size)
+	small := Open(dir, 3*size, nil)
 	assert.NilError(t, small.Trim())
 	for fp, kept := range map[string]bool{"a": true, "b": false, "c": false, "d": true} {
 		_, err := os.Stat(c.path(fp))
@@ -145,9 +145,44 @@ func TestTrimEvictsLeastRecentlyUsed(t *testing.T) {
 // Disabled caches are harmless.
 func TestNilCache(t *testing.T) {
 	var c *Cache
-	assert.Assert(t, Open("", 0) == nil)
+	assert.Assert(t, Open("", 0, nil) == nil)
 	assert.NilError(t, c.Put("fp", &render.Release{}, 0))
 	_, _, ok := c.Get("fp")
 	assert.Assert(t, !ok)
 	assert.NilError(t, c.Trim())
+}
+
+// A keyed cache reads only entries authenticated with its key: an entry
+// forged by someone who can write the directory but lacks the key — a
+// well-formed unkeyed entry of another render, or one keyed otherwise —
+// is a miss, and an unkeyed cache does not read keyed entries.
+func TestKeyedEntriesResistForgery(t *testing.T) {
+	rel := rendered(t, `withSecret: false`)
+	forged := rendered(t, `withSecret: false, replicas: 9`)
+	assert.Assert(t, forged.ManifestDigest != rel.ManifestDigest)
+	dir := t.TempDir()
+	trusted := Open(dir, 0, []byte("only-trusted-runs-hold-this"))
+	assert.NilError(t, trusted.Put("fp", rel, time.Second))
+	got, _, ok := trusted.Get("fp")
+	assert.Assert(t, ok)
+	assert.Equal(t, got.ManifestDigest, rel.ManifestDigest)
+	_, ok = trusted.Cost("fp")
+	assert.Assert(t, ok)
+
+	for name, attacker := range map[string]*Cache{
+		"unkeyed":        Open(dir, 0, nil),
+		"another key":    Open(dir, 0, []byte("a guess")),
+		"an empty key":   Open(dir, 0, []byte{}),
+		"a key's prefix": Open(dir, 0, []byte("only-trusted")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, ok := attacker.Get("fp")
+			assert.Assert(t, !ok, "a keyed entry was read without its key")
+			assert.NilError(t, attacker.Put("fp", forged, time.Second))
+			_, _, ok = trusted.Get("fp")
+			assert.Assert(t, !ok, "the trusted cache returned a render written without its key")
+			_, ok = trusted.Cost("fp")
+			assert.Assert(t, !ok)
+		})
+	}
 }
