@@ -259,7 +259,7 @@ func waitApplied(ctx context.Context, opts ApplyOptions, res *ApplyResult) error
 			// What this apply changed can go back; the rest is not where
 			// the failure came from.
 			failed := RolloutEnvironment{FleetEnvironment: FleetEnvironment{Name: sel.Environment}, Result: RolloutUnhealthy, Releases: res.Releases}
-			msg += "\nnext: " + strings.Join(nextSteps(RolloutOptions{ApplyOptions: opts}, failed), "\nnext: ")
+			msg += "\nnext: " + strings.Join(nextSteps(RolloutOptions{ApplyOptions: opts}, failed, true), "\nnext: ")
 		}
 		return errors.New(msg)
 	}

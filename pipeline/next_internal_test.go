@@ -25,10 +25,16 @@ func TestNextRollbackOnlyForWhatThisRunChanged(t *testing.T) {
 		rel("db", "change-sha1-0000new2", "change-sha1-0000was2"),
 	}}
 	// The database's manifest holds secret data: its change IDs stay out
-	// of what CI publishes.
+	// of what CI publishes, not of the operator's terminal.
 	e.Releases[3].Sensitive = true
-	next := nextSteps(RolloutOptions{ApplyOptions: ApplyOptions{Selection: Selection{Dir: "deploy"}}}, e)
-	assert.DeepEqual(t, next, []string{
+	opts := RolloutOptions{ApplyOptions: ApplyOptions{Selection: Selection{Dir: "deploy"}}}
+	assert.DeepEqual(t, nextSteps(opts, e, false), []string{
+		"opm rollback api deploy --env canary --to change-sha1-0000was1   # back to what ran before",
+		"opm rollback db deploy --env canary --to change-sha1-0000was2   # back to what ran before",
+		"or fix forward, commit, and rerun: opm apply deploy --env canary",
+	})
+	// In a deploy job's error, which CI publishes as it is.
+	assert.DeepEqual(t, nextSteps(opts, e, true), []string{
 		"opm rollback api deploy --env canary --to change-sha1-0000was1   # back to what ran before",
 		"opm history db deploy --env canary   # then opm rollback db to the change before this one",
 		"or fix forward, commit, and rerun: opm apply deploy --env canary",

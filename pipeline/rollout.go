@@ -130,7 +130,7 @@ func Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
 				// Each environment's error and next step are in the
 				// result (the front doors print them once, under the
 				// table); the error only says where the rollout stopped.
-				res.Environments[i].Next = nextSteps(opts, res.Environments[i])
+				res.Environments[i].Next = nextSteps(opts, res.Environments[i], false)
 				failed = append(failed, fmt.Sprintf("%s (%s)", res.Environments[i].Name, r))
 			}
 		}
@@ -509,7 +509,9 @@ func unhealthyObjects(st *StatusResult) string {
 }
 
 // nextSteps are the exact commands that take a failed environment on.
-func nextSteps(opts RolloutOptions, e RolloutEnvironment) []string {
+// Published (text CI prints as it is), a sensitive release's change ID
+// stays out: the rollback is named through opm history instead.
+func nextSteps(opts RolloutOptions, e RolloutEnvironment, published bool) []string {
 	dir := shellQuote(cmp.Or(opts.Selection.Dir, "."))
 	apply := fmt.Sprintf("opm apply %s --env %s", dir, e.Name)
 	switch e.Result {
@@ -526,7 +528,7 @@ func nextSteps(opts RolloutOptions, e RolloutEnvironment) []string {
 		prev := r.Inventory.Previous
 		switch {
 		case prev == "" || prev == r.ChangeID || !r.Inventory.Written:
-		case r.Sensitive:
+		case r.Sensitive && published:
 			// A sensitive release's change IDs stay out of text that CI
 			// publishes (the error of a deploy job); history shows it.
 			next = append(next, fmt.Sprintf("opm history %s %s --env %s   # then opm rollback %s to the change before this one", r.Name, dir, e.Name, r.Name))

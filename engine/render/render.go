@@ -447,7 +447,13 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	if trace && len(secretPaths)+len(reaching) > 0 {
 		// The second render with sentinels: what differs carries a secret.
 		valueFields, r.SecretFields, err = traceSecrets(set, append(secretPaths, reaching...), effective, r.Resources, variant)
-		if err != nil {
+		var te *typeError
+		switch {
+		case errors.As(err, &te):
+			// Kinds are shown everywhere (diffs, refusals, summaries); one a
+			// secret reaches would publish it. Neither is named here.
+			return nil, fault.Validationf("%s: %v; an object's kind and apiVersion must come from the module, never from secrets: use the secret in a field of the object instead", where, te)
+		case err != nil:
 			r.Warnings = append(r.Warnings, fmt.Sprintf("secret-derived values could not be traced (%v): every field of every object is treated as secret", err))
 		}
 		for _, p := range reaching {

@@ -185,7 +185,44 @@ func traceSecrets(set *values.Set, paths [][]string, effective cue.Value, resour
 	if err != nil {
 		return everything(err)
 	}
+	if i, field := typeFromSecret(real, other); i >= 0 {
+		return nil, nil, &typeError{index: i, field: field}
+	}
 	return taint.Compare(realDoc, sentinelDoc), taint.Objects(real, other), nil
+}
+
+// typeError: a secret reaches an object's kind or apiVersion.
+type typeError struct {
+	index int
+	field string
+}
+
+func (e *typeError) Error() string {
+	return fmt.Sprintf("the %s of the release's object number %d (in apply order) is derived from a secret value", e.field, e.index+1)
+}
+
+// typeFromSecret compares the kinds and apiVersions of the real objects
+// with those of the render with stand-ins: the index of the first real
+// object whose type the stand-ins changed, and which field; -1 when none.
+func typeFromSecret(real, other []map[string]any) (int, string) {
+	count := func(objs []map[string]any, key func(map[string]any) string) map[string]int {
+		n := map[string]int{}
+		for _, o := range objs {
+			n[key(o)]++
+		}
+		return n
+	}
+	for _, field := range []string{"kind", "apiVersion"} {
+		key := func(o map[string]any) string { return fmt.Sprint(o[field]) }
+		left := count(other, key)
+		for i, o := range real {
+			if left[key(o)] == 0 {
+				return i, field
+			}
+			left[key(o)]--
+		}
+	}
+	return -1, ""
 }
 
 func decodeJSON(v cue.Value, out *any) error {

@@ -63,3 +63,39 @@ func TestTraceFindsTheFixturesSecretFields(t *testing.T) {
 		})
 	}
 }
+
+// An object's kind or apiVersion that a secret reaches is a render error
+// that names neither: kinds are shown everywhere, so one derived from a
+// secret would publish it.
+func TestKindFromASecretIsARenderError(t *testing.T) {
+	for _, field := range []string{"kind", "apiVersion"} {
+		t.Run(field, func(t *testing.T) {
+			obj := `{apiVersion: "v1", kind: "ConfigMap", metadata: name: "x", data: a: "b"}`
+			// The group of an apiVersion, so the stand-in is a valid one too.
+			obj = strings.Replace(obj, field+`: "`+map[string]string{"kind": "ConfigMap", "apiVersion": "v1"}[field]+`"`,
+				field+": "+map[string]string{"kind": "#config.t", "apiVersion": `"\(#config.t)/v1"`}[field], 1)
+			dir := deploytest.Write(t, map[string]string{"deploy.cue": `package deploy
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+releases: r: core.#ModuleRelease & {
+	metadata: {name: "r", namespace: "ns"}
+	#module: {
+		core.#Module
+		metadata: {apiVersion: "test.example/kind/r@v0", name: "r", version: "0.1.0"}
+		#config: t: string
+		#components: raw: {
+			core.#Objects
+			spec: objects: [` + obj + `]
+		}
+	}
+}
+`})
+			secret := map[string]string{"kind": "ConfigMapSecretKind", "apiVersion": "secret.example"}[field]
+			in := []values.Input{{Name: "values-secret", Data: []byte("t: " + secret + "\n"), Secret: true}}
+			_, err := Render(context.Background(), Options{Dir: dir, Releases: []string{"r"}, Values: in})
+			assert.ErrorContains(t, err, "the "+field+" of the release's object number 1 (in apply order) is derived from a secret value")
+			assert.Check(t, !strings.Contains(err.Error(), secret), "the error names the secret: %v", err)
+		})
+	}
+}
