@@ -124,13 +124,14 @@ func TestSkippedApplyRecordsTheNewCommit(t *testing.T) {
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "one")
 	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}}
-	res, err := pipeline.Apply(t.Context(), opts)
+	first, err := pipeline.Apply(t.Context(), opts)
 	assert.NilError(t, err)
+	assert.Check(t, !first.Releases[0].InputsIdentical, "the first apply renders")
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "NOTES.md"), []byte("unrelated\n"), 0o644))
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "two")
 	head := gitRun(t, dir, "rev-parse", "HEAD")
-	res, err = pipeline.Apply(t.Context(), opts)
+	res, err := pipeline.Apply(t.Context(), opts)
 	assert.NilError(t, err)
 	r := res.Releases[0]
 	assert.Check(t, r.InputsIdentical)

@@ -138,7 +138,7 @@ releases: app: values: stamp: "1"
 	editFile(t, dir+"/deploy.cue", `stamp: "2"`, `stamp: "3"`)
 	gitIn(t, dir, "commit", "-qam", "three replicas")
 	apply("qa")
-	code, out, errOut = runOpm(t, "rollback", "app", dir, "--env", "canary", "--to", first, kc, "-o", "json")
+	code, _, errOut = runOpm(t, "rollback", "app", dir, "--env", "canary", "--to", first, kc, "-o", "json")
 	assert.Equal(t, code, 0, "the gate held back a rollback: %s", errOut)
 	assert.Assert(t, !strings.Contains(errOut, "may only get commit"), errOut)
 	code, out, errOut = runOpm(t, "history", "app", dir, "--env", "canary", kc)

@@ -536,9 +536,7 @@ func (s *fileScan) scan() {
 		}
 	}
 	for _, n := range shared {
-		for _, imp := range s.refs(n, "") {
-			s.t.shared = append(s.t.shared, imp)
-		}
+		s.t.shared = append(s.t.shared, s.refs(n, "")...)
 	}
 }
 

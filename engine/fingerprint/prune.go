@@ -10,7 +10,6 @@ import (
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/parser"
-	"cuelang.org/go/mod/module"
 )
 
 // PrunedRoot returns the deployment directory's root package with the
@@ -177,7 +176,7 @@ func pruneRoot(dir string, keep []string, overlay map[string][]byte, none bool) 
 				if err != nil {
 					return nil
 				}
-				name := module.ParseImportPath(path).Qualifier
+				name := ast.ParseImportPath(path).Qualifier
 				if spec.Name != nil {
 					name = spec.Name.Name
 				}

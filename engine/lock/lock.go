@@ -365,7 +365,7 @@ func Break(ctx context.Context, cs kubernetes.Interface, namespace, name string)
 	case err == nil || apierrors.IsNotFound(err):
 		return &in, nil
 	case apierrors.IsConflict(err):
-		return nil, fault.Wrap(fault.Conflict, fmt.Errorf("Lease %s/%s changed while breaking it (its holder is alive and renewing): %w", namespace, name, err))
+		return nil, fault.Wrap(fault.Conflict, fmt.Errorf("the Lease %s/%s changed while breaking it (its holder is alive and renewing): %w", namespace, name, err))
 	}
 	return nil, requestError("delete", namespace, name, err)
 }

@@ -182,11 +182,11 @@ func AttackFiles(t testing.TB, namespace string, source AttackSource, canary, pi
 		}
 		files["secrets/production.sops.yaml"] = string(b)
 		env = `valuesFiles: ["secrets/production.sops.yaml"]`
-	default:
-		env = `valuesFiles: []`
 	case AttackRepo:
 		values = fmt.Sprintf("canary: %q, pin: %q, \"spring.datasource.password\": %q", canary, pin, canary+"-db")
 		pinValues = fmt.Sprintf("pin: %q", pin)
+	default:
+		env = `valuesFiles: []`
 	}
 	files["deploy.cue"] = fmt.Sprintf(`package deploy
 
