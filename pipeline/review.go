@@ -205,13 +205,8 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 	}
 	scan := func(name, dir string, required bool, overlay map[string][]byte, scanned *fingerprint.Tree) (*reviewSide, bool) {
 		s := &reviewSide{name: name, dir: dir, overlay: overlay}
-		if !required {
-			if dir == "" {
-				return s, true
-			}
-			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-				return s, true
-			}
+		if !required && absentSide(dir, overlay) {
+			return s, true
 		}
 		t := scanned
 		if t == nil {
@@ -328,17 +323,35 @@ func (s *reviewSide) load(ctx context.Context) {
 	s.d = d
 }
 
-// loadReviewSide loads dir. A missing base directory is an empty side (the
-// deployment is new), not an error.
+// absentSide reports whether a base side has no deployment: no directory,
+// or one that is not a CUE module (no cue.mod/module.cue on disk or in the
+// overlay read from git) — the first pull request of a repository, whose
+// base holds a README at most. Such a side is empty: everything is added.
+func absentSide(dir string, overlay map[string][]byte) bool {
+	if dir == "" {
+		return true
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false // the load says what is wrong
+	}
+	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	modFile := filepath.Join(abs, "cue.mod", "module.cue")
+	if _, ok := overlay[modFile]; ok {
+		return false
+	}
+	_, err = os.Stat(modFile)
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// loadReviewSide loads dir. A missing base directory, or one that is not
+// a CUE module, is an empty side (the deployment is new), not an error.
 func loadReviewSide(ctx context.Context, name, dir string, required bool, overlay, pruned map[string][]byte) *reviewSide {
 	s := &reviewSide{name: name, dir: dir, overlay: overlay, pruned: pruned}
-	if !required {
-		if dir == "" {
-			return s
-		}
-		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-			return s
-		}
+	if !required && absentSide(dir, overlay) {
+		return s
 	}
 	s.present = true
 	d, err := load.LoadWith(ctx, dir, load.Options{Overlay: overlay, Pruned: pruned})

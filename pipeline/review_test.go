@@ -11,6 +11,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/pipeline"
 	"github.com/opmodel/pipeline/pipeline/report"
 )
@@ -412,4 +413,31 @@ func TestGitReviewReadsTheBaseFromObjects(t *testing.T) {
 		assert.DeepEqual(t, q.Counts, f.Counts)
 	}
 	assert.Assert(t, quick.Counts.Changed())
+}
+
+// The first pull request of a service repository: the base commit holds a
+// README and no deployment (no cue.mod), the head adds one at the root.
+// Every release is reported added, by the fast path and with --no-skip
+// alike, and nothing errs.
+func TestFirstPullRequestOfARepositoryIsAllAdded(t *testing.T) {
+	dir := deploytest.HealthyDir(t, `
+environments: dev: namespace: "dev"
+releases: app: #module: appmodule
+`)
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("a service\n"), 0o644))
+	gitRun(t, dir, "init", "-q", "-b", "main")
+	gitRun(t, dir, "add", "README.md")
+	gitRun(t, dir, "commit", "-q", "-m", "readme")
+	gitRun(t, dir, "checkout", "-q", "-b", "feature")
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "the deployment")
+	for _, noSkip := range []bool{false, true} {
+		cs, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, NoSkip: noSkip, NoCache: true})
+		assert.NilError(t, err, "no-skip %v", noSkip)
+		assert.Equal(t, len(cs.Releases), 1)
+		rc := cs.Releases[0]
+		assert.Equal(t, rc.Error, "")
+		assert.Check(t, rc.Base == nil, "no-skip %v: a base where there was none: %+v", noSkip, rc.Base)
+		assert.Check(t, rc.Counts.Added > 0 && rc.Counts.Modified == 0, "no-skip %v: %+v", noSkip, rc.Counts)
+	}
 }
