@@ -60,12 +60,16 @@ func reviewGit(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 		return nil, err
 	}
 	cs.BaseRef, cs.BaseCommit = ref, base
-	// Errors name files by absolute path; relative to the repository they
-	// read better and do not show this machine's layout.
+	// Errors and warnings name files by absolute path; relative to the
+	// repository they read better and do not show this machine's layout.
 	prefixes := []string{repo + string(filepath.Separator), root + string(filepath.Separator)}
 	for i := range cs.Releases {
+		rc := &cs.Releases[i]
 		for _, p := range prefixes {
-			cs.Releases[i].Error = strings.ReplaceAll(cs.Releases[i].Error, p, "")
+			rc.Error = strings.ReplaceAll(rc.Error, p, "")
+			for j := range rc.Warnings {
+				rc.Warnings[j] = strings.ReplaceAll(rc.Warnings[j], p, "")
+			}
 		}
 	}
 	return cs, nil

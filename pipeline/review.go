@@ -987,6 +987,7 @@ func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) 
 	if headRel != nil {
 		rc.Head = Revision{ManifestDigest: headRel.ManifestDigest, ChangeID: headRel.ChangeID}
 		rc.Warnings = append(rc.Warnings, headRel.Warnings...)
+		rc.Warnings = append(rc.Warnings, wouldRefuse(headRel)...)
 		rc.Sensitive = headRel.Sensitive()
 	}
 	if baseRel != nil {

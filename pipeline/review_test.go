@@ -441,3 +441,53 @@ releases: app: #module: appmodule
 		assert.Check(t, rc.Counts.Added > 0 && rc.Counts.Modified == 0, "no-skip %v: %+v", noSkip, rc.Counts)
 	}
 }
+
+// What apply would refuse before validating it — a quantity "512mb" the
+// API's types cannot hold — the review says already, naming the field,
+// the value and the values file that set it.
+func TestReviewSaysWhatApplyWouldRefuse(t *testing.T) {
+	dir := deploytest.Write(t, map[string]string{
+		"app/app.cue": `package app
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+core.#Module
+
+metadata: {apiVersion: "test.example/deploy/app@v0", name: "app", version: "1.0.0"}
+
+#config: memory: string
+
+#components: web: {
+	core.#Workload
+	spec: workload: {type: "stateless", container: {image: "nginx:1.27", resources: requests: memory: #config.memory}}
+}
+`,
+		"deploy.cue": `package deploy
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	appmodule "test.example/deploy/app"
+)
+
+environments: [Name=string]: core.#Environment & {metadata: name: Name}
+releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+
+environments: prod: {namespace: "prod", valuesFiles: ["values/prod.yaml"]}
+releases: app: #module: appmodule
+`,
+		"values/prod.yaml": "# production\nmemory: 512Mi\n",
+	})
+	gitRun(t, dir, "init", "-q", "-b", "main")
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "a")
+	gitRun(t, dir, "checkout", "-q", "-b", "feature")
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "values/prod.yaml"), []byte("# production\nmemory: 512mb\n"), 0o644))
+	gitRun(t, dir, "commit", "-qam", "more memory")
+	cs, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, NoCache: true})
+	assert.NilError(t, err)
+	warnings := strings.Join(cs.Releases[0].Warnings, "\n")
+	assert.Check(t, strings.Contains(warnings, `apply would refuse Deployment.apps/prod/web: field spec.template.spec.containers[0].resources.requests[memory] = "512mb" is not`), warnings)
+	assert.Check(t, strings.Contains(warnings, `from file "values/prod.yaml" at values/prod.yaml:2:1`), "the values file and line are not named, relative to the repository:\n%s", warnings)
+	md := report.Markdown(cs, report.MarkdownOptions{})
+	assert.Check(t, strings.Contains(md, "apply would refuse"), "the PR comment does not say it:\n%s", md)
+}
