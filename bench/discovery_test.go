@@ -20,7 +20,7 @@ import (
 func reportDiscovery(t *testing.T, env *kubetest.Env, namespace string) {
 	t.Helper()
 	cold := func() (*kube.Cluster, func() int64) {
-		cfg, n := discover.CountingConfig(env.Config)
+		cfg, n := kubetest.CountingConfig(env.Config)
 		cl, err := kube.FromConfig(cfg, "bench", kube.Options{})
 		if err != nil {
 			t.Fatal(err)

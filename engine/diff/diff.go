@@ -168,15 +168,6 @@ func Unified(before, after *unstructured.Unstructured, opts Options) (string, er
 	return out, nil
 }
 
-// YAML returns the normalised object (see Normalize) as YAML with sorted
-// keys; "" for nil.
-func YAML(obj *unstructured.Unstructured, m *Masker) (string, error) {
-	if obj == nil {
-		return "", nil
-	}
-	return toYAML(Normalize(obj, m))
-}
-
 func toYAML(obj *unstructured.Unstructured) (string, error) {
 	if obj == nil {
 		return "", nil

@@ -12,6 +12,7 @@ import (
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/internal/kubetest"
 )
 
 // With the release id, big groups are one LIST each, and entries that LIST
@@ -37,7 +38,7 @@ func TestFromInventoryBatchesByTypeAndNamespace(t *testing.T) {
 	assert.NilError(t, cms.Delete(t.Context(), "cm-2", metav1.DeleteOptions{}))
 
 	fetch := func(opts Options) ([]Found, int64) {
-		cfg, counter := CountingConfig(env.Config)
+		cfg, counter := kubetest.CountingConfig(env.Config)
 		cl, err := kube.FromConfig(cfg, "test", kube.Options{})
 		assert.NilError(t, err)
 		for _, gk := range []schema.GroupKind{{Kind: "ConfigMap"}, {Group: "apps", Kind: "Deployment"}} {

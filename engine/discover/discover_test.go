@@ -270,7 +270,7 @@ func TestRequestCountsInventoryVersusLabelScan(t *testing.T) {
 	// Cold: a fresh cluster client whose discovery cache is empty, as in a
 	// CLI invocation.
 	measure := func(t *testing.T, warm bool, do func(cl *kube.Cluster) Stats) (wire int64, stats Stats) {
-		cfg, counter := CountingConfig(env.Config)
+		cfg, counter := kubetest.CountingConfig(env.Config)
 		cl, err := kube.FromConfig(cfg, "test", kube.Options{})
 		assert.NilError(t, err)
 		if warm {

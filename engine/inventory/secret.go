@@ -446,12 +446,6 @@ func (e *CorruptError) Error() string {
 
 func (e *CorruptError) Unwrap() error { return e.Err }
 
-// IsCorrupt reports whether err is (or wraps) a *CorruptError.
-func IsCorrupt(err error) bool {
-	var c *CorruptError
-	return errors.As(err, &c)
-}
-
 // Decode reads an inventory Secret. Changes the index does not name are
 // ignored. Anything that makes the inventory untrustworthy is a
 // *CorruptError naming the Secret and the key: a missing or undecodable

@@ -6,7 +6,6 @@ import (
 	"github.com/opmodel/pipeline/engine/redact"
 
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -132,12 +131,6 @@ func Delete(ctx context.Context, cs kubernetes.Interface, inv *Inventory) error 
 	default:
 		return fmt.Errorf("delete inventory Secret %s/%s: %w", inv.Namespace(), inv.name, err)
 	}
-}
-
-// IsConflict reports whether err is a concurrent-write conflict.
-func IsConflict(err error) bool {
-	var c *ConflictError
-	return errors.As(err, &c)
 }
 
 // Backup copies a Secret's data into a new Secret beside it, named

@@ -110,13 +110,8 @@ func (p *Parsed) Source(filename string) ([]byte, error) {
 	return os.ReadFile(filename)
 }
 
-// Parse reads and parses the deployment directory dir without
-// evaluating it. Errors are validation errors with CUE positions.
-func Parse(ctx context.Context, dir string) (*Parsed, error) {
-	return parse(ctx, dir, nil, false)
-}
-
-// ParseImports is Parse with the files of every imported package parsed
+// ParseImports reads and parses the deployment directory dir without
+// evaluating it (errors are validation errors with CUE positions), with the files of every imported package parsed
 // only up to their imports (the package clause and import declarations):
 // enough to know the import graph and each package's files, which is all
 // a fingerprint needs of them, at a fraction of the cost. The root

@@ -297,13 +297,6 @@ func (l *Lock) Lost() error {
 	return nil
 }
 
-// Info describes the held lock.
-func (l *Lock) Info() Info {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return infoOf(l.lease)
-}
-
 // Release stops renewing and deletes the Lease if this run still holds
 // it. It works on a cancelled ctx (SIGINT/SIGTERM), bounded to 10 seconds.
 func (l *Lock) Release(ctx context.Context) error {
@@ -332,19 +325,6 @@ func (l *Lock) Release(ctx context.Context) error {
 		return nil
 	}
 	return requestError("delete", lease.Namespace, lease.Name, err)
-}
-
-// Get describes the Lease namespace/name; nil when there is none.
-func Get(ctx context.Context, cs kubernetes.Interface, namespace, name string) (*Info, error) {
-	l, err := cs.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, requestError("get", namespace, name, err)
-	}
-	in := infoOf(l)
-	return &in, nil
 }
 
 // Break deletes the Lease namespace/name whoever holds it, and says who

@@ -567,24 +567,13 @@ func sameObject(live, dry *unstructured.Unstructured) bool {
 	return equality.Semantic.DeepEqual(manifest.WithoutServerFields(live.Object), manifest.WithoutServerFields(dry.Object))
 }
 
-// Delete deletes an object with background propagation and does not wait
-// for finalizers. It resolves the kind to the server's preferred version,
-// not the version the object was applied with, which the server may no
-// longer serve (RFC 004 edge case 6). A missing object, or a kind the
-// server no longer serves, counts as deleted with Reason "already gone".
-// The error is the API error (Forbidden is the caller's to judge).
-func (c *Client) Delete(ctx context.Context, id manifest.ID) (Result, error) {
-	ri, res, served, err := c.forDelete(id)
-	if !served || err != nil {
-		return res, err
-	}
-	return c.deleteNow(ctx, ri, res, nil)
-}
-
 // NotOursReason starts the reason of an object DeleteOwned kept.
 const NotOursReason = "recorded but not ours: kept"
 
-// DeleteOwned deletes the object like Delete, but only if the live object
+// DeleteOwned deletes an object with background propagation and does not
+// wait for finalizers, resolving its kind to the server's preferred
+// version (RFC 004 edge case 6; a missing object or a kind no longer
+// served counts as deleted, Reason "already gone"), but only if the live object
 // carries releaseID in its module-release.opmodel.dev/uuid label:
 // otherwise it is Skipped with NotOurs set. An inventory is just a Secret,
 // and whoever can write one must not be able to make a pipeline's

@@ -595,7 +595,8 @@ func TestEdge5_ConcurrentApplies(t *testing.T) {
 			if results[0] != nil {
 				winner, loserErr = b, results[0]
 			}
-			assert.Assert(t, inventory.IsConflict(loserErr), "%v", loserErr)
+			var conflict *inventory.ConflictError
+			assert.Assert(t, errors.As(loserErr, &conflict), "%v", loserErr)
 			assert.ErrorContains(t, loserErr, "another apply of this release")
 			assert.ErrorContains(t, loserErr, "re-run")
 

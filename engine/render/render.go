@@ -135,12 +135,6 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 	return out, nil
 }
 
-// FromDeployment renders releases of an already loaded deployment, one
-// after the other (d's CUE context is not safe for concurrent use).
-func FromDeployment(ctx context.Context, d *load.Deployment, opts Options) ([]*Release, error) {
-	return NewSession(d).Render(ctx, opts)
-}
-
 // Session renders from one loaded deployment call after call, as a review
 // renders each release of a side in each environment on its own: what
 // every render in an environment shares, its providers' transformers, is

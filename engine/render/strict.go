@@ -216,14 +216,6 @@ func lookupSchema(v cue.Value, labels []string, scope cue.Value) cue.Value {
 	return v
 }
 
-func quoteAll(labels []string) []string {
-	out := make([]string, len(labels))
-	for i, l := range labels {
-		out[i] = cue.Str(l).String()
-	}
-	return out
-}
-
 // fieldNames lists a schema struct's declared fields, optional ones too;
 // for a disjunction of structs, the fields of every form.
 func fieldNames(v, scope cue.Value) []string {

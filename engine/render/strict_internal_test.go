@@ -323,3 +323,12 @@ releases: app: core.#ModuleRelease & {metadata: name: "app", #module: {
 }}
 `
 }
+
+// quoteAll quotes each label as CUE writes a field name.
+func quoteAll(labels []string) []string {
+	out := make([]string, len(labels))
+	for i, l := range labels {
+		out[i] = cue.Str(l).String()
+	}
+	return out
+}

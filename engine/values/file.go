@@ -26,13 +26,9 @@ type Input struct {
 	Secret bool
 }
 
-// ReadFile reads a values file (CUE, JSON or YAML holding one struct, or
-// a SOPS-encrypted JSON or YAML file) into a set whose source is its path.
-func ReadFile(cctx *cue.Context, path string) (*Set, error) {
-	return Read(cctx, Input{Name: path}, encrypted.Keys{})
-}
-
-// Read reads one values input. SOPS-encrypted content, recognised by its
+// Read reads one values input: a values file (CUE, JSON or YAML holding
+// one struct, or a SOPS-encrypted JSON or YAML file) whose source is its
+// name, or in-memory Data. SOPS-encrypted content, recognised by its
 // metadata whatever the name, is decrypted in memory with keys; its values
 // are marked secret, and its errors name keys and positions, never values.
 func Read(cctx *cue.Context, in Input, keys encrypted.Keys) (*Set, error) {

@@ -4,6 +4,7 @@
 package decodefuzz
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,8 @@ func FuzzDecode(f *testing.F) {
 		if !strings.Contains(msg, s.Namespace+"/"+s.Name) {
 			t.Fatalf("error does not name the Secret: %s", msg)
 		}
-		if !inventory.IsCorrupt(err) {
+		var corrupt *inventory.CorruptError
+		if !errors.As(err, &corrupt) {
 			t.Fatalf("not a CorruptError: %s", msg)
 		}
 		if !strings.Contains(msg, "opm inventory repair") {

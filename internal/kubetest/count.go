@@ -1,4 +1,4 @@
-package discover
+package kubetest
 
 import (
 	"net/http"
@@ -9,8 +9,8 @@ import (
 
 // CountingConfig returns a copy of cfg whose clients count every HTTP
 // request they send — discovery, GETs, LISTs, retries — in the returned
-// counter. Benchmarks and tests use it to measure what a strategy really
-// costs on the wire, independently of Stats.
+// counter. Benchmarks and tests use it to measure what a discovery strategy
+// really costs on the wire, independently of its own Stats.
 func CountingConfig(cfg *rest.Config) (*rest.Config, *atomic.Int64) {
 	n := new(atomic.Int64)
 	out := rest.CopyConfig(cfg)
