@@ -119,6 +119,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRenderCmd(), newDiffCmd(), newApplyCmd(), newPruneCmd(), newStatusCmd(), newDeleteCmd(), newReviewCmd(), newHistoryCmd(), newRollbackCmd(), newVersionCmd())
-	root.AddCommand(newSmokeCmd(), newUnlockCmd(), newInventoryCmd(), newRBACCmd(), newPlanCmd(), newGatesCmd(), newExplainCmd())
+	root.AddCommand(newSmokeCmd(), newUnlockCmd(), newInventoryCmd(), newRBACCmd(), newPlanCmd(), newGatesCmd(), newExplainCmd(), newInitCmd())
 	return root
 }
