@@ -31,7 +31,9 @@ func TestFirstModulePageRunsAsWritten(t *testing.T) {
 	t.Setenv("KUBECONFIG", env.Kubeconfig)
 	cs, err := kubernetes.NewForConfig(env.Config)
 	assert.NilError(t, err)
-	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), "hello-staging", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Namespaces().Delete(context.Background(), "hello-staging", metav1.DeleteOptions{})
+	})
 	for _, c := range commands {
 		args := strings.Fields(c)
 		assert.Equal(t, args[0], "opm", "the page's commands are opm's: %q", c)
