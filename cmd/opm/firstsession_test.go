@@ -27,7 +27,15 @@ func TestFirstSessionErrors(t *testing.T) {
 				assert.NilError(t, os.Mkdir(dir, 0o755))
 			},
 			code: 2,
-			want: []string{"is not a CUE module", "cue.mod/module.cue is missing", "cue mod init"},
+			want: []string{"is not a CUE module", "cue.mod/module.cue is missing", "start a deployment directory with `opm init DIR`"},
+		},
+		"a subdirectory of the deployment": {
+			// cue.mod one level up: DIR is a subdirectory of the deployment.
+			mistake: func(t *testing.T, dir string) {
+				assert.NilError(t, os.Rename(filepath.Join(dir, "cue.mod"), filepath.Join(filepath.Dir(dir), "cue.mod")))
+			},
+			code: 2,
+			want: []string{"DIR is not a deployment directory, but it is inside one: ", " (it holds cue.mod/); pass that directory instead (for example: opm render "},
 		},
 		"cue.mod but no package": {
 			mistake: func(t *testing.T, dir string) {

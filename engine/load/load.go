@@ -120,6 +120,17 @@ func ParseImports(ctx context.Context, dir string, overlay map[string][]byte) (*
 	return parse(ctx, dir, overlay, true)
 }
 
+// enclosingModule is the nearest parent of dir holding cue.mod/module.cue,
+// "" when none does.
+func enclosingModule(dir string) string {
+	for p := filepath.Dir(dir); p != dir; dir, p = p, filepath.Dir(p) {
+		if _, err := os.Stat(filepath.Join(p, "cue.mod", "module.cue")); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
 func parse(ctx context.Context, dir string, rootOverlay map[string][]byte, importsOnly bool) (*Parsed, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -130,7 +141,10 @@ func parse(ctx context.Context, dir string, rootOverlay map[string][]byte, impor
 	}
 	modFile := filepath.Join(abs, "cue.mod", "module.cue")
 	if _, err := os.Stat(modFile); err != nil {
-		return nil, fault.Validationf("%s is not a CUE module: %s is missing (create it with `cue mod init <module-path>`)", dir, modFile)
+		if root := enclosingModule(abs); root != "" {
+			return nil, fault.Validationf("%s is not a deployment directory, but it is inside one: %s (it holds cue.mod/); pass that directory instead (for example: opm render %s)", dir, root, root)
+		}
+		return nil, fault.Validationf("%s is not a CUE module: %s is missing; start a deployment directory with `opm init %s`, or pass the directory that holds cue.mod/", dir, modFile, dir)
 	}
 	reg, err := newRegistry(os.Environ())
 	if err != nil {
