@@ -120,5 +120,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRenderCmd(), newDiffCmd(), newApplyCmd(), newPruneCmd(), newStatusCmd(), newDeleteCmd(), newReviewCmd(), newHistoryCmd(), newRollbackCmd(), newVersionCmd())
 	root.AddCommand(newSmokeCmd(), newUnlockCmd(), newInventoryCmd(), newRBACCmd(), newPlanCmd(), newGatesCmd(), newExplainCmd(), newInitCmd())
+	// Added now, not when Execute would: the docs check and the CLI
+	// reference see it like every other command.
+	root.InitDefaultCompletionCmd()
+	registerCompletions(root)
 	return root
 }
