@@ -49,7 +49,10 @@ func newApplyCmd() *cobra.Command {
 		output  string
 	)
 	cmd := &cobra.Command{
-		Use:   "apply [DIR]",
+		Use: "apply [DIR]",
+		Example: `  opm apply examples --env staging            # apply, prune, record, wait until healthy
+  opm apply examples --env staging --dry-run
+  opm apply examples --group production --gate-timeout 30m   # a fleet, wave by wave`,
 		Short: "Apply releases to their clusters and prune what they no longer render",
 		Long: `Render the releases of a deployment directory (default ".") and apply each to its
 cluster with server-side apply (field manager "opm"): CRDs and Namespaces first,

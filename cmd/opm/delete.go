@@ -18,7 +18,9 @@ func newDeleteCmd() *cobra.Command {
 		output  string
 	)
 	cmd := &cobra.Command{
-		Use:   "delete [DIR] | --name NAME -n NS | --release-id ID -n NS",
+		Use: "delete [DIR] | --name NAME -n NS | --release-id ID -n NS",
+		Example: `  opm delete examples --env staging --dry-run
+  opm delete --name blog -n staging`,
 		Short: "Delete releases: their objects, then their inventory",
 		Long: `Delete the objects a release's inventory records, in reverse apply order, then the
 inventory Secret. Without an inventory, the objects found by the release's labels are

@@ -23,7 +23,9 @@ func newDiffCmd() *cobra.Command {
 		wantCode bool
 	)
 	cmd := &cobra.Command{
-		Use:   "diff [DIR]",
+		Use: "diff [DIR]",
+		Example: `  opm diff examples --env staging
+  opm diff examples --env staging --exit-code   # 1 when the cluster differs`,
 		Short: "Show what apply would change on the cluster",
 		Long: `Compare the rendered releases with the cluster: each object is added, modified or
 unchanged (a server-side dry-run apply compared with the live object), stale objects

@@ -192,3 +192,35 @@ func cliReference(root *cobra.Command) string {
 	}
 	return b.String()
 }
+
+// Every command's help shows examples, basics first, and each example is
+// a command line the CLI accepts (the same check as the docs').
+func TestEveryCommandHasExamplesThatParse(t *testing.T) {
+	root := newRoot(io.Discard, io.Discard)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c == root || c.Hidden || c.Name() == "help" || c.Name() == "completion" || (c.Parent() != nil && c.Parent().Name() == "completion") {
+			return
+		}
+		if !assert.Check(t, strings.TrimSpace(c.Example) != "", "opm %s has no Examples in its help", c.CommandPath()) {
+			return
+		}
+		first, _, _ := strings.Cut(strings.TrimSpace(c.Example), "\n")
+		assert.Check(t, strings.HasPrefix(first, c.CommandPath()+" ") || first == c.CommandPath(), "%s: the first example %q runs another command", c.CommandPath(), first)
+		for _, line := range strings.Split(c.Example, "\n") {
+			line, _, _ = strings.Cut(line, "#")
+			line, _, _ = strings.Cut(line, "|")
+			words := strings.Fields(line)
+			if !assert.Check(t, len(words) > 1 && words[0] == "opm", "%s: example %q does not start with opm", c.CommandPath(), line) {
+				continue
+			}
+			for _, p := range checkCommand(root, words[1:]) {
+				t.Errorf("%s: example %q: %s", c.CommandPath(), line, p)
+			}
+		}
+	}
+	walk(root)
+}

@@ -14,8 +14,9 @@ func newExplainCmd() *cobra.Command {
 		output string
 	)
 	cmd := &cobra.Command{
-		Use:   "explain [DIR]",
-		Short: "Show every input a release's fingerprint covers, hash by hash",
+		Use:     "explain [DIR]",
+		Example: `  opm explain examples --env staging --release blog`,
+		Short:   "Show every input a release's fingerprint covers, hash by hash",
 		Long: `Print, per release in --env, its input fingerprint and every input it covers
 (the renderer's build ID, the module file, each file of each package the release
 reaches, embedded files, the environment's values files as evaluated, -f files)

@@ -15,8 +15,9 @@ func newGatesCmd() *cobra.Command {
 		opts    pipeline.GatesOptions
 	)
 	cmd := &cobra.Command{
-		Use:   "gates [DIR] --env NAME",
-		Short: "Check (or wait for) an environment's promotion gates without applying",
+		Use:     "gates [DIR] --env NAME",
+		Example: `  opm gates examples --env production --gate-timeout 30m`,
+		Short:   "Check (or wait for) an environment's promotion gates without applying",
 		Long: `Check the promotion gates of one environment (rollout.after) as opm apply checks
 them first: every release it renders runs, in each environment it follows, a change
 from this commit, healthy (and, with a soak, healthy for that long). Nothing is

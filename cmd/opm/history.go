@@ -17,7 +17,9 @@ func newHistoryCmd() *cobra.Command {
 		output         string
 	)
 	cmd := &cobra.Command{
-		Use:   "history RELEASE [DIR] | history RELEASE -n NS | history [DIR] --group G",
+		Use: "history RELEASE [DIR] | history RELEASE -n NS | history [DIR] --group G",
+		Example: `  opm history blog examples --env staging
+  opm history examples --group production`,
 		Short: "List the changes recorded in a release's inventory",
 		Long: `List the changes the release's inventory Secret records, newest first (the current
 one marked *): change id, when it was applied, manifest digest, object count and

@@ -11,8 +11,9 @@ import (
 
 func newInventoryCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "inventory",
-		Short: "Maintain release inventory Secrets",
+		Use:     "inventory",
+		Example: `  opm inventory repair examples --env staging --release blog --dry-run`,
+		Short:   "Maintain release inventory Secrets",
 	}
 	cmd.AddCommand(newInventoryRepairCmd())
 	return cmd
@@ -27,8 +28,9 @@ func newInventoryRepairCmd() *cobra.Command {
 		output  string
 	)
 	cmd := &cobra.Command{
-		Use:   "repair [DIR]",
-		Short: "Rebuild a release's inventory from its labelled objects and its render",
+		Use:     "repair [DIR]",
+		Example: `  opm inventory repair examples --env staging --release blog --dry-run`,
+		Short:   "Rebuild a release's inventory from its labelled objects and its render",
 		Long: `Rebuild the inventory Secret of each selected release — the way out of a corrupt
 inventory, which every other command refuses to use. Under the release lock, the
 new inventory records what the release renders now plus every object on the cluster

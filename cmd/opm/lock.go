@@ -48,8 +48,9 @@ func newUnlockCmd() *cobra.Command {
 		opts    pipeline.UnlockOptions
 	)
 	cmd := &cobra.Command{
-		Use:   "unlock RELEASE -n NS | --release-id ID -n NS",
-		Short: "Break a release's lock by hand",
+		Use:     "unlock RELEASE -n NS | --release-id ID -n NS",
+		Example: `  opm unlock blog -n staging`,
+		Short:   "Break a release's lock by hand",
 		Long: `Delete the Lease that locks a release (held by apply, prune and delete from before
 they read the inventory until after they write it), and print who held it. Use it
 when the holder died and waiting for its lease to expire is not wanted; a holder

@@ -16,7 +16,9 @@ func newPlanCmd() *cobra.Command {
 		output string
 	)
 	cmd := &cobra.Command{
-		Use:   "plan [DIR]",
+		Use: "plan [DIR]",
+		Example: `  opm plan examples
+  opm plan examples -o json`,
 		Short: "Lay a fleet's environments out in waves, as CI matrices",
 		Long: `List the environments --env or --group selects (default every environment the
 deployment directory declares) in rollout order: wave, environment, group and the

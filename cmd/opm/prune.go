@@ -15,8 +15,9 @@ func newPruneCmd() *cobra.Command {
 		output  string
 	)
 	cmd := &cobra.Command{
-		Use:   "prune [DIR]",
-		Short: "Delete what releases no longer render, without applying",
+		Use:     "prune [DIR]",
+		Example: `  opm prune examples --env staging --dry-run`,
+		Short:   "Delete what releases no longer render, without applying",
 		Long: `Render the releases of a deployment directory (default ".") and delete each one's
 stale set: the objects its inventory Secret records that the render no longer
 produces. Nothing is applied. Stale Namespaces and PersistentVolumeClaims are kept

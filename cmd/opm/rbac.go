@@ -17,8 +17,9 @@ func newRBACCmd() *cobra.Command {
 		bootstrap bool
 	)
 	cmd := &cobra.Command{
-		Use:   "rbac [DIR] --env ENV",
-		Short: "Print the Roles and bindings an environment's impersonated identity needs for its releases",
+		Use:     "rbac [DIR] --env ENV",
+		Example: `  opm rbac examples --env staging --bootstrap | kubectl apply -f -   # as an administrator`,
+		Short:   "Print the Roles and bindings an environment's impersonated identity needs for its releases",
 		Long: `Render the releases for --env and print, as YAML for kubectl apply -f -, the Role and
 RoleBinding (per namespace the release writes) and, for cluster-scoped objects, the
 ClusterRole and ClusterRoleBinding that the identity of the environment's

@@ -13,7 +13,10 @@ func newRenderCmd() *cobra.Command {
 	var sel selectionFlags
 	var output string
 	cmd := &cobra.Command{
-		Use:   "render [DIR]",
+		Use: "render [DIR]",
+		Example: `  opm render examples --env staging
+  opm render examples --env staging --release blog -o json
+  opm render examples --env production --release blog -f overrides.yaml`,
 		Short: "Render releases to Kubernetes manifests",
 		Long: `Render the releases of a deployment directory (default ".") to Kubernetes
 manifests in apply order. -o yaml (default) prints a multi-document stream on

@@ -26,7 +26,9 @@ func newReviewCmd() *cobra.Command {
 		wantCode bool
 	)
 	cmd := &cobra.Command{
-		Use:   "review [DIR] --base REF",
+		Use: "review [DIR] --base REF",
+		Example: `  opm review examples --base main
+  opm review examples --base main -o markdown   # the pull-request comment`,
 		Short: "Compare the deployment directory with its version at a git ref, without a cluster",
 		Long: `Render every selected release × environment twice — at the merge base of REF and
 HEAD (checked out into a temporary git worktree) and in the working tree — and
@@ -155,8 +157,9 @@ func newReviewMergeCmd() *cobra.Command {
 		wantCode bool
 	)
 	cmd := &cobra.Command{
-		Use:   "merge PART...",
-		Short: "Combine the partial reviews of every shard into one review",
+		Use:     "merge PART...",
+		Example: `  opm review merge part-1.json part-2.json`,
+		Short:   "Combine the partial reviews of every shard into one review",
 		Long: `Read the partial reviews "opm review --shard I/N" printed, one file per shard, and
 print the review they are parts of, as "opm review" would have printed it on one
 machine (the same bytes with -o json). Partials of different reviews (another base
@@ -207,8 +210,9 @@ func newReviewPlanCmd() *cobra.Command {
 		most   int
 	)
 	cmd := &cobra.Command{
-		Use:   "plan [DIR] --base REF",
-		Short: "Plan a review without rendering: pairs, cached renders, cost, and a split into shards",
+		Use:     "plan [DIR] --base REF",
+		Example: `  opm review plan examples --base main -o json`,
+		Short:   "Plan a review without rendering: pairs, cached renders, cost, and a split into shards",
 		Long: `Plan the review "opm review" would run, without rendering anything: the
 release × environment pairs to review, those unchanged (equal input fingerprints),
 the renders they need, how many the render cache holds, and an estimate of the

@@ -23,7 +23,9 @@ func newRollbackCmd() *cobra.Command {
 		output  string
 	)
 	cmd := &cobra.Command{
-		Use:   "rollback RELEASE [DIR] --to CHANGE_ID | rollback [DIR] --group GROUP --to COMMIT",
+		Use: "rollback RELEASE [DIR] --to CHANGE_ID | rollback [DIR] --group GROUP --to COMMIT",
+		Example: `  opm rollback blog examples --env staging --to change-sha1-1a2b3c4d
+  opm rollback examples --group production --to 3f2a9c1d   # a whole fleet, to a commit`,
 		Short: "Return a release to an earlier change by applying the commit it was applied from",
 		Long: `Return release RELEASE of the deployment directory DIR (default ".") in --env to the
 change CHANGE_ID (see opm history): the directory is rendered as of the git commit

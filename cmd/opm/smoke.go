@@ -17,8 +17,9 @@ func newSmokeCmd() *cobra.Command {
 		output  string
 	)
 	cmd := &cobra.Command{
-		Use:   "smoke [DIR] --env E",
-		Short: "Smoke-test releases on a throwaway cluster: apply, healthy, idempotent, delete, nothing left",
+		Use:     "smoke [DIR] --env E",
+		Example: `  opm smoke examples --env staging`,
+		Short:   "Smoke-test releases on a throwaway cluster: apply, healthy, idempotent, delete, nothing left",
 		Long: `Deploy each selected release to a fresh namespace of a throwaway cluster (kind, k3s)
 and check it: apply → every object healthy (kstatus, within --timeout) → a second
 apply would change nothing (server-side diff) → delete → no inventory and no object

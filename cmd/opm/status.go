@@ -45,7 +45,10 @@ func newStatusCmd() *cobra.Command {
 		output  string
 	)
 	cmd := &cobra.Command{
-		Use:   "status [DIR] | --name NAME -n NS | --release-id ID -n NS",
+		Use: "status [DIR] | --name NAME -n NS | --release-id ID -n NS",
+		Example: `  opm status examples --env staging
+  opm status examples --env staging --wait --timeout 2m
+  opm status examples --env staging,production -o markdown   # the fleet board`,
 		Short: "Show the health of a release's objects",
 		Long: `Show each release's identity (name, namespace, environment, release id, module id,
 current change id, last transition) and the health of its objects by component:

@@ -11,7 +11,9 @@ import (
 func newVersionCmd() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "version",
+		Use: "version",
+		Example: `  opm version
+  opm version -o json`,
 		Short: "Print opm's version, commit, build date, Go and CUE versions and embedded catalog",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
