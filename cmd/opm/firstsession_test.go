@@ -37,6 +37,12 @@ func TestFirstSessionErrors(t *testing.T) {
 			code: 2,
 			want: []string{"DIR is not a deployment directory, but it is inside one: ", " (it holds cue.mod/); pass that directory instead (for example: opm render "},
 		},
+		"a -f file that does not exist": {
+			mistake: func(t *testing.T, dir string) {},
+			args:    []string{"--env", "staging", "--release", "blog", "-f", "values/nope.yaml"},
+			code:    2,
+			want:    []string{`values file "values/nope.yaml" (-f/--values) does not exist: the path is relative to the working directory, not to the deployment directory`},
+		},
 		"cue.mod but no package": {
 			mistake: func(t *testing.T, dir string) {
 				for _, f := range []string{"deploy.cue", "environments.cue", "releases.cue"} {

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 
@@ -206,9 +207,13 @@ func prepareWith(ctx context.Context, d *load.Deployment, opts Options, memo map
 		inputs = append(inputs, values.Input{Name: f})
 		opts.reads.Add(f)
 	}
-	for _, in := range append(inputs, opts.Values...) {
+	for i, in := range append(inputs, opts.Values...) {
 		s, err := values.Read(d.Context, in, opts.Keys)
 		if err != nil {
+			if i < len(opts.ValuesFiles) && errors.Is(err, fs.ErrNotExist) {
+				// Said in the words of the flag that named it.
+				return nil, fault.Validationf("values file %q (-f/--values) does not exist: the path is relative to the working directory, not to the deployment directory; check it, or drop the flag", in.Name)
+			}
 			return nil, fault.Wrap(readKind(err), err)
 		}
 		p.files = append(p.files, s)
