@@ -1,6 +1,9 @@
 package load
 
 import (
+	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	"cuelang.org/go/cue/errors"
@@ -19,9 +22,31 @@ func Describe(err error) string {
 // and add positions (for example where a value was set).
 func DescribeWith(err error, rewrite func(path []string) (string, []token.Pos)) string {
 	var b strings.Builder
-	for i, e := range errors.Errors(err) {
-		if i > 0 {
+	all := errors.Errors(err)
+	mistyped := wrongTypes(all)
+	for _, e := range all {
+		w, mistype := mistyped[strings.Join(e.Path(), ".")]
+		if mistype && w.said {
+			continue
+		}
+		if b.Len() > 0 {
 			b.WriteByte('\n')
+		}
+		if mistype {
+			// CUE's "empty disjunction" and one "mismatched types" per
+			// alternative say one thing: the value has the wrong type.
+			w.said = true
+			path := strings.Join(e.Path(), ".")
+			if rewrite != nil {
+				if p, _ := rewrite(e.Path()); p != "" {
+					path = p
+				}
+			}
+			b.WriteString("  " + path + ": " + w.message())
+			for _, p := range userPositions(w.positions) {
+				b.WriteString("\n      " + p)
+			}
+			continue
 		}
 		// Error() keeps wrapped causes that Msg() drops ("import failed:
 		// cannot find package …"); the path is put back below.
@@ -88,4 +113,93 @@ func describeLoad(dir string, err error) string {
 		return msg + "\n  every CUE file directly in " + dir + " must declare the same package: rename the package clause of the stray file, or move the file into a directory of its own"
 	}
 	return msg
+}
+
+// mismatched is CUE's message for a value of one type unified with
+// another: `conflicting values "3" and 1 (mismatched types string and int)`.
+var mismatched = regexp.MustCompile(`^conflicting values (.+) and (.+) \(mismatched types (\w+) and (\w+)\)$`)
+
+// wrongType is one value whose type no alternative of its field takes.
+type wrongType struct {
+	given, givenType string
+	wanted           []string
+	positions        []token.Pos
+	said             bool
+}
+
+func (w *wrongType) message() string {
+	return fmt.Sprintf("%s is %s %s, but this field takes %s", w.given, article(w.givenType), w.givenType, strings.Join(w.wanted, " or "))
+}
+
+func article(typ string) string {
+	if strings.ContainsRune("aeiou", rune(typ[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+// wrongTypes finds the paths whose every problem is a type mismatch of the
+// same given value (plus the "empty disjunction" that sums them up), and
+// what the value should have been.
+func wrongTypes(errs []errors.Error) map[string]*wrongType {
+	type seen struct {
+		values    [][2]string // each mismatch's two values
+		types     [][2]string
+		other     bool
+		positions []token.Pos
+	}
+	byPath := map[string]*seen{}
+	for _, e := range errs {
+		path := strings.Join(e.Path(), ".")
+		if path == "" {
+			continue
+		}
+		s := byPath[path]
+		if s == nil {
+			s = &seen{}
+			byPath[path] = s
+		}
+		s.positions = append(s.positions, errors.Positions(e)...)
+		msg := strings.TrimPrefix(e.Error(), path+": ")
+		if m := mismatched.FindStringSubmatch(msg); m != nil {
+			s.values = append(s.values, [2]string{m[1], m[2]})
+			s.types = append(s.types, [2]string{m[3], m[4]})
+		} else if !strings.Contains(msg, "errors in empty disjunction") {
+			s.other = true
+		}
+	}
+	out := map[string]*wrongType{}
+	for path, s := range byPath {
+		if s.other || len(s.values) == 0 {
+			continue
+		}
+		// The given value is the one every mismatch names.
+		for side := range 2 {
+			given, typ := s.values[0][side], s.types[0][side]
+			w := &wrongType{given: given, givenType: typ, positions: s.positions}
+			ok := true
+			for i, v := range s.values {
+				switch {
+				case v[0] == given && s.types[i][0] == typ:
+					w.wanted = appendNew(w.wanted, s.types[i][1])
+				case v[1] == given && s.types[i][1] == typ:
+					w.wanted = appendNew(w.wanted, s.types[i][0])
+				default:
+					ok = false
+				}
+			}
+			if ok && len(s.values) > 1 || ok && side == 0 {
+				out[path] = w
+				break
+			}
+		}
+	}
+	return out
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }

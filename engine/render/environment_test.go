@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -119,7 +120,10 @@ releases: myapp: {#module: _app, values: image: "myapp:v2"}
 	msg := err.Error()
 	assert.Check(t, is.Contains(msg, `environment "bad"`))
 	assert.Check(t, is.Contains(msg, "replicaCount"))
-	assert.Check(t, is.Contains(msg, "conflicting values"))
+	// The field, the given type and the wanted one, in the user's words:
+	// no "empty disjunction", no "conflicting values".
+	assert.Check(t, is.Contains(msg, `environments.bad.values.replicaCount: "three" is a string, but this field takes int`))
+	assert.Check(t, !strings.Contains(msg, "disjunction") && !strings.Contains(msg, "conflicting values"), msg)
 	assert.Check(t, is.Contains(msg, "deploy.cue:"), "points at the environment's value")
 }
 
