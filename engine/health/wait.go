@@ -61,7 +61,10 @@ type WaitOptions struct {
 	Interval time.Duration
 	// Timeout ends the wait; zero or less leaves the limit to ctx.
 	Timeout time.Duration
-	// OnChange hears each object when first seen and when its status changes.
+	// OnChange hears each object whose status changes, and those not
+	// Current when first seen: an object healthy from the start is never
+	// reported (status --wait on a healthy release prints no line per
+	// object, only what it waits for and how that moves).
 	OnChange func(ObjectHealth)
 	// Discovery tunes each poll's fetch (set ReleaseID to batch it).
 	Discovery discover.Options
@@ -114,8 +117,9 @@ func Wait(ctx context.Context, cl *kube.Cluster, refs []inventory.Entry, opts Wa
 			hs = Check(found)
 			for i, h := range hs {
 				if seen[i] != h.Status {
+					first := seen[i] == ""
 					seen[i] = h.Status
-					if onChange != nil {
+					if onChange != nil && (!first || h.Status != Current) {
 						onChange(h)
 					}
 				}
