@@ -220,7 +220,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		}
 	}
 	res, err := eachRelease(ctx, sel, opts.ClusterOptions, "apply", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
-		return reconcile.Apply(ctx, cl, rel, ro)
+		return reconcile.Apply(ctx, cl, rel, maskedProgress(ro, rel))
 	})
 	if res != nil && len(unmoved) > 0 {
 		res.Releases = append(unmoved, res.Releases...)
@@ -318,11 +318,12 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 			r, err = op(ctx, cl, rel)
 			if r != nil {
 				ar.fill(r)
+				ar.maskSecrets(rel)
 			}
 			err = traceRefusal(rel, err)
 			ar.Warnings = append(append(slices.Clone(rel.Warnings), scoped...), ar.Warnings...)
 		}
-		if err = asIdentity(cl, err); err != nil {
+		if err = maskSecrets(rel, asIdentity(cl, err)); err != nil {
 			ar.Error = err.Error()
 		}
 		res.Releases = append(res.Releases, ar)

@@ -12,8 +12,10 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/objects"
+	"github.com/opmodel/pipeline/engine/reconcile"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/typecheck"
+	"github.com/opmodel/pipeline/engine/values"
 )
 
 // invalidValue finds the value a field error quotes: `Invalid value:
@@ -102,4 +104,59 @@ func wouldRefuse(rel *render.Release) []string {
 		}
 	}
 	return out
+}
+
+// maskSecrets replaces, in an apply's error, the release's secrets and the
+// values derived from them — short ones too, as whole tokens — with
+// (secret): the API server quotes the value it refuses (`Invalid value:
+// "Ab3x9Q"`, `Invalid value: 70123`), and the redactor of published text
+// leaves values under 8 characters alone. The error keeps its chain.
+func maskSecrets(rel *render.Release, err error) error {
+	if err == nil || rel == nil || len(rel.Secrets) == 0 {
+		return err
+	}
+	msg := err.Error()
+	masked := values.Redact(msg, rel.Secrets)
+	if masked == msg {
+		return err
+	}
+	return maskedError{msg: masked, err: err}
+}
+
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e maskedError) Error() string { return e.msg }
+func (e maskedError) Unwrap() error { return e.err }
+
+// maskSecrets masks the release's secrets in the reasons and warnings of
+// an apply's result: a refused object's reason is the API server's text.
+func (ar *AppliedRelease) maskSecrets(rel *render.Release) {
+	if len(rel.Secrets) == 0 {
+		return
+	}
+	for _, list := range [][]ObjectAction{ar.Applied, ar.Stale, ar.Pruned, ar.Skipped, ar.Ghosts} {
+		for i := range list {
+			list[i].Reason = values.Redact(list[i].Reason, rel.Secrets)
+		}
+	}
+	for i := range ar.Warnings {
+		ar.Warnings[i] = values.Redact(ar.Warnings[i], rel.Secrets)
+	}
+}
+
+// maskedProgress is ro whose progress events carry reasons with the
+// release's secrets masked, as the result does.
+func maskedProgress(ro reconcile.Options, rel *render.Release) reconcile.Options {
+	if ro.Progress == nil || len(rel.Secrets) == 0 {
+		return ro
+	}
+	progress := ro.Progress
+	ro.Progress = func(e reconcile.Event) {
+		e.Object.Reason = values.Redact(e.Object.Reason, rel.Secrets)
+		progress(e)
+	}
+	return ro
 }

@@ -263,3 +263,48 @@ func TestWithoutSecretValuesForPersistentOutputs(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Assert(t, is.Contains(string(orig), deploytest.SopsToken), "render itself still shows the operator everything")
 }
+
+// The API server quotes the value it refuses. A secret shorter than the
+// redactor's 8 characters, or a number, is still never printed: apply's
+// error masks the release's secrets as whole tokens (docs/secrets.md
+// promises "(secret)").
+func TestAPIRefusalOfAShortSecretIsMasked(t *testing.T) {
+	for name, tc := range map[string]struct{ secret, public, leak string }{
+		"a short string": {secret: `{"name": "Ab3x9Q"}`, public: `port: 80`, leak: "Ab3x9Q"},
+		"a number":       {secret: `{"port": 70123}`, public: `name: "http"`, leak: "70123"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			dir := deploytest.Write(t, map[string]string{"deploy.cue": fmt.Sprintf(`package deploy
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+environments: prod: core.#Environment & {metadata: name: "prod", namespace: %q}
+releases: web: core.#ModuleRelease & {
+	metadata: name: "web"
+	#module: {
+		core.#Module
+		metadata: {apiVersion: "test.example/short/web@v0", name: "web", version: "0.1.0"}
+		#config: {name: string, port: int}
+		#components: svc: {
+			core.#Objects
+			spec: objects: [{apiVersion: "v1", kind: "Service", metadata: name: "web", spec: ports: [{name: #config.name, port: #config.port}]}]
+		}
+	}
+	values: %s
+}
+`, ns, tc.public)})
+			var progress strings.Builder
+			res, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "prod",
+				SecretValues: []pipeline.SecretValues{{Name: "values-secret", Data: []byte(tc.secret)}}}, ClusterOptions: cluster(t),
+				Progress: func(e pipeline.ProgressEvent) { progress.WriteString(e.Line() + "\n") }})
+			assert.Assert(t, err != nil, "the API server accepted it")
+			assert.Check(t, strings.Contains(err.Error(), "Invalid value: (secret)"), "%v", err)
+			whole, _ := json.Marshal(res)
+			assert.Check(t, strings.Contains(progress.String(), "(secret)"), "no progress line for the refused object: %q", progress.String())
+			for _, text := range []string{err.Error(), res.Releases[0].Error, string(whole), progress.String()} {
+				assert.Check(t, !strings.Contains(text, tc.leak), "the secret leaked: %s", text)
+			}
+		})
+	}
+}

@@ -162,7 +162,7 @@ func Redact(msg string, secrets []string) string {
 			continue
 		}
 		// A short secret only as a whole token, not inside "file:12:4".
-		re := regexp.MustCompile(`(^|[\s(=,\[])` + regexp.QuoteMeta(sec) + `($|[\s),\]])`)
+		re := regexp.MustCompile(`(^|[\s(=,\[])` + regexp.QuoteMeta(sec) + `($|[\s),\]:;])`)
 		msg = re.ReplaceAllString(msg, "${1}"+SecretMark+"${2}")
 	}
 	return msg
