@@ -10,10 +10,13 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -1016,6 +1019,9 @@ func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) 
 		rc.Counts = Counts{}
 		return rc
 	}
+	if w := unmovedChange(baseRel, headRel, rc.Counts, env); w != "" {
+		rc.Warnings = append(rc.Warnings, w)
+	}
 	switch {
 	case headRel == nil && baseRel != nil:
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf(
@@ -1225,4 +1231,58 @@ func DeclaredEnvironments(ctx context.Context, dir string) ([]string, error) {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading the environments of %s:\n%s", dir, load.Describe(err)))
 	}
 	return envs, nil
+}
+
+// unmovedChange says why a pair whose change ID moves shows no object
+// change: which values changed (paths only: the values shown elsewhere
+// are masked, the paths never carry a secret), or the module's version.
+// A reviewer otherwise reads "no changes" for a change apply will record.
+func unmovedChange(base, head *render.Release, c Counts, env string) string {
+	if base == nil || head == nil || base.ChangeID == head.ChangeID || c.Added+c.Modified+c.Stale > 0 {
+		return ""
+	}
+	var before, after any
+	if json.Unmarshal(base.Values, &before) != nil || json.Unmarshal(head.Values, &after) != nil {
+		return ""
+	}
+	paths := changedPaths("values", before, after, nil)
+	where := ""
+	if env != "" {
+		where = " in environment " + env
+	}
+	switch {
+	case len(paths) > 0:
+		if len(paths) > 8 {
+			paths = append(paths[:8], fmt.Sprintf("and %d more", len(paths)-8))
+		}
+		return fmt.Sprintf("%s changed, but no object did: nothing release %s renders%s uses them, or they set what something else decides (replicas while an autoscaler scales the workload); apply records a new change and changes nothing on the cluster",
+			strings.Join(paths, ", "), head.Name, where)
+	case base.Module.Version != head.Module.Version:
+		return fmt.Sprintf("the module's version changed (%s → %s), but no object did; apply records a new change and changes nothing on the cluster", base.Module.Version, head.Module.Version)
+	}
+	return ""
+}
+
+// changedPaths lists the dotted paths at which a and b differ, leaves
+// first-level sorted.
+func changedPaths(prefix string, a, b any, out []string) []string {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if !aok || !bok {
+		if !reflect.DeepEqual(a, b) {
+			out = append(out, prefix)
+		}
+		return out
+	}
+	keys := slices.Sorted(maps.Keys(am))
+	for k := range bm {
+		if _, ok := am[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		out = changedPaths(prefix+"."+k, am[k], bm[k], out)
+	}
+	return out
 }

@@ -491,3 +491,59 @@ releases: app: #module: appmodule
 	md := report.Markdown(cs, report.MarkdownOptions{})
 	assert.Check(t, strings.Contains(md, "apply would refuse"), "the PR comment does not say it:\n%s", md)
 }
+
+// A values change that moves the change ID and no object is not "no
+// changes" without a word: the review names the values that changed and
+// why nothing moved.
+func TestReviewSaysWhyAValuesChangeMovesNothing(t *testing.T) {
+	dir := deploytest.Write(t, map[string]string{
+		"app/app.cue": `package app
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+core.#Module
+
+metadata: {apiVersion: "test.example/deploy/app@v0", name: "app", version: "1.0.0"}
+
+#config: {replicas: *1 | int, autoscaling: *true | bool}
+
+#components: web: {
+	core.#Workload
+	spec: workload: {
+		type: "stateless"
+		// The autoscaler decides while it is on.
+		if !#config.autoscaling {replicas: #config.replicas}
+		container: image: "nginx:1.27"
+	}
+}
+`,
+		"deploy.cue": `package deploy
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	appmodule "test.example/deploy/app"
+)
+
+environments: [Name=string]: core.#Environment & {metadata: name: Name}
+releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+
+environments: prod: {namespace: "prod", values: replicas: 2}
+releases: app: #module: appmodule
+`,
+	})
+	gitRun(t, dir, "init", "-q", "-b", "main")
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "a")
+	gitRun(t, dir, "checkout", "-q", "-b", "feature")
+	setValues(t, dir, "values: replicas: 2", "values: replicas: 5")
+	gitRun(t, dir, "commit", "-qam", "more replicas")
+	cs, err := pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, NoCache: true})
+	assert.NilError(t, err)
+	rc := cs.Releases[0]
+	assert.Assert(t, rc.Base != nil && rc.Base.ChangeID != rc.Head.ChangeID, "the change ID moves")
+	assert.Equal(t, rc.Counts.Modified+rc.Counts.Added+rc.Counts.Stale, 0)
+	warnings := strings.Join(rc.Warnings, "\n")
+	assert.Check(t, strings.Contains(warnings, "values.replicas changed, but no object did: nothing release app renders in environment prod uses them"), warnings)
+	md := report.Markdown(cs, report.MarkdownOptions{})
+	assert.Check(t, strings.Contains(md, "values.replicas changed, but no object did"), md)
+}
