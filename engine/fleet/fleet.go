@@ -259,9 +259,10 @@ func (f *Fleet) expand(name string) ([]string, error) {
 	slices.Sort(known)
 	hint := suggest.DidYouMean(name, known)
 	if hint != "" {
-		hint += "; "
+		hint += " "
 	}
-	return nil, fmt.Errorf("no environment or group is called %q; %senvironments and groups: %s", name, hint, strings.Join(known, ", "))
+	// Worded as render words an unknown environment.
+	return nil, fmt.Errorf("environment or group %q is not declared; %senvironments and groups: %s", name, hint, strings.Join(known, ", "))
 }
 
 // Lookup returns the environment called name.

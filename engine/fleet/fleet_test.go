@@ -98,7 +98,7 @@ environments: a: {namespace: "x", group: "staging"}
 environments: b: {namespace: "x", rollout: after: ["stagin"]}
 `)
 	assert.ErrorContains(t, err, `environment "b" (at `)
-	assert.ErrorContains(t, err, `rollout.after names "stagin": no environment or group is called "stagin"; did you mean "staging"?`)
+	assert.ErrorContains(t, err, `rollout.after names "stagin": environment or group "stagin" is not declared; did you mean "staging"? environments and groups:`)
 
 	_, err = read(t, `environments: a: {namespace: "x", group: "g", rollout: after: ["g"]}`)
 	assert.ErrorContains(t, err, "includes the environment itself")
