@@ -223,3 +223,18 @@ func unstructuredInt(obj map[string]any, path ...string) (int64, bool, error) {
 	i, ok := cur.(int64)
 	return i, ok, nil
 }
+
+// A required value nobody set names the field, and where a value goes:
+// the error's position is the module's declaration, which is not where a
+// user fixes it.
+func TestMissingRequiredValueSaysWhereToSetIt(t *testing.T) {
+	dir := deployment(t, `
+environments: dev: {namespace: "dev"}
+releases: myapp: {#module: _app}
+`)
+	err := renderErr(t, dir, "dev")
+	assert.Equal(t, fault.KindOf(err), fault.Validation)
+	msg := err.Error()
+	assert.Check(t, is.Contains(msg, "values.image: field is required but not present"))
+	assert.Check(t, is.Contains(msg, "next: set each required value in the release (releases.myapp: values: …), for this environment alone in environments.dev: values: …, or in a values file"), msg)
+}

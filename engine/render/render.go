@@ -508,6 +508,14 @@ func effectiveValues(d *load.Deployment, rel cue.Value, where, key, envName stri
 	effective := rel.LookupPath(pathModule).LookupPath(pathConfig).Unify(merged)
 	if err := effective.Validate(cue.Concrete(true), cue.Final()); err != nil {
 		msg := set.Redact(describeValues(err, set, rel.LookupPath(pathModule).LookupPath(pathConfig)))
+		if strings.Contains(msg, "field is required but not present") {
+			// The position is the module's declaration; say where a value goes.
+			msg += fmt.Sprintf("\nnext: set each required value in the release (releases.%s: values: …)", cue.Str(key).String())
+			if envName != "" {
+				msg += fmt.Sprintf(", for this environment alone in environments.%s: values: …", envName)
+			}
+			msg += ", or in a values file (an environment's valuesFiles, or -f)"
+		}
 		return cue.Value{}, nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: the merged values (release < environment < values files < -f files) do not satisfy the module's #config:\n%s", where, msg))
 	}
 	return effective, set, nil
