@@ -107,16 +107,17 @@ func wouldRefuse(rel *render.Release) []string {
 }
 
 // maskSecrets replaces, in an apply's error, the release's secrets and the
-// values derived from them — short ones too, as whole tokens — with
-// (secret): the API server quotes the value it refuses (`Invalid value:
-// "Ab3x9Q"`, `Invalid value: 70123`), and the redactor of published text
-// leaves values under 8 characters alone. The error keeps its chain.
+// values derived from them — short ones too — where the text quotes a
+// value, with (secret): the API server quotes the value it refuses
+// (`Invalid value: "Ab3x9Q"`, `Invalid value: 70123`), and the redactor of
+// published text leaves values under 8 characters alone. Public words
+// stay (values.RedactQuoted). The error keeps its chain.
 func maskSecrets(rel *render.Release, err error) error {
 	if err == nil || rel == nil || len(rel.Secrets) == 0 {
 		return err
 	}
 	msg := err.Error()
-	masked := values.Redact(msg, rel.Secrets)
+	masked := values.RedactQuoted(msg, rel.Secrets)
 	if masked == msg {
 		return err
 	}
@@ -131,19 +132,17 @@ type maskedError struct {
 func (e maskedError) Error() string { return e.msg }
 func (e maskedError) Unwrap() error { return e.err }
 
-// maskSecrets masks the release's secrets in the reasons and warnings of
-// an apply's result: a refused object's reason is the API server's text.
+// maskSecrets masks the release's secrets in the reasons of an apply's
+// result, where they quote a value: a refused object's reason is the API
+// server's text. Warnings are opm's own words and quote no value.
 func (ar *AppliedRelease) maskSecrets(rel *render.Release) {
 	if len(rel.Secrets) == 0 {
 		return
 	}
 	for _, list := range [][]ObjectAction{ar.Applied, ar.Stale, ar.Pruned, ar.Skipped, ar.Ghosts} {
 		for i := range list {
-			list[i].Reason = values.Redact(list[i].Reason, rel.Secrets)
+			list[i].Reason = values.RedactQuoted(list[i].Reason, rel.Secrets)
 		}
-	}
-	for i := range ar.Warnings {
-		ar.Warnings[i] = values.Redact(ar.Warnings[i], rel.Secrets)
 	}
 }
 
@@ -155,7 +154,7 @@ func maskedProgress(ro reconcile.Options, rel *render.Release) reconcile.Options
 	}
 	progress := ro.Progress
 	ro.Progress = func(e reconcile.Event) {
-		e.Object.Reason = values.Redact(e.Object.Reason, rel.Secrets)
+		e.Object.Reason = values.RedactQuoted(e.Object.Reason, rel.Secrets)
 		progress(e)
 	}
 	return ro

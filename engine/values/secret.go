@@ -167,3 +167,24 @@ func Redact(msg string, secrets []string) string {
 	}
 	return msg
 }
+
+// invalidValue is where the API server quotes a value it refuses.
+const invalidValue = "Invalid value: "
+
+// RedactQuoted replaces each of secrets where a message quotes a value —
+// "value" in Go quotes, or after the API server's "Invalid value: " — with
+// SecretMark, however short: text that quotes nothing else keeps every
+// public word, so the mask tells nobody which public strings are secret
+// (a secret "changed" must not make "spec.selector changed" read
+// "spec.selector (secret)").
+func RedactQuoted(msg string, secrets []string) string {
+	for _, sec := range secrets {
+		if sec == "" {
+			continue
+		}
+		msg = strings.ReplaceAll(msg, fmt.Sprintf("%q", sec), SecretMark)
+		re := regexp.MustCompile(regexp.QuoteMeta(invalidValue+sec) + `($|[\s),\]:;])`)
+		msg = re.ReplaceAllString(msg, invalidValue+SecretMark+"${1}")
+	}
+	return msg
+}

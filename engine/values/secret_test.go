@@ -81,3 +81,18 @@ values.password: invalid value "pw-9f3k2" (out of bound =~"^[a-z]+$"): pw-9f3k2`
       prod.yaml:7:6
 values.password: invalid value (secret) (out of bound =~"^[a-z]+$"): (secret)`)
 }
+
+// Where a message quotes a value, a secret is masked however short; a
+// public word equal to a secret is left alone, so the mask is no oracle.
+func TestRedactQuotedMasksOnlyQuotedValues(t *testing.T) {
+	secrets := []string{"changed", "Ab3x9Q", "70123"}
+	for in, want := range map[string]string{
+		`spec.ports[0].name: Invalid value: "Ab3x9Q": a lowercase RFC 1123 label`:            `spec.ports[0].name: Invalid value: (secret): a lowercase RFC 1123 label`,
+		`[spec.ports[0].port: Invalid value: 70123: must be between 1 and 65535, inclusive]`: `[spec.ports[0].port: Invalid value: (secret): must be between 1 and 65535, inclusive]`,
+		`field spec.x = "changed"`:        `field spec.x = (secret)`,
+		`immutable spec.selector changed`: `immutable spec.selector changed`,
+		`Invalid value: 701234: too big`:  `Invalid value: 701234: too big`,
+	} {
+		assert.Equal(t, values.RedactQuoted(in, secrets), want)
+	}
+}
