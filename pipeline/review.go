@@ -1263,8 +1263,8 @@ func unmovedChange(base, head *render.Release, c Counts, env string) string {
 	return ""
 }
 
-// changedPaths lists the dotted paths at which a and b differ, leaves
-// first-level sorted.
+// changedPaths appends to out the dotted paths below prefix at which a and
+// b differ, keys in sorted order.
 func changedPaths(prefix string, a, b any, out []string) []string {
 	am, aok := a.(map[string]any)
 	bm, bok := b.(map[string]any)

@@ -163,13 +163,7 @@ releases: app: values: stamp: "1"
 // A gated apply that waits (--gate-timeout) says on stderr what it waits
 // for and how long is left, and then how long it waited.
 func TestGateWaitIsNarrated(t *testing.T) {
-	ns := env.Namespace(t)
-	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
-environments: qa: {namespace: "%[1]s-qa"}
-environments: prod: {namespace: "%[1]s-p", rollout: after: ["qa"]}
-releases: app: #module: appmodule
-`, ns))
-	gitRepo(t, dir, "gated")
+	dir := gatedRepo(t)
 	code, out, errOut := runOpm(t, "apply", dir, "--env", "prod", "--gate-timeout", "5s", "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 8, "%s%s", out, errOut)
 	assert.Check(t, strings.Contains(errOut, "environment prod: waiting for its promotion gates, "), errOut)
@@ -181,13 +175,7 @@ releases: app: #module: appmodule
 // environment's gates without applying it, exits 8 while they refuse and
 // 0 once the environments it follows run the commit healthy.
 func TestGatesCommandChecksWithoutApplying(t *testing.T) {
-	ns := env.Namespace(t)
-	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
-environments: qa: {namespace: "%[1]s-qa"}
-environments: prod: {namespace: "%[1]s-p", rollout: after: ["qa"]}
-releases: app: #module: appmodule
-`, ns))
-	gitRepo(t, dir, "gated")
+	dir := gatedRepo(t)
 	kc := "--kubeconfig=" + env.Kubeconfig
 	code, out, errOut := runOpm(t, "gates", dir, "--env", "prod", "--gate-timeout", "3s", kc)
 	assert.Equal(t, code, 8, "%s%s", out, errOut)
@@ -209,4 +197,18 @@ releases: app: #module: appmodule
 	// Nothing was applied to prod.
 	code, out, errOut = runOpm(t, "history", "app", dir, "--env", "prod", kc)
 	assert.Check(t, code == 5 && strings.Contains(errOut, "it was never applied there (environment prod)"), "gates applied prod: %d\n%s%s", code, out, errOut)
+}
+
+// gatedRepo is a one-commit repository of two environments, prod gated
+// after qa, each in a namespace of its own.
+func gatedRepo(t *testing.T) string {
+	t.Helper()
+	ns := env.Namespace(t)
+	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: qa: {namespace: "%[1]s-qa"}
+environments: prod: {namespace: "%[1]s-p", rollout: after: ["qa"]}
+releases: app: #module: appmodule
+`, ns))
+	gitRepo(t, dir, "gated")
+	return dir
 }

@@ -3,8 +3,6 @@ package lock
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -17,12 +15,9 @@ func (l *Lock) Info() Info {
 
 // Get describes the Lease namespace/name; nil when there is none.
 func Get(ctx context.Context, cs kubernetes.Interface, namespace, name string) (*Info, error) {
-	l, err := cs.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, requestError("get", namespace, name, err)
+	l, err := readLease(ctx, cs, namespace, name)
+	if l == nil || err != nil {
+		return nil, err
 	}
 	in := infoOf(l)
 	return &in, nil

@@ -327,16 +327,25 @@ func (l *Lock) Release(ctx context.Context) error {
 	return requestError("delete", lease.Namespace, lease.Name, err)
 }
 
-// Break deletes the Lease namespace/name whoever holds it, and says who
-// did; nil when there was no lock. The holder, if alive, finds out at its
-// next renewal and stops before pruning or writing the inventory.
-func Break(ctx context.Context, cs kubernetes.Interface, namespace, name string) (*Info, error) {
+// readLease reads the Lease namespace/name; nil when there is none.
+func readLease(ctx context.Context, cs kubernetes.Interface, namespace, name string) (*coordinationv1.Lease, error) {
 	l, err := cs.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, requestError("get", namespace, name, err)
+	}
+	return l, nil
+}
+
+// Break deletes the Lease namespace/name whoever holds it, and says who
+// did; nil when there was no lock. The holder, if alive, finds out at its
+// next renewal and stops before pruning or writing the inventory.
+func Break(ctx context.Context, cs kubernetes.Interface, namespace, name string) (*Info, error) {
+	l, err := readLease(ctx, cs, namespace, name)
+	if l == nil || err != nil {
+		return nil, err
 	}
 	in := infoOf(l)
 	rv := l.ResourceVersion

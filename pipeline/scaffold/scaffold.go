@@ -93,10 +93,13 @@ func checkName(name string) error {
 	return nil
 }
 
+// moduleLine is cue.mod/module.cue's module path line.
+var moduleLine = regexp.MustCompile(`(?m)^module:\s*"([^"@]+)(@v\d+)?"`)
+
 // modulePathOf reads the module path out of cue.mod/module.cue, without
 // its major version suffix.
 func modulePathOf(b []byte) string {
-	m := regexp.MustCompile(`(?m)^module:\s*"([^"@]+)(@v\d+)?"`).FindSubmatch(b)
+	m := moduleLine.FindSubmatch(b)
 	if m == nil {
 		return ""
 	}
