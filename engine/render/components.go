@@ -290,6 +290,12 @@ func contextData(rc releaseContext) (plain, folded, env map[string]any, err erro
 // so filling piecewise into each transformer made rendering several times
 // slower.
 func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, catalog cue.Value, limit *Reach, where string) ([]manifest.Resource, error) {
+	return renderComponentsChecked(cctx, comps, rc, transformers, catalog, limit, where, true)
+}
+
+// renderComponentsChecked renders as renderComponents does; without checks
+// a spec field no definition declares is not looked for.
+func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, catalog cue.Value, limit *Reach, where string, checks bool) ([]manifest.Resource, error) {
 	// Which catalog definition declares a spec field only matters to
 	// the message of a field not allowed: read the catalog for it then.
 	owners := sync.OnceValue(func() map[string]string { return catalogOwners(catalog) })
@@ -318,8 +324,10 @@ func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, tra
 	for _, name := range names {
 		compWhere := fmt.Sprintf("%s, component %q", where, name)
 		cv := comps.LookupPath(cue.MakePath(cue.Str(name)))
-		if problems := checkSpec(cv, owners, catalog); len(problems) > 0 {
-			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: the spec sets what its definitions do not declare:\n%s", compWhere, describeSpecProblems(name, problems)))
+		if checks {
+			if problems := checkSpec(cv, owners, catalog); len(problems) > 0 {
+				return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: the spec sets what its definitions do not declare:\n%s", compWhere, describeSpecProblems(name, problems)))
+			}
 		}
 		if err := cv.Validate(cue.Concrete(true)); err != nil {
 			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s is incomplete or invalid:\n%s", compWhere, describeComponent(err, comps)))

@@ -437,15 +437,15 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	}
 	manifest.Sort(r.Resources)
 	var valueFields []taint.Field
-	variant := variantOf(d, rel, rc, transformers, limit, where)
+	standIns := newStandIns(set, variantOf(d, rel, rc, transformers, limit, where))
 	secretPaths := set.SecretPaths()
 	var reaching [][]string
 	if trace {
-		reaching = reachingSecrets(set, r.Resources, variant)
+		reaching = reachingSecrets(set, r.Resources, standIns)
 	}
 	if trace && len(secretPaths)+len(reaching) > 0 {
 		// The second render with sentinels: what differs carries a secret.
-		valueFields, r.SecretFields, err = traceSecrets(set, append(secretPaths, reaching...), effective, r.Resources, variant)
+		valueFields, r.SecretFields, err = traceSecrets(append(secretPaths, reaching...), effective, r.Resources, standIns)
 		var te *typeError
 		switch {
 		case errors.As(err, &te):

@@ -48,6 +48,9 @@ func moduleComponents(rel, effective cue.Value, where, modulePath string) (cue.V
 // replaced) and returns its effective values and objects as plain data.
 type variant func(set *values.Set) (any, []map[string]any, error)
 
+// variantOf renders the release's variants: as the release, without the
+// spec checks the real render already passed (a stand-in of a value's
+// shape declares no other field), which are a tenth of a render.
 func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string) variant {
 	return func(set *values.Set) (any, []map[string]any, error) {
 		data, err := set.JSON()
@@ -67,12 +70,54 @@ func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformer
 		if err != nil {
 			return nil, nil, err
 		}
-		objs, err := renderComponents(d.Context, comps, rc, transformers, d.Catalog, limit, where)
+		objs, err := renderComponentsChecked(d.Context, comps, rc, transformers, d.Catalog, limit, where, false)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rendering with stand-in values failed")
 		}
 		return doc, objectsOf(objs), nil
 	}
+}
+
+// standIns renders the release with the values at some paths replaced by
+// stand-ins (taint.Sentinel), once per set of paths: when the trace needs
+// exactly the paths one probe replaced (a value from the repository that
+// reaches a Secret, no SOPS), the probe's render is the trace's, which
+// halves what such a release pays for its secrets. The results are read,
+// never changed, by their callers.
+type standIns struct {
+	set    *values.Set
+	render variant
+	done   map[string]standInRender
+}
+
+type standInRender struct {
+	doc  any
+	objs []map[string]any
+	err  error
+}
+
+func newStandIns(set *values.Set, render variant) *standIns {
+	return &standIns{set: set, render: render, done: map[string]standInRender{}}
+}
+
+// with renders with the values at paths replaced.
+func (s *standIns) with(paths [][]string) (any, []map[string]any, error) {
+	keys := make([]string, len(paths))
+	for i, p := range paths {
+		b, err := json.Marshal(p) // unambiguous whatever the labels hold
+		if err != nil {
+			return nil, nil, err
+		}
+		keys[i] = string(b)
+	}
+	slices.Sort(keys)
+	key := strings.Join(slices.Compact(keys), ",")
+	r, ok := s.done[key]
+	if !ok {
+		r.doc, r.objs, r.err = s.render(s.set.Replaced(paths, taint.Sentinel))
+		s.done[key] = r
+	}
+	return r.doc, r.objs, r.err
 }
 
 // maxProbes bounds the values tried one by one for reaching a Secret.
@@ -85,7 +130,7 @@ const maxProbes = 8
 // is replaced alone by a stand-in, and only one that changes the Secret's
 // data counts. A public value that merely equals the data is left alone,
 // so the result says nothing about which public strings are secret.
-func reachingSecrets(set *values.Set, resources []manifest.Resource, render variant) [][]string {
+func reachingSecrets(set *values.Set, resources []manifest.Resource, render *standIns) [][]string {
 	secretData := secretStrings(resources)
 	if len(secretData) == 0 {
 		return nil
@@ -101,7 +146,7 @@ func reachingSecrets(set *values.Set, resources []manifest.Resource, render vari
 		if probes++; probes > maxProbes {
 			break
 		}
-		_, objs, err := render(set.Replaced([][]string{p}, taint.Sentinel))
+		_, objs, err := render.with([][]string{p})
 		if err != nil || !slices.Equal(secretStrings(resourcesOf(objs)), secretData) {
 			// A stand-in the schema rejects cannot clear the value.
 			out = append(out, p)
@@ -172,7 +217,7 @@ func resourcesOf(objs []map[string]any) []manifest.Resource {
 // value), the whole values and every field of every object but its kind
 // are returned, with the error: nothing is shown that might carry a
 // secret.
-func traceSecrets(set *values.Set, paths [][]string, effective cue.Value, resources []manifest.Resource, render variant) ([]taint.Field, [][]taint.Field, error) {
+func traceSecrets(paths [][]string, effective cue.Value, resources []manifest.Resource, render *standIns) ([]taint.Field, [][]taint.Field, error) {
 	real := objectsOf(resources)
 	everything := func(err error) ([]taint.Field, [][]taint.Field, error) {
 		return []taint.Field{{}}, taint.Objects(real, nil), err
@@ -181,7 +226,7 @@ func traceSecrets(set *values.Set, paths [][]string, effective cue.Value, resour
 	if err := decodeJSON(effective, &realDoc); err != nil {
 		return everything(err)
 	}
-	sentinelDoc, other, err := render(set.Replaced(paths, taint.Sentinel))
+	sentinelDoc, other, err := render.with(paths)
 	if err != nil {
 		return everything(err)
 	}

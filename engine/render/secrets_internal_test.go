@@ -99,3 +99,30 @@ releases: r: core.#ModuleRelease & {
 		})
 	}
 }
+
+// A release whose trace needs exactly the values one probe replaced (a
+// repository value that reaches a Secret, no SOPS) renders with stand-ins
+// once, not twice: standIns renders each set of paths once, in any order,
+// and a different set again.
+func TestStandInsRenderEachSetOfPathsOnce(t *testing.T) {
+	set := &values.Set{Data: map[string]any{"a": "pin-1234", "b": map[string]any{"c.d": "x"}}}
+	renders := 0
+	s := newStandIns(set, func(v *values.Set) (any, []map[string]any, error) {
+		renders++
+		return v.Data, nil, nil
+	})
+	first, _, err := s.with([][]string{{"a"}, {"b", "c.d"}})
+	assert.NilError(t, err)
+	again, _, err := s.with([][]string{{"b", "c.d"}, {"a"}})
+	assert.NilError(t, err)
+	assert.Equal(t, renders, 1)
+	assert.DeepEqual(t, first, again)
+	assert.Assert(t, first.(map[string]any)["a"] != "pin-1234", "the value was not replaced: %v", first)
+	assert.Equal(t, set.Data["a"], "pin-1234", "the set itself changed")
+
+	_, _, err = s.with([][]string{{"a"}})
+	assert.NilError(t, err)
+	_, _, err = s.with([][]string{{"b", "c", "d"}})
+	assert.NilError(t, err)
+	assert.Equal(t, renders, 3, "another set of paths renders again")
+}
