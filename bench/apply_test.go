@@ -177,7 +177,8 @@ func medianPair(a, b func() time.Duration) (time.Duration, time.Duration) {
 }
 
 func report(name string, opm, kubectl time.Duration) {
-	fmt.Printf("bench %s opm=%.2fs kubectl=%.2fs ratio=%.2f\n", name, opm.Seconds(), kubectl.Seconds(), opm.Seconds()/kubectl.Seconds())
+	ratio := opm.Seconds() / kubectl.Seconds()
+	fmt.Printf("bench %s opm=%.2fs kubectl=%.2fs ratio=%.2f%s\n", name, opm.Seconds(), kubectl.Seconds(), ratio, verdict(name, ratio))
 }
 
 func run(t *testing.T, name string, args ...string) []byte {

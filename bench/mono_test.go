@@ -53,8 +53,9 @@ func TestBenchMonorepo(t *testing.T) {
 		},
 		func() time.Duration { return review(single, "release "+one+" (env e0") },
 	)
-	fmt.Printf("bench review-mono opm=%.2fs single=%.2fs ratio=%.2f (%d releases × %d environments, one module changed)\n",
-		monoReview.Seconds(), singleReview.Seconds(), monoReview.Seconds()/singleReview.Seconds(), monoReleases, monoEnvs)
+	ratio := monoReview.Seconds() / singleReview.Seconds()
+	fmt.Printf("bench review-mono opm=%.2fs single=%.2fs ratio=%.2f (%d releases × %d environments, one module changed)%s\n",
+		monoReview.Seconds(), singleReview.Seconds(), ratio, monoReleases, monoEnvs, verdict("review-mono", ratio))
 
 	renderOne := func(dir string) time.Duration {
 		return timed(t, opm, "render", dir, "--release", one, "--env", "e0")

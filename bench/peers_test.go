@@ -164,7 +164,7 @@ func benchPeers(t *testing.T, env *kubetest.Env, cs *kubernetes.Clientset, work,
 	reportSSA(fmt.Sprintf("reapply-%d", objects), opmAgain, ssaAgain, 0)
 	reportSSA(fmt.Sprintf("reapply-%d-no-skip", objects), opmAgainFull, ssaAgain, opmRender)
 	reportSSA(fmt.Sprintf("diff-%d", objects), opmDiff, ssaDiff, opmRender)
-	fmt.Printf("bench render-%d opm=%.2fs\n", objects, opmRender.Seconds())
+	fmt.Printf("bench render-%d opm=%.2fs%s\n", objects, opmRender.Seconds(), verdict(fmt.Sprintf("render-%d", objects), opmRender.Seconds()))
 	if objects == 1000 {
 		fmt.Printf("bench rss apply-%d opm=%dMiB\n", objects, rss/1024)
 	}
@@ -173,8 +173,9 @@ func benchPeers(t *testing.T, env *kubetest.Env, cs *kubernetes.Clientset, work,
 // reportSSA prints opm against ssa, and the same without opm's render
 // time: ssa gets the objects already rendered.
 func reportSSA(name string, opm, ssa, render time.Duration) {
-	fmt.Printf("bench %s-ssa opm=%.2fs ssa=%.2fs ratio=%.2f render=%.2fs ratio-without-render=%.2f\n",
-		name, opm.Seconds(), ssa.Seconds(), opm.Seconds()/ssa.Seconds(), render.Seconds(), (opm-render).Seconds()/ssa.Seconds())
+	ratio := opm.Seconds() / ssa.Seconds()
+	fmt.Printf("bench %s-ssa opm=%.2fs ssa=%.2fs ratio=%.2f render=%.2fs ratio-without-render=%.2f%s\n",
+		name, opm.Seconds(), ssa.Seconds(), ratio, render.Seconds(), (opm-render).Seconds()/ssa.Seconds(), verdict(name+"-ssa", ratio))
 }
 
 // measured runs a command that must exit with code want and returns its
