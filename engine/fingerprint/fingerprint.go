@@ -595,6 +595,12 @@ func (s *fileScan) refs(n ast.Node, key string) []*build.Instance {
 		if inst, ok := imports[id.Name]; ok {
 			out = append(out, inst)
 		}
+		if (id.Name == "self" || id.Name == "__self") && (id.Node == nil || id.IsPredeclared()) {
+			// aliasv2's self is the innermost block: at a file's top
+			// level (or in the releases struct) it reads every release.
+			s.unsure(id, "a reference through self")
+			return true
+		}
 		switch ref := id.Node.(type) {
 		case *ast.ImportSpec:
 			path, err := strconv.Unquote(ref.Path.Value)

@@ -224,13 +224,26 @@ func renderOne(t *testing.T, dir, key, env string) *render.Release {
 // is refused (the caller renders), never guessed.
 func TestFingerprintIsRefusedWhereTheSyntaxCannotTell(t *testing.T) {
 	deploytest.Registry(t, lib("v0.1.0", "hello"))
-	for name, c := range map[string]struct{ old, new string }{
-		"a comprehension":         {"releases: api: {#module: apimodule}", "for k, m in {api: apimodule} {releases: (k): #module: m}"},
-		"a release using another": {"releases: api: {#module: apimodule}", "releases: api: {#module: apimodule}\nreleases: api2: releases.api"},
+	for name, c := range map[string]struct{ file, old, new string }{
+		"a comprehension":         {"deploy.cue", "releases: api: {#module: apimodule}", "for k, m in {api: apimodule} {releases: (k): #module: m}"},
+		"a release using another": {"deploy.cue", "releases: api: {#module: apimodule}", "releases: api: {#module: apimodule}\nreleases: api2: releases.api"},
+		// CUE's aliasv2 experiment (per file): self is the innermost
+		// block, here the file, so self["releases"] reads every release.
+		"self (aliasv2)":                        {"extra.cue", "", "@experiment(aliasv2)\n\npackage deploy\n\n_other: self[\"releases\"].api.#module\n"},
+		"a postfix alias of releases (aliasv2)": {"extra.cue", "", "@experiment(aliasv2)\n\npackage deploy\n\nreleases~R: _\n_other: R.api.#module\n"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := fixture(t)
-			edit(t, dir, "deploy.cue", c.old, c.new)
+			if c.old == "" {
+				assert.NilError(t, os.WriteFile(filepath.Join(dir, c.file), []byte(c.new), 0o644))
+			} else {
+				edit(t, dir, c.file, c.old, c.new)
+			}
+			if strings.Contains(c.new, "@experiment") {
+				edit(t, dir, "cue.mod/module.cue", `version: "v0.12.0"`, `version: "v0.15.0"`)
+				// The release still renders: a skip would be wrong, not an error.
+				renderOne(t, dir, "web", "prod")
+			}
 			p, err := load.ParseImports(t.Context(), dir, nil)
 			assert.NilError(t, err)
 			tree, err := fingerprint.Scan(t.Context(), p)
