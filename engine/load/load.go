@@ -122,6 +122,17 @@ func ParseImports(ctx context.Context, dir string, overlay map[string][]byte) (*
 
 // enclosingModule is the nearest parent of dir holding cue.mod/module.cue,
 // "" when none does.
+// vendors reports whether the module at abs holds packages in cue.mod's
+// pkg, usr or gen directories.
+func vendors(abs string) bool {
+	for _, d := range []string{"pkg", "usr", "gen"} {
+		if st, err := os.Stat(filepath.Join(abs, "cue.mod", d)); err == nil && st.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
 func enclosingModule(dir string) string {
 	for p := filepath.Dir(dir); p != dir; dir, p = p, filepath.Dir(p) {
 		if _, err := os.Stat(filepath.Join(p, "cue.mod", "module.cue")); err == nil {
@@ -163,10 +174,12 @@ func parse(ctx context.Context, dir string, rootOverlay map[string][]byte, impor
 		sources[name] = b
 	}
 	cfg := &load.Config{Dir: abs, ModuleRoot: abs, Registry: reg}
-	if runtime.GOOS == "windows" {
+	if runtime.GOOS == "windows" || vendors(abs) {
 		// load.Config.FS names files by slash paths from one root, which
-		// a drive letter is not: Windows keeps CUE's own overlay, and
-		// lists directories as often as cue/load asks.
+		// a drive letter is not, and cue/load cannot place the packages
+		// vendored in cue.mod/pkg, usr or gen when files come from an FS
+		// ("cannot get absolute path for FS"): those keep CUE's own
+		// overlay, and list directories as often as cue/load asks.
 		cfg.Overlay = make(map[string]load.Source, len(sources))
 		for name, b := range sources {
 			cfg.Overlay[name] = load.FromBytes(b)

@@ -143,3 +143,27 @@ func TestOtherCatalogVersionIsFetched(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, s, "v0.99.0 from the registry")
 }
+
+// Packages vendored in cue.mod/pkg and cue.mod/usr load as plain cue/load
+// loads them, also with an overlay (a review's base read from git).
+func TestVendoredPackagesLoad(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{
+		"cue.mod/module.cue":                     "module: \"example.com/d@v0\"\nlanguage: version: \"v0.12.0\"\n",
+		"cue.mod/pkg/example.com/vend/v.cue":     "package vend\n\nreplicas: 2\n",
+		"cue.mod/usr/example.com/vend/extra.cue": "package vend\n\nreplicas: int\n",
+		"d.cue":                                  "package d\n\nimport \"example.com/vend\"\n\nreleases: {}\nx: vend.replicas\n",
+	})
+	d, err := load.Load(t.Context(), dir)
+	assert.NilError(t, err)
+	n, err := d.Root.LookupPath(cue.ParsePath("x")).Int64()
+	assert.NilError(t, err)
+	assert.Equal(t, n, int64(2))
+
+	overlay := map[string][]byte{filepath.Join(dir, "d.cue"): []byte("package d\n\nimport \"example.com/vend\"\n\nreleases: {}\nx: vend.replicas + 1\n")}
+	d, err = load.LoadWith(t.Context(), dir, load.Options{Overlay: overlay})
+	assert.NilError(t, err)
+	n, err = d.Root.LookupPath(cue.ParsePath("x")).Int64()
+	assert.NilError(t, err)
+	assert.Equal(t, n, int64(3))
+}
