@@ -191,6 +191,14 @@ func completeBase(ctx context.Context, opts ReviewOptions, repo, commit, root, b
 	if err != nil {
 		return nil, err
 	}
+	for _, rel := range outside {
+		if _, ok := got[rel]; !ok {
+			// Missing from git's objects: the commit lacks it, or reaches
+			// it through a symbolic link (shared-link/values.yaml), which
+			// only a checkout resolves. The checkout tells which.
+			return nil, fmt.Errorf("values file %s is not a plain file at %s", rel, commit)
+		}
+	}
 	for rel, b := range got {
 		abs := filepath.Join(root, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {

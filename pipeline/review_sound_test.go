@@ -20,9 +20,26 @@ import (
 // deployment directory.
 func soundRepo(t *testing.T, body string, edit func(root string)) string {
 	t.Helper()
+	return soundRepoWith(t, body, nil, edit)
+}
+
+// soundRepoWith is soundRepo with more files (path in the deployment
+// directory → content) in the base commit.
+func soundRepoWith(t *testing.T, body string, files map[string]string, edit func(root string)) string {
+	t.Helper()
 	root := t.TempDir()
 	dir := filepath.Join(root, "deploy")
 	reviewCopyDir(t, deploytest.HealthyDir(t, body), dir)
+	assert.NilError(t, os.MkdirAll(filepath.Join(root, "shared"), 0o755))
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if name == "../shared-link" {
+			assert.NilError(t, os.Symlink("shared", p)) // a committed link to shared/
+			continue
+		}
+		assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		assert.NilError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
 	assert.NilError(t, os.MkdirAll(filepath.Join(root, "shared"), 0o755))
 	assert.NilError(t, os.WriteFile(filepath.Join(root, "shared", "values.yaml"), []byte("stamp: one\n"), 0o644))
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "dev.yaml"), []byte("stamp: one\n"), 0o644))

@@ -39,7 +39,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -273,7 +272,7 @@ func (t *Tree) files(inst *build.Instance) ([]Input, error) {
 			return nil, fmt.Errorf("fingerprinting %s: %w", bf.Filename, err)
 		}
 		out = append(out, fileInput("package", inst.ImportPath+"|"+relName(inst.Dir, bf.Filename), bf.Filename, b))
-		embedded, err := load.EmbeddedFiles(bf.Filename, b)
+		embedded, err := t.p.EmbeddedFiles(bf.Filename, b)
 		if err != nil {
 			return nil, fmt.Errorf("%v: %w", err, ErrUnsure)
 		}
@@ -661,11 +660,12 @@ func fileInput(kind, name, path string, b []byte) Input {
 	return Input{Kind: kind, Name: name, Hash: sum(b), Path: path}
 }
 
-// readInput hashes a file read from disk; one that cannot be read hashes
-// as such (the render fails on it, and a file that appears later
+// readInput hashes a file as the deployment holds it (a review's base
+// read from git: the commit's, else the disk's); one that cannot be read
+// hashes as such (the render fails on it, and a file that appears later
 // changes the fingerprint).
 func (t *Tree) readInput(kind, name, path string) Input {
-	b, err := os.ReadFile(path)
+	b, err := t.p.Source(path)
 	if err != nil {
 		why := err.Error()
 		var pe *fs.PathError

@@ -14,12 +14,14 @@ package load
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
@@ -98,11 +100,17 @@ type Parsed struct {
 	// Options.Overlay), for evaluating it again.
 	Overlay map[string][]byte
 	// sources are the bytes of files that are not on disk as read: the
-	// embedded catalog and the module file with the catalog pinned.
+	// embedded catalog, the module file with the catalog pinned, and
+	// the overlay.
 	sources map[string][]byte
+	// files is the host's file system with sources on top, rooted at
+	// "/": what @embed globs are resolved in, as the loader resolves them.
+	files func() fs.FS
 }
 
-// Source returns the bytes cue/load read for filename.
+// Source returns the bytes cue/load read for filename, or for any other
+// file the bytes the deployment as parsed holds: the overlay's (a review's
+// base read from git), else the host's.
 func (p *Parsed) Source(filename string) ([]byte, error) {
 	if b, ok := p.sources[filename]; ok {
 		return b, nil
@@ -204,7 +212,8 @@ func parse(ctx context.Context, dir string, rootOverlay map[string][]byte, impor
 	if len(insts) != 2 {
 		return nil, fmt.Errorf("loading %s: expected 2 instances, got %d", dir, len(insts))
 	}
-	return &Parsed{Dir: abs, Root: insts[0], Catalog: insts[1], Overlay: rootOverlay, sources: sources}, nil
+	files := sync.OnceValue(func() fs.FS { return newLoaderFS(sources) })
+	return &Parsed{Dir: abs, Root: insts[0], Catalog: insts[1], Overlay: rootOverlay, sources: sources, files: files}, nil
 }
 
 // LoadWith is Load with evaluation options.

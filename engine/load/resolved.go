@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -57,7 +59,7 @@ func (p *Parsed) record(r *reads.Set) error {
 			if err != nil {
 				return fault.Wrap(fault.Validation, fmt.Errorf("reading %s: %w", bf.Filename, err))
 			}
-			files, err := EmbeddedFiles(bf.Filename, src)
+			files, err := p.EmbeddedFiles(bf.Filename, src)
 			if err != nil {
 				continue // the evaluation reports it
 			}
@@ -74,7 +76,7 @@ func (p *Parsed) record(r *reads.Set) error {
 // CUE's embed injection will read when the file is evaluated. A file
 // without @embed pulls in nothing; one whose attributes cannot be
 // resolved (a missing file, a bad glob) is an error.
-func EmbeddedFiles(filename string, src []byte) ([]string, error) {
+func (p *Parsed) EmbeddedFiles(filename string, src []byte) ([]string, error) {
 	if !bytes.Contains(src, []byte("@embed")) {
 		return nil, nil
 	}
@@ -87,7 +89,16 @@ func EmbeddedFiles(filename string, src []byte) ([]string, error) {
 	if errs != nil {
 		return nil, fmt.Errorf("%s: %w", filename, errs)
 	}
-	fsys := os.DirFS(dir)
+	// In the deployment as parsed, overlay included: a glob over a
+	// base read from git matches the commit's files, not the disk's.
+	fsys := fs.FS(os.DirFS(dir))
+	if runtime.GOOS != "windows" && p.files != nil {
+		sub, err := fs.Sub(p.files(), strings.TrimPrefix(filepath.ToSlash(dir), "/"))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filename, err)
+		}
+		fsys = sub
+	}
 	var out []string
 	for _, e := range embeds {
 		found, err := e.FindAll(fsys)

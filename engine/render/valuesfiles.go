@@ -36,7 +36,8 @@ func (p *plan) envValuesFiles() (map[string][]*values.Set, error) {
 				path = filepath.Join(p.d.Dir, rel)
 			}
 			p.opts.reads.Add(path)
-			s, err := values.Read(p.d.Context, values.Input{Name: path}, p.opts.Keys)
+			// A base read from git holds its CUE files in the overlay.
+			s, err := values.Read(p.d.Context, values.Input{Name: path, Data: p.d.Overlay[path]}, p.opts.Keys)
 			if err != nil {
 				return fault.Wrap(readKind(err), fmt.Errorf("environment %q, valuesFiles entry %q (at %s): %w", p.opts.Environment, rel, it.Value().Pos(), err))
 			}
