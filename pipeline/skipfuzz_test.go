@@ -33,10 +33,12 @@ func fuzzRegistry(tb testing.TB) {
 
 // genDeployment writes, under root, a deployment directory deploy/ made
 // by r from the constructs fingerprints must follow: module packages
-// importing helper chains (one or two levels), a registry module, files
-// embedded with @embed, standard-library imports, lets, a hidden helper
+// importing helper chains (one or two levels), a package vendored in
+// cue.mod/pkg, a registry module, files embedded with @embed (a file, or a
+// glob over CUE files), standard-library imports, lets, a hidden helper
 // under environments, environments taken from another package or a
-// registry definition, values files inside and outside the directory.
+// registry definition, values files inside and outside the directory, in
+// YAML or CUE, and one reached through a directory symlink.
 // Every value that reaches a render is a distinct token tkNN, so an edit
 // of one token changes exactly what reads it.
 func genDeployment(r *rand.Rand, into string) (dir string, files map[string]string) {
@@ -73,15 +75,28 @@ func genDeployment(r *rand.Rand, into string) (dir string, files map[string]stri
 			mi = append(mi, `"example.com/fz@v0"`)
 			data = append(data, "registry: fz.value")
 		}
+		if r.IntN(4) == 0 { // a package vendored in cue.mod/pkg
+			files["deploy/cue.mod/pkg/example.com/vend/vend.cue"] = fmt.Sprintf("package vend\n\nvalue: %q\n", next())
+			mi = append(mi, `"example.com/vend"`)
+			data = append(data, "vendored: vend.value")
+		}
 		if r.IntN(3) == 0 {
 			mi = append(mi, `"strings"`)
 			data = append(data, fmt.Sprintf("upper: strings.ToUpper(%q)", next()))
 		}
-		head := ""
-		if r.IntN(3) == 0 {
-			head = "@extern(embed)\n\n"
+		head, embed := "", ""
+		switch r.IntN(4) {
+		case 0:
+			head, embed = "@extern(embed)\n\n", "_embedded: _ @embed(file=\"data.json\")\n"
 			files["deploy/mods/"+name+"/data.json"] = fmt.Sprintf(`{"v": %q}`, next())
 			data = append(data, "embedded: _embedded.v")
+		case 1: // a glob that matches CUE files, read as text
+			head, embed = "@extern(embed)\n\n", "_texts: _ @embed(glob=\"data/*.cue\", type=text)\n"
+			files["deploy/mods/"+name+"/data/text.cue"] = fmt.Sprintf("// %s\n", next())
+			data = append(data, `texts: strings.Join([for _, t in _texts {t}], "|")`)
+			if !slices.Contains(mi, `"strings"`) {
+				mi = append(mi, `"strings"`)
+			}
 		}
 		body := fmt.Sprintf(`%spackage %s
 
@@ -94,9 +109,7 @@ core.#Module
 metadata: {apiVersion: "test.example/deploy/%s@v0", name: %q, version: "1.0.0"}
 #config: stamp: *%q | string
 `, head, name, strings.Join(mi, "\n\t"), name, name, next())
-		if head != "" {
-			body += "_embedded: _ @embed(file=\"data.json\")\n"
-		}
+		body += embed
 		body += fmt.Sprintf("#components: c%d: {\n\tcore.#Configs\n\tspec: configs: \"c%d\": data: {\n\t\t%s\n\t}\n}\n", m, m, strings.Join(data, "\n\t\t"))
 		files["deploy/mods/"+name+"/"+name+".cue"] = body
 		imports = append(imports, fmt.Sprintf("%smod \"test.example/deploy/mods/%s\"", name, name))
@@ -105,11 +118,11 @@ metadata: {apiVersion: "test.example/deploy/%s@v0", name: %q, version: "1.0.0"}
 	// Environments: each takes its values one way or another.
 	var envs []string
 	var extra []string
-	hidden := false
+	hidden, links := false, false
 	for e := range 1 + r.IntN(2) {
 		name := fmt.Sprintf("e%d", e)
 		valuesFile := "values-" + name + ".yaml"
-		switch r.IntN(6) {
+		switch r.IntN(8) {
 		case 0: // no values file
 			envs = append(envs, fmt.Sprintf("%s: namespace: %q", name, name))
 		case 1: // a literal values file
@@ -130,6 +143,13 @@ metadata: {apiVersion: "test.example/deploy/%s@v0", name: %q, version: "1.0.0"}
 				extra = append(extra, `"test.example/deploy/envdefs"`)
 			}
 			envs = append(envs, fmt.Sprintf("%s: envdefs.%s", name, name))
+		case 6: // a values file in CUE
+			files["deploy/values/"+name+".cue"] = fmt.Sprintf("stamp: %q\n", next())
+			envs = append(envs, fmt.Sprintf("%s: {namespace: %q, valuesFiles: [\"values/%s.cue\"]}", name, name, name))
+		case 7: // outside the directory, through a directory symlink
+			files["shared/"+valuesFile] = "stamp: " + next() + "\n"
+			links = true
+			envs = append(envs, fmt.Sprintf("%s: {namespace: %q, valuesFiles: [\"../shared-link/%s\"]}", name, name, valuesFile))
 		case 5: // a registry module's definition, else a computed path
 			if useRegistry {
 				files["deploy/registry.yaml"] = "stamp: " + next() + "\n"
@@ -175,6 +195,12 @@ metadata: {apiVersion: "test.example/deploy/%s@v0", name: %q, version: "1.0.0"}
 			panic(err)
 		}
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			panic(err)
+		}
+	}
+	if links {
+		// Not in files: an edit goes to what the link points at.
+		if err := os.Symlink("shared", filepath.Join(into, "shared-link")); err != nil {
 			panic(err)
 		}
 	}
@@ -351,6 +377,39 @@ func FuzzSkipsAreSound(f *testing.F) {
 		full, err = pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: head}, BaseDir: base, NoSkip: true})
 		assert.NilError(t, err, "seed %d, edit %s", seed, what)
 		assert.Equal(t, outcome(t, moved), outcome(t, full), "seed %d, edit %s: the review in chunks from a partly warm cache differs from --no-skip", seed, what)
+
+		// The same change as a pull request: the base read from git's
+		// objects (the CUE files in memory) or, one seed in four, a first
+		// pull request whose base has no deployment at all.
+		repo := t.TempDir()
+		firstPR := seed%4 == 3
+		if firstPR {
+			assert.NilError(t, os.WriteFile(filepath.Join(repo, "README.md"), []byte("a new service\n"), 0o644))
+		} else {
+			genDeployment(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), repo)
+		}
+		gitRun(t, repo, "init", "-q", "-b", "main")
+		gitRun(t, repo, "add", "-A")
+		gitRun(t, repo, "commit", "-q", "-m", "base")
+		gitRun(t, repo, "checkout", "-q", "-b", "feature")
+		if firstPR {
+			genDeployment(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), repo)
+		}
+		pr := fuzzEdit(repo, files, pick, kind)
+		gitRun(t, repo, "add", "-A")
+		gitRun(t, repo, "commit", "-q", "-m", "change")
+		inRepo := filepath.Join(repo, "deploy")
+		t.Setenv("OPM_CACHE_DIR", t.TempDir())
+		fast, err = pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: inRepo}, BaseRefs: []string{"main"}})
+		assert.NilError(t, err, "seed %d, pull request %s (first: %v)", seed, pr, firstPR)
+		full, err = pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: inRepo}, BaseRefs: []string{"main"}, NoSkip: true})
+		assert.NilError(t, err, "seed %d, pull request %s (first: %v)", seed, pr, firstPR)
+		assert.Equal(t, outcome(t, fast), outcome(t, full), "seed %d, pull request %s (first: %v): the fast review of the base in git differs from --no-skip", seed, pr, firstPR)
+		if firstPR {
+			for _, rc := range full.Releases {
+				assert.Check(t, rc.Error == "" && rc.Base == nil, "seed %d: a first pull request reviews %s/%s as added: %+v", seed, rc.Name, rc.Environment, rc)
+			}
+		}
 	})
 }
 
