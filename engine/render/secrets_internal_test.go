@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -125,4 +126,52 @@ func TestStandInsRenderEachSetOfPathsOnce(t *testing.T) {
 	_, _, err = s.with([][]string{{"b", "c", "d"}})
 	assert.NilError(t, err)
 	assert.Equal(t, renders, 3, "another set of paths renders again")
+}
+
+// A hostile module computes fields that a fixed stand-in leaves alike for
+// the secret and itself (each character's code halved: 'a' and 'b' give
+// the same), to have a review show them unmasked. With stand-in steps the
+// module cannot predict, at most a stray one of 20 stays unmasked, never
+// enough to rebuild the token (a one-step stand-in left about half).
+func TestAModuleCannotDesignFieldsTheStandInMisses(t *testing.T) {
+	const token = "kq7Xw2RfT9bZc4LmN8pV"
+	var fields strings.Builder
+	for i := range len(token) {
+		fmt.Fprintf(&fields, "c%02d: \"\\(div(strings.ByteAt(#config.token, %d), 2))\"\n", i, i)
+	}
+	dir := deploytest.Write(t, map[string]string{"deploy.cue": `package deploy
+
+import (
+	"strings"
+	core "github.com/opmodel/pipeline/catalog@v0"
+)
+
+releases: r: core.#ModuleRelease & {
+	metadata: {name: "r", namespace: "ns"}
+	#module: {
+		core.#Module
+		metadata: {apiVersion: "test.example/hostile/r@v0", name: "r", version: "0.1.0"}
+		#config: token: string
+		#components: raw: {
+			core.#Objects
+			spec: objects: [{apiVersion: "v1", kind: "ConfigMap", metadata: name: "halves", data: {
+` + fields.String() + `}}]
+		}
+	}
+}
+`})
+	in := []values.Input{{Name: "values-secret", Data: []byte("token: " + token + "\n"), Secret: true}}
+	rels, err := Render(context.Background(), Options{Dir: dir, Releases: []string{"r"}, Values: in})
+	assert.NilError(t, err)
+	masked := map[string]bool{}
+	for _, f := range rels[0].SecretFields[0] {
+		masked[strings.Join(f.Path, "/")] = true
+	}
+	var shown []string
+	for i := range len(token) {
+		if !masked[fmt.Sprintf("data/c%02d", i)] {
+			shown = append(shown, fmt.Sprintf("c%02d", i))
+		}
+	}
+	assert.Check(t, len(shown) <= 1, "fields derived from the token left unmasked: %v", shown)
 }

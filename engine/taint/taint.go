@@ -12,6 +12,8 @@
 package taint
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -51,19 +53,53 @@ func Sentinel(v any) any {
 	return v
 }
 
-// shift moves every digit and letter one step within its class; a string
-// with none gets one character more, so it still differs.
+// steps is the stream of pseudo-random steps a stand-in moves the
+// characters of s by: SHA-256 of s in counter mode. Moving every character
+// one step, as a fixed rule would, let a module compute fields that come
+// out alike for a secret and its stand-in (the code of a character
+// divided by two is the same for 'a' and 'b'), so they were never masked
+// and a review showed them; steps a module cannot predict without the
+// secret leave it nothing to design for. The steps depend on s alone, so
+// the same secret masks the same fields on every run.
+type steps struct {
+	seed  []byte
+	block [sha256.Size]byte
+	n     uint64
+	used  int
+}
+
+func newSteps(s string) *steps {
+	return &steps{seed: []byte("opm taint stand-in v2\x00" + s), used: sha256.Size}
+}
+
+// next returns a step in [1, size-1]: never 0, so every character moves.
+func (st *steps) next(size int) int {
+	if st.used == len(st.block) {
+		var ctr [8]byte
+		binary.BigEndian.PutUint64(ctr[:], st.n)
+		st.n++
+		st.block = sha256.Sum256(append(slices.Clip(st.seed), ctr[:]...))
+		st.used = 0
+	}
+	b := st.block[st.used]
+	st.used++
+	return 1 + int(b)%(size-1)
+}
+
+// shift moves every digit and letter within its class by a step of
+// steps; a string with none gets one character more, so it still differs.
 func shift(s string) string {
 	b := []byte(s)
+	st := newSteps(s)
 	changed := false
 	for i, c := range b {
 		switch {
 		case c >= '0' && c <= '9':
-			b[i] = '0' + (c-'0'+1)%10
+			b[i] = '0' + byte((int(c-'0')+st.next(10))%10)
 		case c >= 'a' && c <= 'z':
-			b[i] = 'a' + (c-'a'+1)%26
+			b[i] = 'a' + byte((int(c-'a')+st.next(26))%26)
 		case c >= 'A' && c <= 'Z':
-			b[i] = 'A' + (c-'A'+1)%26
+			b[i] = 'A' + byte((int(c-'A')+st.next(26))%26)
 		default:
 			continue
 		}
@@ -75,8 +111,9 @@ func shift(s string) string {
 	return string(b)
 }
 
-// shiftNumber shifts the digits of a number's decimal form; a leading
-// digit that would become 0 becomes 1, so the digit count holds.
+// shiftNumber moves the digits of a number's decimal form as shift moves
+// a string's; a leading digit that would become 0 becomes 1, so the digit
+// count holds.
 func shiftNumber(f float64) float64 {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return f
@@ -84,9 +121,10 @@ func shiftNumber(f float64) float64 {
 	abs := math.Abs(f)
 	orig := strconv.FormatFloat(abs, 'f', -1, 64)
 	b := []byte(orig)
+	st := newSteps(orig)
 	for i, c := range b {
 		if c >= '0' && c <= '9' {
-			b[i] = '0' + (c-'0'+1)%10
+			b[i] = '0' + byte((int(c-'0')+st.next(10))%10)
 		}
 	}
 	if b[0] == '0' && orig[0] != '0' {

@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -27,14 +30,44 @@ func FuzzSentinelDiffersAndKeepsShape(f *testing.F) {
 }
 
 func TestSentinelNumbersKeepDigitCountAndSign(t *testing.T) {
-	for in, want := range map[float64]float64{4711: 5822, 9: 1, 90: 11, -7: -8, 0: 1, 1.5: 2.6, 999: 1110} {
+	for _, in := range []float64{4711, 9, 90, -7, 0, 1.5, 999, -12.25, 100000} {
 		got := Sentinel(in).(float64)
-		assert.Assert(t, got != in)
-		if in != 999 {
-			assert.Equal(t, got, want, "sentinel of %v", in)
+		assert.Assert(t, got != in, "sentinel of %v is itself", in)
+		assert.Equal(t, got < 0, in < 0, "sentinel of %v is %v: another sign", in, got)
+		assert.Equal(t, got == math.Trunc(got), in == math.Trunc(in), "sentinel of %v is %v: integrality", in, got)
+		digits := func(f float64) int { return len(strings.TrimLeft(strconv.FormatFloat(math.Abs(f), 'f', -1, 64), "0.")) }
+		if in != 999 && in != 0 { // 999 → 1110 at worst: every digit moved past 9
+			assert.Check(t, digits(got) >= digits(in)-1 && digits(got) <= digits(in)+1, "sentinel of %v is %v", in, got)
 		}
+		assert.Equal(t, Sentinel(in), got, "the sentinel of %v is not stable", in)
 	}
 	assert.Equal(t, Sentinel(true), false)
+}
+
+// Every character of a stand-in moves, by a step the secret decides: a
+// module cannot compute a field that comes out the same for a secret and
+// its stand-in. A fixed step of one kept code/2 for half the letters (so a
+// review showed a token's characters' upper bits); here the share of
+// secrets whose first character keeps code/2 is near 1 in 25, and the
+// steps are spread over the class.
+func TestStandInStepsAreUnpredictable(t *testing.T) {
+	const n = 2000
+	kept := 0
+	steps := map[int]bool{}
+	for i := range n {
+		s := fmt.Sprintf("tok%dxq", i*7919)
+		got := Sentinel(s).(string)
+		assert.Equal(t, len(got), len(s))
+		for j := range s {
+			assert.Assert(t, got[j] != s[j], "character %d of %q stayed in %q", j, s, got)
+		}
+		if got[0]/2 == s[0]/2 {
+			kept++
+		}
+		steps[(int(got[1])-int(s[1])+26)%26] = true
+	}
+	assert.Check(t, kept < n/10, "%d of %d stand-ins keep code/2 of the first character", kept, n)
+	assert.Check(t, len(steps) >= 20, "the steps take only %d values", len(steps))
 }
 
 // What a function derives from the secret differs between the renders,
