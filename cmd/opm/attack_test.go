@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/opmodel/pipeline/engine/encrypted"
 	"github.com/opmodel/pipeline/engine/manifest"
@@ -140,4 +141,53 @@ func bruteForcePIN(t *testing.T, dir, published string) {
 		Keys: encrypted.Keys{AgeIdentities: []string{deploytest.SopsAgeKey()}}})
 	assert.NilError(t, err)
 	attacktest.BruteForcePIN(t, rels[0], published)
+}
+
+// The error paths: a pull request makes the module derive a value from the
+// canary that a constraint refuses (upper-cased against a lower-case
+// pattern), so every command fails on it. The CUE error would quote the
+// derived value; nothing any command prints shows the canary in any
+// encoding, and the error still says where and what. (A canary written in
+// the repository's own values is secret only once a render shows it
+// reaching a Secret; a render that fails cannot, docs/secrets.md.)
+func TestAttackerLearnsNothingFromFailures(t *testing.T) {
+	for _, source := range []deploytest.AttackSource{deploytest.AttackSOPS} {
+		t.Run(string(source), func(t *testing.T) {
+			t.Setenv("SOPS_AGE_KEY", deploytest.SopsAgeKey())
+			ns := env.Namespace(t)
+			dir := deploytest.AttackDir(t, ns, source, deploytest.AttackCanary, deploytest.AttackPIN)
+			gitRepo(t, dir, "the canary")
+			gitIn(t, dir, "checkout", "-q", "-b", "shout")
+			mod := filepath.Join(dir, "attack", "attack.cue")
+			b, err := os.ReadFile(mod)
+			assert.NilError(t, err)
+			shout := strings.Replace(string(b), "\treplicas: *1 | int\n", "\treplicas: *1 | int\n\tshout: strings.ToUpper(canary) & =~\"^[a-z0-9-]+$\"\n", 1)
+			assert.Assert(t, shout != string(b))
+			assert.NilError(t, os.WriteFile(mod, []byte(shout), 0o644))
+			gitIn(t, dir, "commit", "-q", "-am", "shout")
+
+			kc := "--kubeconfig=" + env.Kubeconfig
+			prod := []string{"--env", "production", kc}
+			var published strings.Builder
+			for _, args := range [][]string{
+				{"render", dir, "--env", "production"},
+				append([]string{"diff", dir, "-o", "json"}, prod...),
+				append([]string{"diff", dir}, prod...),
+				append([]string{"apply", "--no-wait", dir}, prod...),
+				append([]string{"apply", "--no-wait", dir, "-o", "json"}, prod...),
+				{"explain", dir, "--env", "production"},
+				{"review", dir, "--base", "main"},
+				{"review", dir, "--base", "main", "-o", "markdown"},
+				{"review", dir, "--base", "main", "--no-skip", "-o", "json"},
+			} {
+				code, out, errOut := runOpm(t, args...)
+				assert.Check(t, code != 0 || args[0] == "explain", "opm %v succeeded on a release that cannot render:\n%s%s", args, out, errOut)
+				fmt.Fprintf(&published, "$ opm %s\n%s\n%s\n", strings.Join(args, " "), errOut, out)
+			}
+			text := published.String()
+			assert.Check(t, is.Len(attacktest.Leaks(text), 0), "what the failures published shows the canary:\n%s", text)
+			assert.Check(t, strings.Contains(text, "out of bound"), "the failures no longer say what is wrong:\n%s", text)
+			assert.Check(t, strings.Contains(text, "attack.cue:"), "the failures no longer say where:\n%s", text)
+		})
+	}
 }

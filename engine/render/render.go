@@ -400,6 +400,27 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 		return r, nil
 	}
 
+	var secrets []string
+	for _, f := range files {
+		secrets = append(secrets, f.Secrets()...)
+	}
+	if len(secrets) > 0 {
+		// Whatever fails from here on may quote a value, or a value a
+		// function derived from one (an upper-cased copy, a prefix, a
+		// product): the same render with stand-ins says which.
+		defer func() {
+			if err != nil {
+				msg := err.Error()
+				if !errors.As(err, new(quotesNoValue)) {
+					msg = maskDerived(msg, standInFailure(d, key, rel, files, transformers))
+				}
+				all := append(slices.Clone(r.Secrets), secrets...)
+				slices.SortFunc(all, func(a, b string) int { return len(b) - len(a) }) // longest first
+				err = fault.Wrap(fault.KindOf(err), errors.New(values.Redact(msg, all)))
+				out = nil
+			}
+		}()
+	}
 	effective, set, err := effectiveValues(d, rel, where, key, envName, files)
 	if err != nil {
 		return nil, err
@@ -407,13 +428,6 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	r.set = set
 	if set.HasSecrets() {
 		r.Secrets = set.Secrets()
-		// Whatever fails from here on may quote a value.
-		defer func() {
-			if err != nil {
-				err = fault.Wrap(fault.KindOf(err), errors.New(values.Redact(err.Error(), r.Secrets)))
-				out = nil
-			}
-		}()
 	}
 	comps, err := moduleComponents(rel, effective, where, r.Module.Path)
 	if err != nil {
@@ -451,7 +465,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 		case errors.As(err, &te):
 			// Kinds are shown everywhere (diffs, refusals, summaries); one a
 			// secret reaches would publish it. Neither is named here.
-			return nil, fault.Validationf("%s: %v; an object's kind and apiVersion must come from the module, never from secrets: use the secret in a field of the object instead", where, te)
+			return nil, quotesNoValue{fault.Validationf("%s: %v; an object's kind and apiVersion must come from the module, never from secrets: use the secret in a field of the object instead", where, te)}
 		case err != nil:
 			r.Warnings = append(r.Warnings, fmt.Sprintf("secret-derived values could not be traced (%v): every field of every object is treated as secret", err))
 		}
@@ -470,6 +484,19 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	}
 	r.ChangeID = manifest.ChangeID(r.Module.Path, r.Module.Version, r.ValuesText, r.ManifestDigest)
 	return r, nil
+}
+
+// standInFailure is the error of rendering the release again with every
+// secret replaced by its stand-in, or "" when that render succeeds.
+func standInFailure(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer) string {
+	alt := make([]*values.Set, len(files))
+	for i, f := range files {
+		alt[i] = f.StandIn(taint.Sentinel)
+	}
+	if _, err := renderRelease(d, key, rel, alt, transformers, false, false); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // effectiveValues merges module values < release < environment < files and

@@ -1,7 +1,10 @@
 package render
 
 import (
+	"regexp"
+
 	"cmp"
+	"github.com/pmezard/go-difflib/difflib"
 	"maps"
 	"slices"
 
@@ -362,4 +365,47 @@ func register(ctx context.Context, r *Release) {
 			}
 		}
 	}
+}
+
+// quotesNoValue marks an error of opm's own whose text names no value,
+// only the release and where: it needs no stand-in to be shown.
+type quotesNoValue struct{ error }
+
+func (e quotesNoValue) Unwrap() error { return e.error }
+
+// errorToken splits an error's text into quoted strings, runs of other
+// non-space characters, and the spaces between them.
+var errorToken = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|\s+|[^\s"]+`)
+
+// maskDerived masks in msg, the error of a render that holds secrets,
+// every token the same render with stand-ins (standIn, its error) does not
+// produce: what differs between the two derives from a secret, whatever
+// function derived it, and nothing else does, so a public value stays (no
+// oracle). When the stand-in render does not fail there is nothing to set
+// against, and every quoted string and every number is masked.
+func maskDerived(msg, standIn string) string {
+	real := errorToken.FindAllString(msg, -1)
+	keep := make([]bool, len(real))
+	if standIn != "" {
+		m := difflib.NewMatcher(real, errorToken.FindAllString(standIn, -1))
+		for _, b := range m.GetMatchingBlocks() {
+			for i := b.A; i < b.A+b.Size; i++ {
+				keep[i] = true
+			}
+		}
+	} else {
+		for i, tok := range real {
+			_, numErr := strconv.ParseFloat(strings.Trim(tok, "():,;[]"), 64)
+			keep[i] = !strings.HasPrefix(tok, `"`) && numErr != nil
+		}
+	}
+	var b strings.Builder
+	for i, tok := range real {
+		if keep[i] || strings.TrimSpace(tok) == "" {
+			b.WriteString(tok)
+		} else {
+			b.WriteString(values.SecretMark)
+		}
+	}
+	return b.String()
 }

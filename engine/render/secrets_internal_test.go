@@ -175,3 +175,60 @@ releases: r: core.#ModuleRelease & {
 	}
 	assert.Check(t, len(shown) <= 1, "fields derived from the token left unmasked: %v", shown)
 }
+
+// A render that fails on a value derived from a secret does not quote it:
+// the same render with stand-ins fails alike, and every token of the error
+// that differs between the two derives from a secret and is masked; the
+// rest (positions, the constraint, a public value) stays to say what is
+// wrong. Checked for an upper-cased copy against a bound, a prefix that
+// conflicts with a literal, a number computed from the secret, and a
+// constraint only the secret fails.
+func TestRenderErrorsMaskWhatASecretDerives(t *testing.T) {
+	const token = "kq7Xw2RfT9bZc4LmN8pV"
+	for name, c := range map[string]struct {
+		field  string
+		hidden []string
+		shown  []string
+	}{
+		"upper-cased against a bound": {`upper: strings.ToUpper(#config.token) & =~"^[a-z]+$"`, []string{strings.ToUpper(token)}, []string{"^[a-z]+$", "deploy.cue:"}},
+		"a prefix conflicting":        {`prefix: strings.SliceRunes(#config.token, 0, 7) & "fixed"`, []string{token[:7]}, []string{`"fixed"`, "deploy.cue:"}},
+		"a number out of bound":       {`n: "\(strings.ByteAt(#config.token, 0) * 1000 & <100)"`, []string{fmt.Sprint(int(token[0]) * 1000)}, []string{"<100", "deploy.cue:"}},
+		// Only the real value fails: nothing to compare, so every quoted
+		// string and number of the error is masked.
+		"only the secret fails": {`up: strings.ToUpper(#config.token) & !="` + strings.ToUpper(token) + `"`, []string{strings.ToUpper(token)}, []string{"out of bound", "deploy.cue:"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := deploytest.Write(t, map[string]string{"deploy.cue": `package deploy
+
+import (
+	"strings"
+	core "github.com/opmodel/pipeline/catalog@v0"
+)
+
+releases: r: core.#ModuleRelease & {
+	metadata: {name: "r", namespace: "ns"}
+	#module: {
+		core.#Module
+		metadata: {apiVersion: "test.example/fails/r@v0", name: "r", version: "0.1.0"}
+		#config: token: string
+		#components: raw: {
+			core.#Objects
+			spec: objects: [{apiVersion: "v1", kind: "ConfigMap", metadata: name: "derived", data: {
+				` + c.field + `
+			}}]
+		}
+	}
+}
+`})
+			in := []values.Input{{Name: "values-secret", Data: []byte("token: " + token + "\n"), Secret: true}}
+			_, err := Render(context.Background(), Options{Dir: dir, Releases: []string{"r"}, Values: in})
+			assert.Assert(t, err != nil)
+			for _, h := range append(c.hidden, token) {
+				assert.Check(t, !strings.Contains(err.Error(), h), "the error shows %q: %v", h, err)
+			}
+			for _, s := range c.shown {
+				assert.Check(t, strings.Contains(err.Error(), s), "the error lost %q: %v", s, err)
+			}
+		})
+	}
+}

@@ -96,12 +96,18 @@ func (s *Set) SecretPaths() [][]string {
 	return out
 }
 
-// WithSentinels returns a copy of s in which every value from a secret
-// source is replaced by a sentinel of the same shape that differs from it
-// everywhere it can (engine/taint.Sentinel): a render from it differs from
-// the real one exactly in what the secrets reach.
-func (s *Set) WithSentinels(sentinel func(any) any) *Set {
-	return s.Replaced(s.SecretPaths(), sentinel)
+// StandIn returns a copy of s in which every value from a secret source
+// is replaced by a sentinel of the same shape that differs from it
+// everywhere it can (engine/taint.Sentinel), and no value is marked
+// secret: a render from it differs from the real one exactly in what the
+// secrets reach, and holds nothing to redact.
+func (s *Set) StandIn(sentinel func(any) any) *Set {
+	out := s.Replaced(s.SecretPaths(), sentinel)
+	for k, o := range out.Origins {
+		o.Secret = false
+		out.Origins[k] = o
+	}
+	return out
 }
 
 // Replaced returns a copy of s with the value at each of paths replaced by

@@ -66,8 +66,10 @@ func TestSecretPathsKeepDottedLabelsWhole(t *testing.T) {
 	assert.DeepEqual(t, s.Secrets(), []string{"pw-9f3k2"})
 	o, ok := s.Origin("spring", "datasource", "password")
 	assert.Assert(t, ok && !o.Secret, "the nested public field keeps its own origin")
-	got := s.WithSentinels(func(any) any { return "stand-in" })
+	got := s.StandIn(func(any) any { return "stand-in" })
 	assert.Equal(t, got.Data["spring.datasource.password"], "stand-in")
+	assert.Check(t, !got.HasSecrets(), "a stand-in set holds nothing secret")
+	assert.Check(t, s.HasSecrets(), "the set itself keeps its secrets")
 	assert.Equal(t, s.Data["spring.datasource.password"], "pw-9f3k2", "the set is copied")
 	assert.DeepEqual(t, got.Data["spring"], s.Data["spring"])
 }
