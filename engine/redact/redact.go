@@ -39,6 +39,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/url"
 	"reflect"
 	"slices"
@@ -65,6 +66,9 @@ type Redactor struct {
 	mu       sync.Mutex
 	subst    map[string]string
 	replacer *strings.Replacer // rebuilt after every change
+	// short are names shorter than MinLength, replaced only as whole
+	// names (not inside a longer run of name characters). Copied on write.
+	short map[string]string
 }
 
 // New returns a Redactor sealing identifiers with sealer (nil: a random
@@ -193,6 +197,15 @@ func (r *Redactor) Name(name string) string {
 	stand := NamePrefix + strings.TrimPrefix(r.sealer.ChangeID("object name\x00"+name), manifest.SealedChangePrefix)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(name) < MinLength {
+		short := maps.Clone(r.short)
+		if short == nil {
+			short = map[string]string{}
+		}
+		short[name] = stand
+		r.short = short
+		return stand
+	}
 	r.add(name, stand)
 	return stand
 }
@@ -202,7 +215,45 @@ func (r *Redactor) String(s string) string {
 	if r == nil || s == "" {
 		return s
 	}
-	return r.get().Replace(s)
+	s = r.get().Replace(s)
+	r.mu.Lock()
+	short := r.short
+	r.mu.Unlock()
+	if len(short) == 0 {
+		return s
+	}
+	// Each maximal run of name characters that is a short name.
+	var b strings.Builder
+	start := -1
+	flush := func(end int) {
+		if start < 0 {
+			return
+		}
+		run := s[start:end]
+		if stand, ok := short[run]; ok {
+			run = stand
+		}
+		b.WriteString(run)
+		start = -1
+	}
+	for i := 0; i < len(s); i++ {
+		if isNameChar(s[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		flush(i)
+		b.WriteByte(s[i])
+	}
+	flush(len(s))
+	return b.String()
+}
+
+// isNameChar reports whether c is one of the characters object names are
+// made of: a short name is replaced only as a whole run of them.
+func isNameChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
 func (r *Redactor) get() *strings.Replacer {

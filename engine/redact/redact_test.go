@@ -104,3 +104,15 @@ func TestValueRedactsResults(t *testing.T) {
 }
 
 var cmpAllowUnexported = cmp.Exporter(func(reflect.Type) bool { return true })
+
+// A short name a secret reaches ("k") is replaced where it stands as a
+// name, never inside other words: rewriting every k of a text would mangle
+// it and tell a reader which strings are secret.
+func TestShortNamesAreReplacedAsWholeNames(t *testing.T) {
+	r := New(manifest.NewSealer([]byte("k")))
+	a := r.Name("k")
+	got := r.String("configmap/k created; kept 3 keys in namespace kube-system (k)")
+	assert.Equal(t, got, "configmap/"+a+" created; kept 3 keys in namespace kube-system ("+a+")")
+	assert.Equal(t, r.String(`"k": 1`), `"`+a+`": 1`)
+	assert.Equal(t, r.String("k,k k"), a+","+a+" "+a, "neighbours are each whole names")
+}
