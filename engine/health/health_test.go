@@ -425,3 +425,46 @@ func TestWaitHonoursTheCallersContext(t *testing.T) {
 	_, err := Wait(ctx, cl, refs, WaitOptions{Interval: 100 * time.Millisecond, Timeout: 0})
 	assert.Assert(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
 }
+
+// Status explains workloads by their pods with one pod LIST per
+// namespace, however many workloads are not ready there: three broken
+// Deployments in one namespace, each told its own pod's problem.
+func TestExplainListsPodsOncePerNamespace(t *testing.T) {
+	cl := cluster(t)
+	ns := env.Namespace(t)
+	names := []string{"one", "two", "three"}
+	var entries []inventory.Entry
+	for _, n := range names {
+		entries = append(entries, create(t, cl, deployment(ns, n, kubetest.FailingImage)))
+	}
+	// Until every Deployment has a pod that reports the pull failure.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		pods, err := cl.Clientset.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+		assert.NilError(t, err)
+		failing := map[string]bool{}
+		for _, p := range pods.Items {
+			if PodProblem(&p) != "" {
+				failing[p.Labels["app"]] = true
+			}
+		}
+		if len(failing) == len(names) {
+			break
+		}
+		assert.Assert(t, time.Now().Before(deadline), "pods failing after a minute: %v", failing)
+		time.Sleep(200 * time.Millisecond)
+	}
+	found, _, err := discover.FromInventory(t.Context(), cl, entries, discover.Options{})
+	assert.NilError(t, err)
+	hs := Check(found)
+	cfg, requests := kubetest.CountingConfig(env.Config)
+	counted, err := kube.FromConfig(cfg, "test", kube.Options{})
+	assert.NilError(t, err)
+	requests.Store(0)
+	Explain(t.Context(), counted, found, hs)
+	assert.Equal(t, requests.Load(), int64(1), "requests to explain %d workloads of one namespace", len(names))
+	for i, h := range hs {
+		assert.Check(t, strings.HasPrefix(h.Reason, "ImagePullBackOff: "), "%s: %s", names[i], h.Reason)
+		assert.Check(t, strings.Contains(h.Reason, "(pod "+names[i]+"-"), "%s is explained by another's pod: %s", names[i], h.Reason)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/opmodel/pipeline/engine/discover"
@@ -36,10 +37,12 @@ var waitingReasons = map[string]bool{
 // problem its pods report (container waiting reasons such as
 // ImagePullBackOff or CrashLoopBackOff, a termination reason such as
 // OOMKilled, or an Unschedulable pod), ahead of kstatus's count. found
-// are the objects hs judged, in the same order. Pods that cannot be
-// listed (no permission, the cluster blipped) leave the reason as it was:
-// this only ever adds detail.
+// are the objects hs judged, in the same order. The pods are listed once
+// per namespace, never once per workload, and matched to each workload's
+// selector here. Pods that cannot be listed (no permission, the cluster
+// blipped) leave the reason as it was: this only ever adds detail.
 func Explain(ctx context.Context, cl *kube.Cluster, found []discover.Found, hs []ObjectHealth) {
+	pods := map[string][]corev1.Pod{} // by namespace, newest first; nil when not listable
 	for i := range hs {
 		if hs[i].Status == Current || i >= len(found) || found[i].Object == nil {
 			continue
@@ -50,7 +53,15 @@ func Explain(ctx context.Context, cl *kube.Cluster, found []discover.Found, hs [
 		}
 		why := replicaFailure(u)
 		if why == "" {
-			why = podProblem(ctx, cl, u)
+			sel := selectorOf(u)
+			if sel == nil {
+				continue
+			}
+			ns := u.GetNamespace()
+			if _, listed := pods[ns]; !listed {
+				pods[ns] = listPods(ctx, cl, ns)
+			}
+			why = podProblem(pods[ns], sel)
 		}
 		if why != "" {
 			hs[i].Reason = strings.TrimSuffix(why+"; "+hs[i].Reason, "; ")
@@ -75,32 +86,45 @@ func replicaFailure(u *unstructured.Unstructured) string {
 	return ""
 }
 
-// podProblem lists the workload's pods by its selector and returns the
-// first problem one reports, or "".
-func podProblem(ctx context.Context, cl *kube.Cluster, u *unstructured.Unstructured) string {
+// selectorOf is a workload's pod selector, or nil (none, or one that
+// selects everything).
+func selectorOf(u *unstructured.Unstructured) labels.Selector {
 	raw, ok, _ := unstructured.NestedMap(u.Object, "spec", "selector")
 	if !ok {
-		return ""
+		return nil
 	}
 	var sel metav1.LabelSelector
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &sel); err != nil {
-		return ""
+		return nil
 	}
 	s, err := metav1.LabelSelectorAsSelector(&sel)
 	if err != nil || s.Empty() {
-		return ""
+		return nil
 	}
+	return s
+}
+
+// listPods lists the pods of namespace ns, newest first (after a change
+// they are the ones that matter); nil when they cannot be listed.
+func listPods(ctx context.Context, cl *kube.Cluster, ns string) []corev1.Pod {
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	pods, err := cl.Clientset.CoreV1().Pods(u.GetNamespace()).List(lctx, metav1.ListOptions{LabelSelector: s.String(), Limit: 50})
+	list, err := cl.Clientset.CoreV1().Pods(ns).List(lctx, metav1.ListOptions{})
 	if err != nil {
-		return ""
+		return nil
 	}
-	// Newest pods first: after a change they are the ones that matter.
-	items := pods.Items
+	items := list.Items
 	slices.SortFunc(items, func(a, b corev1.Pod) int { return b.CreationTimestamp.Compare(a.CreationTimestamp.Time) })
-	for _, p := range items {
-		if why := PodProblem(&p); why != "" {
+	return items
+}
+
+// podProblem is the first problem a pod sel selects reports, or "".
+func podProblem(pods []corev1.Pod, sel labels.Selector) string {
+	for i := range pods {
+		if !sel.Matches(labels.Set(pods[i].Labels)) {
+			continue
+		}
+		if why := PodProblem(&pods[i]); why != "" {
 			return why
 		}
 	}
