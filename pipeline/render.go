@@ -39,6 +39,10 @@ type Selection struct {
 	// NamespaceOverride replaces every selected release's namespace (and
 	// so its identity); Smoke sets it to a throwaway namespace.
 	NamespaceOverride string `json:"namespaceOverride,omitempty"`
+	// InlineValues are values files handed over in memory that are not
+	// secret (the CLI's `-f -`, read from standard input), merged after
+	// ValuesFiles, one release only.
+	InlineValues []InlineValues `json:"-"`
 	// SecretValues are values files handed over in memory (a CI or Dagger
 	// secret), plaintext or SOPS-encrypted, merged after ValuesFiles, one
 	// release only. Their values are secret: masked wherever values are
@@ -51,6 +55,14 @@ type Selection struct {
 	// fingerprints are the selected releases' input fingerprints by key,
 	// when computed (see fingerprints): apply records them.
 	fingerprints map[string]string
+}
+
+// InlineValues is one in-memory values file that is not secret.
+type InlineValues struct {
+	// Name is what messages call it; its extension picks the format
+	// (stdin.cue), else JSON or YAML by content.
+	Name string
+	Data []byte
 }
 
 // SecretValues is one in-memory values file.
@@ -72,6 +84,9 @@ func (s Selection) renderOptions() render.Options {
 	dir := s.dir()
 	o := render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles, Namespace: s.NamespaceOverride,
 		Keys: encrypted.Keys{AgeIdentities: s.AgeKeys}, VerifyInputs: os.Getenv(EnvVerifyInputs) != ""}
+	for _, v := range s.InlineValues {
+		o.Values = append(o.Values, values.Input{Name: v.Name, Data: v.Data})
+	}
 	for _, v := range s.SecretValues {
 		o.Values = append(o.Values, values.Input{Name: v.Name, Data: v.Data, Secret: true})
 	}

@@ -139,7 +139,7 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(opts.ValuesFiles)+len(opts.SecretValues) > 0 && len(keys) != 1 {
+	if len(opts.ValuesFiles)+len(opts.InlineValues)+len(opts.SecretValues) > 0 && len(keys) != 1 {
 		return nil, fault.Validationf("values files apply to exactly one release, but %d are selected: select one release", len(keys))
 	}
 	cs := &ChangeSet{Operation: "review", Releases: []ReleaseChanges{}}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -54,7 +53,7 @@ more for errors, as kubectl diff.`,
 			if cs == nil {
 				return err
 			}
-			if err := printChangeSet(cmd.OutOrStdout(), output, cs); err != nil {
+			if err := printChangeSet(cmd, output, cs); err != nil {
 				return err
 			}
 			if err != nil {
@@ -95,14 +94,19 @@ func isTerminal(w any) bool {
 // (the Action's comment, with this build's footer) or text. In every
 // format, releases holding secret data show sealed digests and change IDs
 // (the redactor every output passes through, see run).
-func printChangeSet(out io.Writer, output string, cs *pipeline.ChangeSet) error {
+func printChangeSet(cmd *cobra.Command, output string, cs *pipeline.ChangeSet) error {
+	out := cmd.OutOrStdout()
 	switch output {
 	case "json":
 		return writeJSON(out, cs)
 	case "markdown":
 		fmt.Fprint(out, report.Markdown(cs, report.ReportMarkdownOptions(buildinfo.Read().Footer())))
 	default:
-		fmt.Fprint(out, report.Text(cs, isTerminal(out)))
+		on, err := colourOn(cmd)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(out, report.Text(cs, on))
 	}
 	return nil
 }

@@ -37,6 +37,11 @@ func main() {
 // reads inventories; only render's stdout, the operator's own manifests,
 // bypasses it (see docs/secrets.md).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runWithInput(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runWithInput is run with stdin as the standard input (-f -).
+func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	red := redact.New(pipeline.NewSealer(sealKey(os.Getenv)))
 	out, errOut := red.Writer(stdout), red.Writer(stderr)
 	defer func() {
@@ -45,7 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}()
 	ctx = redact.With(ctx, red)
 	ctx = context.WithValue(ctx, operatorOutKey{}, stdout)
-	return execute(ctx, args, out, errOut)
+	return execute(ctx, args, stdin, out, errOut)
 }
 
 // operatorOutKey holds the unredacted stdout, for render alone.
@@ -60,8 +65,9 @@ func operatorOut(cmd *cobra.Command) io.Writer {
 	return cmd.OutOrStdout()
 }
 
-func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
+	root.SetIn(stdin)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -118,6 +124,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	addColourFlag(root)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return readStdin(cmd) }
 	root.AddCommand(newRenderCmd(), newDiffCmd(), newApplyCmd(), newPruneCmd(), newStatusCmd(), newDeleteCmd(), newReviewCmd(), newHistoryCmd(), newRollbackCmd(), newVersionCmd())
 	root.AddCommand(newSmokeCmd(), newUnlockCmd(), newInventoryCmd(), newRBACCmd(), newPlanCmd(), newGatesCmd(), newExplainCmd(), newInitCmd())
 	// Added now, not when Execute would: the docs check and the CLI

@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -114,4 +116,48 @@ func TestRenderJSONRecomputesDigestAndChangeID(t *testing.T) {
 		sum := sha1.Sum([]byte(r.Module.Path + r.Module.Version + r.ValuesText + digest))
 		assert.Equal(t, "change-sha1-"+hex.EncodeToString(sum[:])[:8], r.ChangeID, "%s: change ID", r.Name)
 	}
+}
+
+// -f - reads the values from standard input (after the files), in the
+// format --values-format names or, by default, JSON or YAML by content; a
+// path without an extension (a pipe, -f <(sops -d …)) is read by content
+// too. Standard input is read once: -f - twice is a usage error.
+func TestValuesFromStandardInput(t *testing.T) {
+	render := func(stdin string, args ...string) (int, string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := runWithInput(t.Context(), append([]string{"render", "../../examples", "--env", "staging", "-r", "blog"}, args...), strings.NewReader(stdin), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, errOut := render("title: from stdin\n", "-f", "-")
+	assert.Equal(t, code, 0, errOut)
+	assert.Check(t, strings.Contains(out, "title: from stdin"), out)
+
+	code, out, errOut = render(`{"title": "json on stdin"}`, "-f", "-")
+	assert.Equal(t, code, 0, errOut)
+	assert.Check(t, strings.Contains(out, "title: json on stdin"), out)
+
+	code, out, errOut = render(`title: "cue " + "on stdin"`, "-f", "-", "--values-format", "cue")
+	assert.Equal(t, code, 0, errOut)
+	assert.Check(t, strings.Contains(out, "title: cue on stdin"), out)
+
+	// Standard input is merged after the files, whatever the order of -f.
+	file := filepath.Join(t.TempDir(), "v.yaml")
+	assert.NilError(t, os.WriteFile(file, []byte("title: from the file\n"), 0o644))
+	code, out, errOut = render("title: from stdin\n", "-f", "-", "-f", file)
+	assert.Equal(t, code, 0, errOut)
+	assert.Check(t, strings.Contains(out, "title: from stdin"), out)
+
+	noExt := filepath.Join(t.TempDir(), "values")
+	assert.NilError(t, os.WriteFile(noExt, []byte("title: no extension\n"), 0o644))
+	code, out, errOut = render("", "-f", noExt)
+	assert.Equal(t, code, 0, errOut)
+	assert.Check(t, strings.Contains(out, "title: no extension"), out)
+
+	code, _, errOut = render("title: x\n", "-f", "-", "-f", "-")
+	assert.Equal(t, code, 2)
+	assert.Check(t, strings.Contains(errOut, "-f - is given 2 times"), errOut)
+	code, _, errOut = render("title: x\n", "-f", "-", "--values-format", "toml")
+	assert.Equal(t, code, 2)
+	assert.Check(t, strings.Contains(errOut, `--values-format "toml": use auto, yaml, json or cue`), errOut)
 }

@@ -129,7 +129,7 @@ func printCacheLine(cmd *cobra.Command, opts pipeline.ReviewOptions, cs *pipelin
 
 // finishReview prints a review and picks the exit code.
 func finishReview(cmd *cobra.Command, output string, wantCode bool, cs *pipeline.ChangeSet) error {
-	if err := printChangeSet(cmd.OutOrStdout(), output, cs); err != nil {
+	if err := printChangeSet(cmd, output, cs); err != nil {
 		return err
 	}
 	var failed []string

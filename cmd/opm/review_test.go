@@ -160,3 +160,40 @@ func TestReviewPlanShardsAndMerge(t *testing.T) {
 	assert.Equal(t, code, 2)
 	assert.Assert(t, strings.Contains(errOut, "has no split: make it with opm review plan --shards N"), errOut)
 }
+
+// Text output is coloured on a terminal, or with --color always; never
+// with --color never, NO_COLOR set (auto), off a terminal (auto), or in
+// JSON and Markdown, whatever --color says; a wrong --color is a usage
+// error.
+func TestColourFollowsTheFlagAndNoColor(t *testing.T) {
+	t.Setenv("OPM_CACHE_DIR", t.TempDir())
+	repo := gitExamples(t)
+	dir := filepath.Join(repo, "examples")
+	gitIn(t, repo, "checkout", "-q", "-b", "feature")
+	editFile(t, filepath.Join(dir, "releases.cue"), `title:    "Engineering blog"`, `title:    "Engineering notes"`)
+	gitIn(t, repo, "commit", "-qam", "retitle")
+	review := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := runOpm(t, append([]string{"review", dir, "--base", "main", "--env", "staging", "-r", "blog"}, args...)...)
+		assert.Equal(t, code, 0, errOut)
+		return out
+	}
+	const esc = "\x1b["
+	coloured := review("--color", "always")
+	assert.Check(t, strings.Contains(coloured, "\x1b[32m+"), "no green + line:\n%s", coloured)
+	assert.Check(t, strings.Contains(coloured, "\x1b[31m-"), "no red - line:\n%s", coloured)
+	for name, out := range map[string]string{
+		"--color never":            review("--color", "never"),
+		"auto, not a terminal":     review(),
+		"json, --color always":     review("-o", "json", "--color", "always"),
+		"markdown, --color always": review("-o", "markdown", "--color", "always"),
+	} {
+		assert.Check(t, !strings.Contains(out, esc), "%s: escape codes in the output", name)
+	}
+	t.Setenv("NO_COLOR", "1")
+	assert.Check(t, !strings.Contains(review("--color", "auto"), esc), "NO_COLOR: escape codes in the output")
+	code, _, errOut := runOpm(t, "review", dir, "--base", "main", "--color", "sometimes")
+	assert.Equal(t, code, 2)
+	assert.Check(t, strings.Contains(errOut, `--color "sometimes": use auto, always or never`), errOut)
+	assert.Equal(t, paintHealth("web  Current\nHealth:      not healthy", true), "web  \x1b[32mCurrent\x1b[0m\nHealth:      \x1b[31mnot healthy\x1b[0m")
+}

@@ -91,7 +91,11 @@ printing objects as they become ready. Exit 0 when healthy, 1 when not.`,
 			case "markdown":
 				fmt.Fprint(out, report.FleetBoardMarkdown(res))
 			default:
-				fmt.Fprint(out, report.StatusTable(res))
+				on, cerr := colourOn(cmd)
+				if cerr != nil {
+					return cerr
+				}
+				fmt.Fprint(out, paintHealth(report.StatusTable(res), on))
 			}
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\n", err)

@@ -49,8 +49,10 @@ func Read(cctx *cue.Context, in Input, keys encrypted.Keys) (*Set, error) {
 		}
 		b, ext, secret = plain, "."+string(format), true
 		source = fmt.Sprintf("file %q (sops)", in.Name)
-	} else if in.Data != nil && ext != ".cue" {
-		// An in-memory input has no trustworthy name: JSON or YAML by content.
+	} else if (in.Data != nil && ext != ".cue") || ext == "" {
+		// An in-memory input has no trustworthy name, and a path without
+		// an extension (a pipe: -f <(sops -d …), /dev/fd/63) none: JSON
+		// or YAML by content.
 		ext = ".yaml"
 		if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
 			ext = ".json"

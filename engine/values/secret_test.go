@@ -98,3 +98,15 @@ func TestRedactQuotedMasksOnlyQuotedValues(t *testing.T) {
 		assert.Equal(t, values.RedactQuoted(in, secrets), want)
 	}
 }
+
+// A SOPS file piped in (`-f -`: in memory, named "stdin", no extension)
+// is decrypted and stays secret, as the file itself would.
+func TestPipedSOPSFileStaysSecret(t *testing.T) {
+	path, key := encryptedFile(t, "password: pw-9f3k2\n", "v.yaml")
+	b, err := os.ReadFile(path)
+	assert.NilError(t, err)
+	s, err := values.Read(cuecontext.New(), values.Input{Name: "stdin", Data: b}, encrypted.Keys{AgeIdentities: []string{key.Identity}})
+	assert.NilError(t, err)
+	assert.Check(t, s.HasSecrets())
+	assert.DeepEqual(t, s.Secrets(), []string{"pw-9f3k2"})
+}
