@@ -100,7 +100,10 @@ func TestAttackerLearnsNothingFromTheCLI(t *testing.T) {
 			}
 			for _, o := range []string{"table", "json"} {
 				opm("history", "pin", "-n", ns, kc, "-o", o)
-				opm(append([]string{"history", "attack", dir, "-o", o}, prod...)...)
+				out := opm(append([]string{"history", "attack", dir, "-o", o}, prod...)...)
+				if o == "table" {
+					assertColumnsAligned(t, out, "CHANGE")
+				}
 			}
 			// Back to the first change, named as history showed it.
 			var h struct {
@@ -189,5 +192,31 @@ func TestAttackerLearnsNothingFromFailures(t *testing.T) {
 			assert.Check(t, strings.Contains(text, "out of bound"), "the failures no longer say what is wrong:\n%s", text)
 			assert.Check(t, strings.Contains(text, "attack.cue:"), "the failures no longer say where:\n%s", text)
 		})
+	}
+}
+
+// assertColumnsAligned checks that in text every row under the header
+// line starting with header begins its columns where the header's do.
+func assertColumnsAligned(t *testing.T, text, header string) {
+	t.Helper()
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, header) {
+			continue
+		}
+		var starts []int
+		for j := 1; j < len(l); j++ {
+			if l[j] != ' ' && l[j-1] == ' ' && j >= 2 && l[j-2] == ' ' {
+				starts = append(starts, j)
+			}
+		}
+		for _, row := range lines[i+1:] {
+			if row == "" {
+				break
+			}
+			for _, c := range starts {
+				assert.Check(t, c < len(row) && row[c-1] == ' ' && row[c] != ' ', "row %q does not start a column at %d as %q does", row, c, l)
+			}
+		}
 	}
 }

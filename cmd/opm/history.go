@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/pipeline"
 	"github.com/opmodel/pipeline/pipeline/report"
 )
@@ -69,6 +70,9 @@ directory needed). A release that was never applied is not found (exit 5).
 				}
 				return err
 			}
+			// Sealed before the table is laid out, so its columns fit the
+			// sealed digests and change IDs, not the ones they replace.
+			redact.From(cmd.Context()).Value(res)
 			fmt.Fprint(cmd.OutOrStdout(), report.HistoryTable(res))
 			return err
 		},

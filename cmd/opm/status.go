@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/opmodel/pipeline/engine/health"
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/pipeline"
 	"github.com/opmodel/pipeline/pipeline/report"
 )
@@ -95,6 +96,7 @@ printing objects as they become ready. Exit 0 when healthy, 1 when not.`,
 				if cerr != nil {
 					return cerr
 				}
+				redact.From(cmd.Context()).Value(res) // sealed before the columns are laid out
 				fmt.Fprint(out, paintHealth(report.StatusTable(res), on))
 			}
 			if err != nil {
