@@ -167,7 +167,20 @@ func progressPrinter(cmd *cobra.Command, output string) func(pipeline.ProgressEv
 	if output == "json" {
 		w = cmd.ErrOrStderr()
 	}
-	return func(e pipeline.ProgressEvent) { fmt.Fprintln(w, e.Line()) }
+	// On a terminal each object's line says how far the release is: an
+	// apply of a few hundred objects takes seconds.
+	counted := output != "json" && isTerminal(operatorOut(cmd))
+	return func(e pipeline.ProgressEvent) { fmt.Fprintln(w, progressLine(e, counted)) }
+}
+
+// progressLine is an object's progress line, led by "[N/M]" when counted
+// and the event carries a count.
+func progressLine(e pipeline.ProgressEvent, counted bool) string {
+	if !counted || e.Total == 0 {
+		return e.Line()
+	}
+	width := len(fmt.Sprint(e.Total))
+	return fmt.Sprintf("[%*d/%d] %s", width, e.Done, e.Total, e.Line())
 }
 
 // summaryPrinter prints a release's summary line and warnings right after

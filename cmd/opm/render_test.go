@@ -14,6 +14,8 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	"sigs.k8s.io/yaml"
+
+	"github.com/opmodel/pipeline/pipeline"
 )
 
 func runOpm(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -160,4 +162,15 @@ func TestValuesFromStandardInput(t *testing.T) {
 	code, _, errOut = render("title: x\n", "-f", "-", "--values-format", "toml")
 	assert.Equal(t, code, 2)
 	assert.Check(t, strings.Contains(errOut, `--values-format "toml": use auto, yaml, json or cue`), errOut)
+}
+
+// On a terminal each object's line of an apply leads with how far the
+// release is; elsewhere (CI logs, pipes) the line is as it always was.
+func TestProgressLineCountsOnATerminal(t *testing.T) {
+	e := pipeline.ProgressEvent{Release: "web", Namespace: "prod", Phase: "apply", Done: 7, Total: 120,
+		Object: pipeline.ObjectAction{Version: "v1", Kind: "ConfigMap", Name: "settings", Action: "created"}}
+	assert.Equal(t, progressLine(e, true), "[  7/120] configmap/settings created")
+	assert.Equal(t, progressLine(e, false), "configmap/settings created")
+	e.Total = 0 // a prune's events carry no count
+	assert.Equal(t, progressLine(e, true), "configmap/settings created")
 }

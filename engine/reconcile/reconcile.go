@@ -109,6 +109,10 @@ type run struct {
 	client *objects.Client
 	res    *Result
 	mu     sync.Mutex
+	// rendered marks the rendered objects an apply event reported, done
+	// counts them (under mu): the "N of M" of progress events.
+	rendered map[string]bool
+	done     int
 	// lk is the release's lock while held.
 	lk *lock.Lock
 	// createdNS is the release's rendered Namespace when ensureNamespace
@@ -143,7 +147,30 @@ func (r *run) emit(phase Phase, o Object) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.opts.Progress(Event{Release: r.rel.Name, Namespace: r.rel.Namespace, Phase: phase, Object: o, DryRun: r.opts.DryRun})
+	e := Event{Release: r.rel.Name, Namespace: r.rel.Namespace, Phase: phase, Object: o, DryRun: r.opts.DryRun}
+	if phase == PhaseApply {
+		if r.rendered == nil {
+			r.rendered = map[string]bool{}
+			for _, res := range r.rel.Resources {
+				id := res.ID()
+				r.rendered[progressKey(id.Group, id.Kind, id.Namespace, id.Name)] = false
+			}
+		}
+		// Each rendered object once: the release's namespace created
+		// aside is not one, and a namespace reported twice counts once.
+		if k := progressKey(o.Group, o.Kind, o.Namespace, o.Name); !r.rendered[k] {
+			if _, ok := r.rendered[k]; ok {
+				r.rendered[k] = true
+				r.done++
+			}
+		}
+		e.Done, e.Total = r.done, len(r.rendered)
+	}
+	r.opts.Progress(e)
+}
+
+func progressKey(group, kind, namespace, name string) string {
+	return group + "/" + kind + "/" + namespace + "/" + name
 }
 
 func (r *run) invRelease() inventory.Release {

@@ -55,6 +55,11 @@ type Event struct {
 	Phase     Phase  `json:"phase"`
 	Object    Object `json:"object"`
 	DryRun    bool   `json:"dryRun,omitempty"`
+	// Done of Total rendered objects have been applied, this one included
+	// (apply phase; the release's namespace, created aside, counts in
+	// neither): what a terminal's "N of M" line shows.
+	Done  int `json:"done,omitempty"`
+	Total int `json:"total,omitempty"`
 }
 
 // Counts sums the actions of one run.

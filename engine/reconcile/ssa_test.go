@@ -207,3 +207,28 @@ func TestRefusedApplySaysWhatItWrote(t *testing.T) {
 	assert.Check(t, res.NamespaceCreated)
 	assert.Assert(t, live(t, "v1", "ConfigMap", ns, "ok") == nil)
 }
+
+// Apply events count the rendered objects, each once, so a terminal can
+// say "N of M": the namespace a first locked apply creates aside counts in
+// neither, and the last event of a release is M of M.
+func TestProgressCountsEachRenderedObjectOnce(t *testing.T) {
+	ns := env.Namespace(t) + "-count"
+	t.Cleanup(func() { _ = cluster(t).Clientset.CoreV1().Namespaces().Delete(t.Context(), ns, metav1.DeleteOptions{}) })
+	rel := direct(t, "app", ns, configMapDoc("NS", "a"), configMapDoc("NS", "b"), configMapDoc("NS", "c"))
+	var events []Event
+	mustApply(t, rel, Options{Lock: &lock.Options{Holder: "test"}, Progress: func(e Event) { events = append(events, e) }})
+	var done []int
+	for _, e := range events {
+		if e.Phase != PhaseApply {
+			continue
+		}
+		assert.Equal(t, e.Total, 3, "%+v", e)
+		done = append(done, e.Done)
+	}
+	assert.DeepEqual(t, done, []int{0, 1, 2, 3}) // the namespace aside, then each ConfigMap
+	// Again, nothing to create: each object once, up to 3 of 3.
+	events = nil
+	mustApply(t, rel, Options{Progress: func(e Event) { events = append(events, e) }})
+	assert.Equal(t, events[len(events)-1].Done, 3)
+	assert.Equal(t, events[len(events)-1].Total, 3)
+}
