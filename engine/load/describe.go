@@ -1,6 +1,7 @@
 package load
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -43,8 +44,22 @@ func DescribeWith(err error, rewrite func(path []string) (string, []token.Pos)) 
 				}
 			}
 			b.WriteString("  " + path + ": " + w.message())
-			for _, p := range userPositions(w.positions) {
-				b.WriteString("\n      " + p)
+			// The alternatives of one line (`*"info" | "debug" | …`) are
+			// one place to look: its first column.
+			lines := map[string]bool{}
+			ps := slices.Clone(w.positions)
+			slices.SortStableFunc(ps, func(a, b token.Pos) int {
+				return cmp.Or(strings.Compare(a.Filename(), b.Filename()), cmp.Compare(a.Line(), b.Line()), cmp.Compare(a.Column(), b.Column()))
+			})
+			for _, p := range userPositions(ps) {
+				line := p
+				if i := strings.LastIndexByte(p, ':'); i > 0 {
+					line = p[:i]
+				}
+				if !lines[line] {
+					lines[line] = true
+					b.WriteString("\n      " + p)
+				}
 			}
 			continue
 		}
@@ -119,16 +134,30 @@ func describeLoad(dir string, err error) string {
 // another: `conflicting values "3" and 1 (mismatched types string and int)`.
 var mismatched = regexp.MustCompile(`^conflicting values (.+) and (.+) \(mismatched types (\w+) and (\w+)\)$`)
 
-// wrongType is one value whose type no alternative of its field takes.
+// conflicting is CUE's message for two values of one type that differ:
+// `conflicting values "debug" and "verbose"`, one per alternative of an
+// enum the given value is not.
+var conflicting = regexp.MustCompile(`^conflicting values (.+) and (.+)$`)
+
+// wrongType is one value that no alternative of its field takes: none of
+// its types (wanted), none of its values (allowed).
 type wrongType struct {
 	given, givenType string
 	wanted           []string
+	allowed          []string
 	positions        []token.Pos
 	said             bool
 }
 
 func (w *wrongType) message() string {
-	return fmt.Sprintf("%s is %s %s, but this field takes %s", w.given, article(w.givenType), w.givenType, strings.Join(w.wanted, " or "))
+	if len(w.allowed) == 0 {
+		return fmt.Sprintf("%s is %s %s, but this field takes %s", w.given, article(w.givenType), w.givenType, strings.Join(w.wanted, " or "))
+	}
+	takes := strings.Join(w.allowed, ", ")
+	for _, t := range w.wanted {
+		takes += ", or any " + t
+	}
+	return fmt.Sprintf("%s is not one of the values this field takes: %s", w.given, takes)
 }
 
 func article(typ string) string {
@@ -143,10 +172,11 @@ func article(typ string) string {
 // what the value should have been.
 func wrongTypes(errs []errors.Error) map[string]*wrongType {
 	type seen struct {
-		values    [][2]string // each mismatch's two values
-		types     [][2]string
-		other     bool
-		positions []token.Pos
+		values      [][2]string // each mismatch's two values
+		types       [][2]string
+		other       bool
+		disjunction bool // CUE summed them up as an empty disjunction
+		positions   []token.Pos
 	}
 	byPath := map[string]*seen{}
 	for _, e := range errs {
@@ -164,7 +194,13 @@ func wrongTypes(errs []errors.Error) map[string]*wrongType {
 		if m := mismatched.FindStringSubmatch(msg); m != nil {
 			s.values = append(s.values, [2]string{m[1], m[2]})
 			s.types = append(s.types, [2]string{m[3], m[4]})
-		} else if !strings.Contains(msg, "errors in empty disjunction") {
+		} else if m := conflicting.FindStringSubmatch(msg); m != nil {
+			// Two values of one type: the alternative is a value, not a type.
+			s.values = append(s.values, [2]string{m[1], m[2]})
+			s.types = append(s.types, [2]string{"", ""})
+		} else if strings.Contains(msg, "errors in empty disjunction") {
+			s.disjunction = true
+		} else {
 			s.other = true
 		}
 	}
@@ -173,22 +209,39 @@ func wrongTypes(errs []errors.Error) map[string]*wrongType {
 		if s.other || len(s.values) == 0 {
 			continue
 		}
-		// The given value is the one every mismatch names.
+		// The given value is the one every problem names: beside a type
+		// another alternative takes (a mismatch), or beside a value of
+		// its own type (an enum's).
 		for side := range 2 {
-			given, typ := s.values[0][side], s.types[0][side]
-			w := &wrongType{given: given, givenType: typ, positions: s.positions}
+			given := s.values[0][side]
+			w := &wrongType{given: given, positions: s.positions}
 			ok := true
 			for i, v := range s.values {
-				switch {
-				case v[0] == given && s.types[i][0] == typ:
-					w.wanted = appendNew(w.wanted, s.types[i][1])
-				case v[1] == given && s.types[i][1] == typ:
-					w.wanted = appendNew(w.wanted, s.types[i][0])
-				default:
-					ok = false
+				other, otherType, typ := v[1], s.types[i][1], s.types[i][0]
+				if v[0] != given {
+					if v[1] != given {
+						ok = false
+						break
+					}
+					other, otherType, typ = v[0], s.types[i][0], s.types[i][1]
+				}
+				if typ != "" {
+					if w.givenType != "" && w.givenType != typ {
+						ok = false
+						break
+					}
+					w.givenType = typ
+				}
+				if otherType == "" {
+					w.allowed = appendNew(w.allowed, other)
+				} else {
+					w.wanted = appendNew(w.wanted, otherType)
 				}
 			}
-			if ok && len(s.values) > 1 || ok && side == 0 {
+			// A single conflict outside a disjunction (x: "a" & "b") is
+			// said best in CUE's own words.
+			enum := len(w.allowed) > 0 && s.disjunction
+			if ok && (w.givenType != "" && len(w.allowed) == 0 || enum) && (len(s.values) > 1 || side == 0) {
 				out[path] = w
 				break
 			}
