@@ -1,8 +1,19 @@
 // Package pipeline holds the operations every front door calls — the opm
-// CLI, the GitHub Action and the Dagger module: Render, Diff, Apply, Prune,
-// Status and Delete. Options are typed, results are JSON-serialisable, and
-// no front door holds logic of its own: what a user can do through one
-// door, they can do through the others.
+// CLI, the GitHub Action and the Dagger module. Options are typed, results
+// are JSON-serialisable, and no front door holds logic of its own: what a
+// user can do through one door, they can do through the others.
+//
+//   - reading a deployment: Render, Explain (what a fingerprint covers),
+//     DeclaredNames, DeclaredEnvironments, Fleet and PlanFleet (groups and
+//     waves), RBAC (the least privilege a release needs);
+//   - comparing: Diff (against the cluster, drift included), Review (two
+//     commits), PlanReview, ReviewShard and MergeReviews (a review in
+//     shards);
+//   - changing the cluster: Apply, Rollout (a fleet in waves, gated),
+//     Prune, Delete, Rollback and RollbackFleet, Smoke (in a throwaway
+//     namespace), Repair (an inventory), Unlock (a release lock);
+//   - reading the cluster: Status, History, Gates (does a gating
+//     environment run a commit healthy).
 //
 // Data flows one way: front door → pipeline → engine → Kubernetes.
 package pipeline

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -223,4 +224,26 @@ func TestEveryCommandHasExamplesThatParse(t *testing.T) {
 		}
 	}
 	walk(root)
+}
+
+// TestReadmeMapsEveryPackage fails when a package of engine/, pipeline/ or
+// internal/ is missing from the README's map of the code: the map is how a
+// newcomer finds where a change belongs.
+func TestReadmeMapsEveryPackage(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	assert.NilError(t, err)
+	for _, parent := range []string{"engine", "pipeline", "internal"} {
+		entries, err := os.ReadDir(filepath.Join(repoRoot, parent))
+		assert.NilError(t, err)
+		for _, e := range entries {
+			if !e.IsDir() || e.Name() == "testdata" {
+				continue
+			}
+			if goFiles, _ := filepath.Glob(filepath.Join(repoRoot, parent, e.Name(), "*.go")); len(goFiles) == 0 {
+				continue
+			}
+			name := parent + "/" + e.Name()
+			assert.Check(t, strings.Contains(string(readme), "`"+name+"`"), "README.md's map of the code does not name %s", name)
+		}
+	}
 }
