@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/load"
 )
@@ -27,7 +28,11 @@ func Fleet(ctx context.Context, sel Selection) ([]FleetEnvironment, error) {
 			return []FleetEnvironment{{}}, nil
 		}
 	}
-	d, err := load.Load(ctx, cmp.Or(sel.Dir, "."))
+	// The environments alone: every release blanked (where the syntax
+	// allows it), so what a fleet costs to read does not grow with the
+	// releases a repository holds.
+	dir := cmp.Or(sel.Dir, ".")
+	d, err := load.LoadWith(ctx, dir, load.Options{Pruned: fingerprint.EnvironmentsRoot(dir, nil)})
 	if err != nil {
 		return nil, err
 	}
