@@ -30,14 +30,6 @@ func (c *clusterFlags) options() pipeline.ClusterOptions {
 	return pipeline.ClusterOptions{Kubeconfig: c.kubeconfig, Context: c.context}
 }
 
-// checkOutput validates -o for apply and prune.
-func checkOutput(output string) error {
-	if output != "text" && output != "json" {
-		return usageError{fmt.Errorf("-o must be text or json, not %q", output)}
-	}
-	return nil
-}
-
 func newApplyCmd() *cobra.Command {
 	var (
 		sel     selectionFlags
@@ -96,9 +88,6 @@ Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not f
 decryption key or secret input is missing or wrong), 8 gate (a promotion gate refused).`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if opts.MaxHistory < 1 {
 				return usageError{fmt.Errorf("--max-history must be at least 1, not %d", opts.MaxHistory)}
 			}

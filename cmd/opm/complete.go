@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -90,4 +91,20 @@ func formatsOf(usage string) []string {
 		}
 	}
 	return out
+}
+
+// checkOutputFlag refuses an -o value the command's flag does not name
+// among its formats: one check for every command, reading the list
+// completion offers, so the two never disagree.
+func checkOutputFlag(cmd *cobra.Command) error {
+	f := cmd.Flags().Lookup("output")
+	if f == nil {
+		return nil
+	}
+	formats := formatsOf(f.Usage)
+	if len(formats) == 0 || slices.Contains(formats, f.Value.String()) {
+		return nil
+	}
+	list := strings.Join(formats[:len(formats)-1], ", ") + " or " + formats[len(formats)-1]
+	return usageError{fmt.Errorf("-o must be %s, not %q", list, f.Value.String())}
 }

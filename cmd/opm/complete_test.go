@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"gotest.tools/v3/assert"
 
 	"github.com/opmodel/pipeline/internal/deploytest"
@@ -48,4 +50,34 @@ releases: web: #module: appmodule
 			assert.Check(t, strings.Contains(fmt.Sprint(formatsOf(f.Usage)), f.DefValue), "opm %s -o: the default %q is not among %v", c.Name(), f.DefValue, formatsOf(f.Usage))
 		}
 	}
+}
+
+// Every command's -o is checked by one rule, against the formats its help
+// (and completion) lists: each listed format passes, anything else is a
+// usage error naming them.
+func TestEveryOutputFlagIsCheckedAgainstItsFormats(t *testing.T) {
+	var walk func(c *cobra.Command)
+	checked := 0
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		f := c.Flags().Lookup("output")
+		if f == nil {
+			return
+		}
+		checked++
+		formats := formatsOf(f.Usage)
+		assert.Assert(t, len(formats) >= 2, "%s: -o lists %v", c.CommandPath(), formats)
+		for _, format := range formats {
+			assert.NilError(t, f.Value.Set(format))
+			assert.NilError(t, checkOutputFlag(c), "%s -o %s", c.CommandPath(), format)
+		}
+		assert.NilError(t, f.Value.Set("bogus"))
+		err := checkOutputFlag(c)
+		assert.Check(t, isUsage(err), "%s -o bogus: %v", c.CommandPath(), err)
+		assert.Check(t, err != nil && strings.HasPrefix(err.Error(), "-o must be "+formats[0]), "%s: %v", c.CommandPath(), err)
+	}
+	walk(newRoot(io.Discard, io.Discard))
+	assert.Check(t, checked >= 17, "only %d commands have -o", checked)
 }

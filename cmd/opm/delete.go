@@ -32,9 +32,6 @@ Select releases with a deployment directory ([DIR] --env --release) or with
 --namespace and --name and/or --release-id.`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return usageError{fmt.Errorf("-o must be text or json, not %q", output)}
-			}
 			t, err := tf.target(args)
 			if err != nil {
 				return err

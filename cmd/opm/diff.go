@@ -41,9 +41,6 @@ With --exit-code, the exit code is 0 for no differences, 1 for differences and 2
 more for errors, as kubectl diff.`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" && output != "markdown" {
-				return usageError{fmt.Errorf("-o must be text, json or markdown, not %q", output)}
-			}
 			if opts.AllEnvironments && sel.env != "" {
 				return usageError{fmt.Errorf("--all-environments and --env exclude each other")}
 			}

@@ -27,9 +27,6 @@ To check a skip, run the command with OPM_VERIFY_SKIPS=1: it renders anyway and
 fails naming the release when the skip would have been wrong.`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return usageError{fmt.Errorf("-o must be text or json, not %q", output)}
-			}
 			ex, err := pipeline.Explain(cmd.Context(), sel.selection(args))
 			if err != nil {
 				return err

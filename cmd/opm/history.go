@@ -48,9 +48,6 @@ directory needed). A release that was never applied is not found (exit 5).
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return usageError{fmt.Errorf("-o must be table or json, not %q", output)}
-			}
 			var t pipeline.Target
 			switch {
 			case group != "":

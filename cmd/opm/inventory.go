@@ -39,9 +39,6 @@ old Secret's data is first copied into a backup Secret (<name>.backup-<unix time
 Objects found but no longer rendered are stale: the next apply prunes them.`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			opts.Selection = sel.selection(args)
 			opts.ClusterOptions = cluster.options()
 			var err error

@@ -125,7 +125,12 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	addColourFlag(root)
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return readStdin(cmd) }
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := checkOutputFlag(cmd); err != nil {
+			return err
+		}
+		return readStdin(cmd)
+	}
 	root.AddCommand(newRenderCmd(), newDiffCmd(), newApplyCmd(), newPruneCmd(), newStatusCmd(), newDeleteCmd(), newReviewCmd(), newHistoryCmd(), newRollbackCmd(), newVersionCmd())
 	root.AddCommand(newSmokeCmd(), newUnlockCmd(), newInventoryCmd(), newRBACCmd(), newPlanCmd(), newGatesCmd(), newExplainCmd(), newInitCmd())
 	// Added now, not when Execute would: the docs check and the CLI

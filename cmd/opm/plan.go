@@ -27,9 +27,6 @@ outputs: {"matrix": {"include": [...]}, "waves": [...], "waveMatrices": {...}}.
 Reads only the deployment directory.`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return usageError{fmt.Errorf("-o must be text or json, not %q", output)}
-			}
 			s := sel.selection(args)
 			p, err := pipeline.PlanFleet(cmd.Context(), s)
 			if err != nil {

@@ -30,9 +30,6 @@ Exit codes: 0 ok, 1 general, 2 validation, 3 connectivity, 4 permission, 5 not f
 decryption key or secret input is missing or wrong).`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			opts.Selection = sel.selection(args)
 			opts.ClusterOptions = cluster.options()
 			var err error

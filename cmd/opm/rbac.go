@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/opmodel/pipeline/pipeline"
@@ -30,9 +28,6 @@ tenant, and anything beyond it is refused by the API server. On a fresh cluster,
 --bootstrap puts first the Namespaces and the ServiceAccount those rights need.`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "yaml" && output != "json" {
-				return usageError{fmt.Errorf("-o must be yaml or json, not %q", output)}
-			}
 			res, err := pipeline.RBAC(cmd.Context(), pipeline.RBACOptions{Selection: sel.selection(args), ClusterOptions: cluster.options(), Bootstrap: bootstrap})
 			if err != nil {
 				return err

@@ -24,9 +24,6 @@ stdout and one summary line per release on stderr; -o json prints one object
 with every release, its identity, digest, change ID, values and resources.`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "yaml" && output != "json" {
-				return usageError{fmt.Errorf("-o must be yaml or json, not %q", output)}
-			}
 			res, err := pipeline.Render(cmd.Context(), pipeline.RenderOptions{Selection: sel.selection(args)})
 			if err != nil {
 				return err

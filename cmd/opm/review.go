@@ -61,9 +61,6 @@ With --exit-code, the exit code is 0 for no differences, 1 for differences and 2
 or more for errors, as diff.`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" && output != "markdown" {
-				return usageError{fmt.Errorf("-o must be text, json or markdown, not %q", output)}
-			}
 			if base == "" {
 				return usageError{fmt.Errorf("--base is required: the branch or commit to compare with")}
 			}
@@ -172,9 +169,6 @@ twice or a shard missing are refused (exit 2), naming which.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" && output != "markdown" {
-				return usageError{fmt.Errorf("-o must be text, json or markdown, not %q", output)}
-			}
 			var parts []*pipeline.PartialReview
 			for _, name := range args {
 				b, err := os.ReadFile(name)
@@ -225,9 +219,6 @@ as "opm review --shard I/N --plan FILE": every shard then reviews what the split
 assigns it, whatever its own cache holds.`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return usageError{fmt.Errorf("-o must be text or json, not %q", output)}
-			}
 			if base == "" {
 				return usageError{fmt.Errorf("--base is required: the branch or commit to compare with")}
 			}

@@ -58,9 +58,6 @@ was a rollback.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if opts.To == "" && group != "" {
 				return usageError{fmt.Errorf("--to is required: the git commit to return the group to (opm status --group %s shows which commit runs where)", group)}
 			}

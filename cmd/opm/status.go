@@ -60,9 +60,6 @@ With --wait, poll until every object is Current or one fails (--timeout, default
 printing objects as they become ready. Exit 0 when healthy, 1 when not.`,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" && output != "yaml" && output != "markdown" {
-				return usageError{fmt.Errorf("-o must be table, json, yaml or markdown, not %q", output)}
-			}
 			t, err := tf.target(args)
 			if err != nil {
 				return err

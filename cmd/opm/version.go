@@ -21,11 +21,10 @@ func newVersionCmd() *cobra.Command {
 			switch output {
 			case "json":
 				return writeJSON(cmd.OutOrStdout(), info)
-			case "text":
+			default: // text; the root checks -o against the flag's formats
 				fmt.Fprint(cmd.OutOrStdout(), info.Text())
 				return nil
 			}
-			return usageError{fmt.Errorf("-o must be text or json, not %q", output)}
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
