@@ -206,7 +206,7 @@ func (r *runner) gitReview(ctx context.Context) (*pipeline.ChangeSet, error) {
 func (r *runner) baseRefs() ([]string, error) {
 	switch {
 	case r.cfg.baseRef != "":
-		return []string{r.cfg.baseRef, "origin/" + r.cfg.baseRef}, nil
+		return pipeline.BaseRef(r.cfg.baseRef), nil
 	case r.ev.pr != nil:
 		// The payload's base SHA is exact; the branch is the fallback
 		// when the checkout did not fetch that commit.

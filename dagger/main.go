@@ -521,7 +521,7 @@ func (m *Opm) ReviewShard(
 	if err != nil {
 		return "", err
 	}
-	opts := pipeline.ReviewOptions{Selection: sel, Environments: env, BaseRefs: []string{baseRef, "origin/" + baseRef}, Shard: sh}
+	opts := pipeline.ReviewOptions{Selection: sel, Environments: env, BaseRefs: pipeline.BaseRef(baseRef), Shard: sh}
 	if plan != nil {
 		name := filepath.Join(os.TempDir(), "opm-review-plan.json")
 		if _, err := plan.Export(ctx, name); err != nil {
@@ -574,7 +574,7 @@ func (m *Opm) PlanReview(
 	if err != nil {
 		return "", err
 	}
-	p, err := pipeline.PlanReview(ctx, pipeline.ReviewOptions{Selection: sel, Environments: env, BaseRefs: []string{baseRef, "origin/" + baseRef},
+	p, err := pipeline.PlanReview(ctx, pipeline.ReviewOptions{Selection: sel, Environments: env, BaseRefs: pipeline.BaseRef(baseRef),
 		CacheDir: restoreRenderCache(ctx), CacheKey: cacheKey})
 	if err != nil {
 		return "", err

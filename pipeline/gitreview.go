@@ -75,6 +75,11 @@ func reviewGit(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	return cs, nil
 }
 
+// BaseRef is what a base named by a user or a workflow resolves from, in
+// order: the ref as given, then the remote-tracking branch of that name
+// (a CI checkout often fetches origin/main without a local main).
+func BaseRef(ref string) []string { return []string{ref, "origin/" + ref} }
+
 // resolveFirst returns the first of refs that names a commit in repo.
 // None is a not-found error listing every ref tried.
 func resolveFirst(ctx context.Context, repo string, refs []string) (ref, commit string, err error) {

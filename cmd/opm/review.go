@@ -67,7 +67,7 @@ or more for errors, as diff.`,
 			sel := (&selectionFlags{releases: opts.Releases, files: opts.ValuesFiles}).selection(args)
 			opts.Selection = sel
 			opts.Environments = envs
-			opts.BaseRefs = []string{base, "origin/" + base}
+			opts.BaseRefs = pipeline.BaseRef(base)
 			if shard != "" {
 				sh, err := pipeline.ParseShard(shard)
 				if err != nil {
@@ -227,7 +227,7 @@ assigns it, whatever its own cache holds.`,
 			}
 			opts.Selection = (&selectionFlags{releases: opts.Releases, files: opts.ValuesFiles}).selection(args)
 			opts.Environments = envs
-			opts.BaseRefs = []string{base, "origin/" + base}
+			opts.BaseRefs = pipeline.BaseRef(base)
 			p, err := pipeline.PlanReview(cmd.Context(), opts)
 			if err != nil {
 				return err
