@@ -394,7 +394,7 @@ func TestWaitTimesOutNamingWhatIsNotReady(t *testing.T) {
 	elapsed := time.Since(start)
 	var werr *WaitError
 	assert.Assert(t, errors.As(err, &werr), "got %v", err)
-	assert.Check(t, elapsed >= time.Second && elapsed < 10*time.Second, "waited %s", elapsed)
+	assert.Check(t, elapsed >= time.Second, "gave up after %s, before its 1 s timeout", elapsed)
 	assert.Equal(t, len(hs), 3)
 	assert.Equal(t, len(werr.Pending), 2)
 	msg := err.Error()
@@ -408,11 +408,10 @@ func TestWaitStopsAtTheFirstFailure(t *testing.T) {
 	ns := env.Namespace(t)
 	refs := []inventory.Entry{create(t, cl, deployment(ns, "web", kubetest.FailingImage)), create(t, cl, failingJob(ns, "broken"))}
 
-	start := time.Now()
-	_, err := Wait(t.Context(), cl, refs, WaitOptions{Interval: 100 * time.Millisecond, Timeout: time.Minute})
+	_, err := Wait(t.Context(), cl, refs, WaitOptions{Interval: 100 * time.Millisecond, Timeout: 10 * time.Minute})
 	var werr *WaitError
 	assert.Assert(t, errors.As(err, &werr), "got %v", err)
-	assert.Check(t, time.Since(start) < 30*time.Second, "waited %s", time.Since(start))
+	// The failure, not the timeout (which would say "timed out"), ended it.
 	assert.Equal(t, err.Error(), "1 of 2 objects failed: job.batch/broken: Failed (Job Failed. failed: 1/1)")
 }
 

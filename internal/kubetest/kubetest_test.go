@@ -157,7 +157,21 @@ func TestWithoutControllers(t *testing.T) {
 	ns := bare.Namespace(t)
 	cs, err := kubernetes.NewForConfig(bare.Config)
 	assert.NilError(t, err)
-	time.Sleep(time.Second)
+	// The plane with controllers creates the default ServiceAccount of a
+	// namespace made after this one; once it has, the bare plane's would
+	// have been created too, were anything there to create it.
+	ctl := env.Namespace(t)
+	full, err := kubernetes.NewForConfig(env.Config)
+	assert.NilError(t, err)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := full.CoreV1().ServiceAccounts(ctl).Get(t.Context(), "default", metav1.GetOptions{})
+		if err == nil {
+			break
+		}
+		assert.Assert(t, apierrors.IsNotFound(err) && time.Now().Before(deadline), "the controlled plane made no default ServiceAccount: %v", err)
+		time.Sleep(100 * time.Millisecond)
+	}
 	_, err = cs.CoreV1().ServiceAccounts(ns).Get(t.Context(), "default", metav1.GetOptions{})
 	assert.Check(t, apierrors.IsNotFound(err), "got %v", err)
 }
