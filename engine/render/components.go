@@ -290,12 +290,17 @@ func contextData(rc releaseContext) (plain, folded, env map[string]any, err erro
 // so filling piecewise into each transformer made rendering several times
 // slower.
 func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, catalog cue.Value, limit *Reach, where string) ([]manifest.Resource, error) {
-	return renderComponentsChecked(cctx, comps, rc, transformers, catalog, limit, where, true)
+	return renderComponentsChecked(cctx, comps, rc, transformers, catalog, limit, where, true, nil)
 }
 
+// reuse returns the objects a component rendered to before, when they are
+// what transforming it again would give (reusable); ok is false otherwise.
+type reuse func(name string, cv cue.Value) (objs []manifest.Resource, ok bool)
+
 // renderComponentsChecked renders as renderComponents does; without checks
-// a spec field no definition declares is not looked for.
-func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, catalog cue.Value, limit *Reach, where string, checks bool) ([]manifest.Resource, error) {
+// a spec field no definition declares is not looked for, and a component
+// reused gives (when not nil) is taken as it was.
+func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, catalog cue.Value, limit *Reach, where string, checks bool, reused reuse) ([]manifest.Resource, error) {
 	// Which catalog definition declares a spec field only matters to
 	// the message of a field not allowed: read the catalog for it then.
 	owners := sync.OnceValue(func() map[string]string { return catalogOwners(catalog) })
@@ -324,6 +329,15 @@ func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseConte
 	for _, name := range names {
 		compWhere := fmt.Sprintf("%s, component %q", where, name)
 		cv := comps.LookupPath(cue.MakePath(cue.Str(name)))
+		if reused != nil {
+			if objs, ok := reused(name, cv); ok {
+				for _, res := range objs {
+					seen[res.ID()] = owner{component: name}
+				}
+				out = append(out, objs...)
+				continue
+			}
+		}
 		if checks {
 			if problems := checkSpec(cv, owners, catalog); len(problems) > 0 {
 				return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: the spec sets what its definitions do not declare:\n%s", compWhere, describeSpecProblems(name, problems)))

@@ -74,6 +74,9 @@ type Options struct {
 	// untraced skips the second render that finds what secrets reach
 	// (traceSecrets): only for measuring what it costs.
 	untraced bool
+	// wholeStandIns transforms every component again in the stand-in
+	// renders, reusing none: what tests set the reuse against.
+	wholeStandIns bool
 }
 
 var (
@@ -277,7 +280,8 @@ func (p *plan) renderOnce(key string) (*Release, error) {
 	if p.env.Exists() {
 		rel = rel.FillPath(pathEnvironment, p.env)
 	}
-	return renderRelease(p.d, key, rel, p.filesFor(key), p.transformers, p.opts.IdentityOnly, !p.opts.untraced)
+	mode := tracing{on: !p.opts.untraced, whole: p.opts.wholeStandIns}
+	return renderRelease(p.d, key, rel, p.filesFor(key), p.transformers, p.opts.IdentityOnly, mode)
 }
 
 func selectReleases(d *load.Deployment, want []string) ([]string, error) {
@@ -352,7 +356,12 @@ func releasePos(d *load.Deployment, key string) string {
 	return cmp.Or(d.DeclPos("releases", key), "releases."+key)
 }
 
-func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, identityOnly, trace bool) (out *Release, err error) {
+// tracing says whether a render traces its secrets (on), and whether its
+// stand-in renders transform every component again (whole) rather than
+// reuse those the stand-ins do not reach.
+type tracing struct{ on, whole bool }
+
+func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, identityOnly bool, trace tracing) (out *Release, err error) {
 	where := fmt.Sprintf("release %q", key)
 	envName := ""
 	if e := rel.LookupPath(pathEnvironment); e.Exists() {
@@ -451,13 +460,17 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	}
 	manifest.Sort(r.Resources)
 	var valueFields []taint.Field
-	standIns := newStandIns(set, variantOf(d, rel, rc, transformers, limit, where))
+	var same reuse
+	if !trace.whole {
+		same = reusable(comps, r.Resources, transformers)
+	}
+	standIns := newStandIns(set, variantOf(d, rel, rc, transformers, limit, where, same))
 	secretPaths := set.SecretPaths()
 	var reaching [][]string
-	if trace {
+	if trace.on {
 		reaching = reachingSecrets(set, r.Resources, standIns)
 	}
-	if trace && len(secretPaths)+len(reaching) > 0 {
+	if trace.on && len(secretPaths)+len(reaching) > 0 {
 		// The second render with sentinels: what differs carries a secret.
 		valueFields, r.SecretFields, err = traceSecrets(append(secretPaths, reaching...), effective, r.Resources, standIns)
 		var te *typeError
@@ -493,7 +506,7 @@ func standInFailure(d *load.Deployment, key string, rel cue.Value, files []*valu
 	for i, f := range files {
 		alt[i] = f.StandIn(taint.Sentinel)
 	}
-	if _, err := renderRelease(d, key, rel, alt, transformers, false, false); err != nil {
+	if _, err := renderRelease(d, key, rel, alt, transformers, false, tracing{}); err != nil {
 		return err.Error()
 	}
 	return ""

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"regexp"
 
 	"cmp"
@@ -53,8 +54,10 @@ type variant func(set *values.Set) (any, []map[string]any, error)
 
 // variantOf renders the release's variants: as the release, without the
 // spec checks the real render already passed (a stand-in of a value's
-// shape declares no other field), which are a tenth of a render.
-func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string) variant {
+// shape declares no other field), which are a tenth of a render, and
+// reusing the real objects of the components same says the stand-ins do
+// not reach.
+func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string, same reuse) variant {
 	return func(set *values.Set) (any, []map[string]any, error) {
 		data, err := set.JSON()
 		if err != nil {
@@ -73,7 +76,7 @@ func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformer
 		if err != nil {
 			return nil, nil, err
 		}
-		objs, err := renderComponentsChecked(d.Context, comps, rc, transformers, d.Catalog, limit, where, false)
+		objs, err := renderComponentsChecked(d.Context, comps, rc, transformers, d.Catalog, limit, where, false, same)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rendering with stand-in values failed")
 		}
@@ -408,4 +411,71 @@ func maskDerived(msg, standIn string) string {
 		}
 	}
 	return b.String()
+}
+
+// reusable says which components a stand-in render may take from the real
+// render (comps, rendered to resources) instead of transforming them
+// again: those whose every matched transformer is the catalog's own, whose
+// spec is plain data (no definition or hidden field at any depth) equal,
+// as JSON, to the real one, and whose labels and annotations are the real
+// ones. The catalog's transformers read nothing of a component but its
+// spec (#component.spec) and #context (the release's, and the component's
+// name, labels and annotations), so such a component renders to the same
+// objects: transforming it again would only find nothing differs. Any
+// other transformer (a provider of the deployment's own) may read more,
+// and its components are always transformed again.
+func reusable(comps cue.Value, resources []manifest.Resource, transformers []transformer) reuse {
+	byComponent := map[string][]manifest.Resource{}
+	for _, r := range resources {
+		byComponent[r.Component] = append(byComponent[r.Component], r)
+	}
+	return func(name string, cv cue.Value) ([]manifest.Resource, bool) {
+		real := comps.LookupPath(cue.MakePath(cue.Str(name)))
+		a, errA := readComponent(name, real)
+		b, errB := readComponent(name, cv)
+		if errA != nil || errB != nil || !maps.Equal(a.labels, b.labels) || !maps.Equal(a.annotations, b.annotations) {
+			return nil, false
+		}
+		for _, t := range transformers {
+			if t.matches(b) && !strings.HasPrefix(t.pos.Filename(), load.EmbeddedRoot) {
+				return nil, false
+			}
+		}
+		specA, specB := real.LookupPath(cue.ParsePath("spec")), cv.LookupPath(cue.ParsePath("spec"))
+		if !plainData(specB) {
+			return nil, false
+		}
+		ja, errA := specA.MarshalJSON()
+		jb, errB := specB.MarshalJSON()
+		if errA != nil || errB != nil || !bytes.Equal(ja, jb) {
+			return nil, false
+		}
+		return byComponent[name], true
+	}
+}
+
+// plainData reports whether v holds no definition and no hidden field at
+// any depth: then its JSON is all a reader of its values can see.
+func plainData(v cue.Value) bool {
+	it, err := v.Fields(cue.Definitions(true), cue.Hidden(true))
+	if err != nil {
+		// Not a struct: a list's elements, or a scalar.
+		if l, err := v.List(); err == nil {
+			for l.Next() {
+				if !plainData(l.Value()) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for it.Next() {
+		if t := it.Selector().LabelType(); t != cue.StringLabel && t != cue.IndexLabel {
+			return false // a definition or a hidden field
+		}
+		if !plainData(it.Value()) {
+			return false
+		}
+	}
+	return true
 }

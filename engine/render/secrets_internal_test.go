@@ -232,3 +232,77 @@ releases: r: core.#ModuleRelease & {
 		})
 	}
 }
+
+// The stand-in renders take the components the stand-ins do not reach
+// from the real render instead of transforming them again (reusable): on
+// every fixture, what that finds a secret reaches is what transforming
+// every component again finds — fields, derived secrets, values shown.
+func TestStandInReuseTracesAsTheWholeRender(t *testing.T) {
+	t.Setenv("SOPS_AGE_KEY", deploytest.SopsAgeKey())
+	mixed := deploytest.Write(t, map[string]string{"deploy.cue": `package deploy
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+releases: r: core.#ModuleRelease & {
+	metadata: {name: "r", namespace: "ns"}
+	#module: {
+		core.#Module
+		metadata: {apiVersion: "test.example/mixed/r@v0", name: "r", version: "0.1.0"}
+		#config: {token: string, image: *"nginx:1.27" | string}
+		#components: {
+			plain: {
+				core.#Workload
+				core.#Configs
+				spec: {
+					workload: {type: "stateless", replicas: 1, container: {image: #config.image, ports: http: containerPort: 8080}}
+					configs: "plain": data: key: "public"
+				}
+			}
+			reached: {
+				core.#Configs
+				core.#Secrets
+				spec: {
+					configs: "reached": data: checksum: "cs-\(#config.token)"
+					secrets: "reached": data: token: #config.token
+				}
+			}
+			labelled: {
+				core.#Configs
+				metadata: labels: "example.com/owner": #config.token
+				spec: configs: "labelled": data: key: "public"
+			}
+		}
+	}
+}
+`})
+	cases := map[string]struct {
+		dir, env, release string
+		in                []values.Input
+	}{
+		"mixed": {mixed, "", "r", []values.Input{{Name: "values-secret", Data: []byte("token: t0k3nValue99\n"), Secret: true}}},
+	}
+	for _, source := range []deploytest.AttackSource{deploytest.AttackSOPS, deploytest.AttackRepo} {
+		dir := deploytest.AttackDir(t, "prod", source, deploytest.AttackCanary, deploytest.AttackPIN)
+		for _, rel := range []string{"attack", "pin"} {
+			cases[string(source)+"/"+rel] = struct {
+				dir, env, release string
+				in                []values.Input
+			}{dir, "production", rel, nil}
+		}
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			render := func(whole bool) *Release {
+				rels, err := Render(context.Background(), Options{Dir: c.dir, Environment: c.env, Releases: []string{c.release}, Values: c.in, wholeStandIns: whole})
+				assert.NilError(t, err)
+				return rels[0]
+			}
+			reused, whole := render(false), render(true)
+			assert.DeepEqual(t, reused.SecretFields, whole.SecretFields)
+			assert.DeepEqual(t, reused.Secrets, whole.Secrets)
+			assert.Equal(t, string(reused.Values), string(whole.Values))
+			assert.Equal(t, reused.ManifestDigest, whole.ManifestDigest)
+			assert.Assert(t, len(reused.SecretFields) > 0)
+		})
+	}
+}
