@@ -2,10 +2,13 @@ package pipeline_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -183,4 +186,30 @@ func TestApplyStopsAtTheFailingRelease(t *testing.T) {
 	assert.Assert(t, is.Contains(report.AppliedLine(r), "release app apply failed on context opm-test"))
 	assert.Assert(t, is.Contains(report.AppliedLine(r), "1 failed"))
 	assert.Assert(t, is.Contains(report.AppliedLine(r), "(not written)"))
+}
+
+// While an apply waits for health, it says how far each release is, each
+// time an object's health changes: "app: N of M objects healthy; …".
+func TestApplyWaitSaysHowFarEachReleaseIs(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: dev: namespace: %q
+releases: app: {#module: appmodule, values: broken: true}
+`, ns))
+	opts := applyOpts(dir)
+	opts.Environment, opts.Wait, opts.WaitTimeout = "dev", true, 3*time.Second
+	var mu sync.Mutex
+	var said []string
+	opts.HealthWaiting = func(s string) { mu.Lock(); defer mu.Unlock(); said = append(said, s) }
+	_, err := pipeline.Apply(t.Context(), opts)
+	assert.ErrorContains(t, err, "not healthy")
+	mu.Lock()
+	defer mu.Unlock()
+	found := false
+	for _, s := range said {
+		if strings.HasPrefix(s, "app: ") && strings.Contains(s, " of 4 objects healthy; deployment.apps/web: ") {
+			found = true
+		}
+	}
+	assert.Check(t, found, "no progress line in %q", said)
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/opmodel/pipeline/engine/health"
 	"slices"
 	"strings"
 	"sync"
@@ -183,7 +184,7 @@ func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvi
 		timeout = 5 * time.Minute
 	}
 	opts.narrate("environment %s: waiting up to %s for its releases to become healthy", re.Name, timeout)
-	healthy, why := waitHealthy(ctx, opts.ClusterOptions, sel, timeout)
+	healthy, why := waitHealthy(ctx, opts.ClusterOptions, sel, timeout, narration(opts.HealthWaiting, re.Releases))
 	switch {
 	case healthy:
 		re.Result = RolloutApplied
@@ -205,8 +206,8 @@ func (o RolloutOptions) narrate(format string, args ...any) {
 
 // waitHealthy waits up to timeout for every release of an environment to
 // be healthy, all at once; when they are not, it says why.
-func waitHealthy(ctx context.Context, co ClusterOptions, sel Selection, timeout time.Duration) (bool, string) {
-	st, err := Status(ctx, StatusOptions{Target: Target{Selection: sel}, ClusterOptions: co, Wait: true, Timeout: timeout})
+func waitHealthy(ctx context.Context, co ClusterOptions, sel Selection, timeout time.Duration, w healthNarration) (bool, string) {
+	st, err := Status(ctx, StatusOptions{Target: Target{Selection: sel}, ClusterOptions: co, Wait: true, Timeout: timeout, Progress: w.progress()})
 	switch {
 	case st != nil && st.Healthy:
 		return true, ""
@@ -216,6 +217,51 @@ func waitHealthy(ctx context.Context, co ClusterOptions, sel Selection, timeout 
 		return false, err.Error() // says how long it waited, and for what
 	}
 	return false, fmt.Sprintf("not healthy within %s", timeout)
+}
+
+// healthNarration tells say, while a wait lasts, each object whose
+// health changes and how far each release is: "blog: 3 of 5 objects
+// healthy; deployment.apps/web: InProgress (…)". totals are the objects
+// of each release, by name.
+type healthNarration struct {
+	say    func(string)
+	totals map[string]int
+}
+
+func narration(say func(string), releases []AppliedRelease) healthNarration {
+	totals := map[string]int{}
+	for _, r := range releases {
+		totals[r.Name] += len(r.Applied)
+	}
+	return healthNarration{say: say, totals: totals}
+}
+
+// progress is Status's Progress for w, or nil when nobody listens. An
+// object is reported when it is not Current at first and whenever its
+// health changes, so the healthy are the total less those last reported
+// otherwise (Status calls it under one lock).
+func (w healthNarration) progress() func(string, health.ObjectHealth) {
+	if w.say == nil {
+		return nil
+	}
+	pending := map[string]map[string]bool{}
+	return func(release string, h health.ObjectHealth) {
+		p := pending[release]
+		if p == nil {
+			p = map[string]bool{}
+			pending[release] = p
+		}
+		if h.Status == health.Current {
+			delete(p, h.Ref())
+		} else {
+			p[h.Ref()] = true
+		}
+		if total, ok := w.totals[release]; ok && total > 0 {
+			w.say(fmt.Sprintf("%s: %d of %d objects healthy; %s", release, max(total-len(p), 0), total, h))
+			return
+		}
+		w.say(fmt.Sprintf("%s: %s", release, h))
+	}
 }
 
 // smokeEnvironment runs the smoke test of a healthy environment on its
