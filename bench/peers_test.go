@@ -102,7 +102,8 @@ func benchPeers(t *testing.T, env *kubetest.Env, cs *kubernetes.Clientset, work,
 
 	opmRender := median(func() time.Duration { return timed(t, opm, "render", dirs["opm"]) })
 	opmApply := func(want string, extra ...string) (time.Duration, int64) {
-		d, out, rss := measured(t, 0, opm, append([]string{"apply", dirs["opm"], "--kubeconfig", kc}, extra...)...)
+		// No health wait, as kubectl and ssa do not wait.
+		d, out, rss := measured(t, 0, opm, append([]string{"apply", "--no-wait", dirs["opm"], "--kubeconfig", kc}, extra...)...)
 		if !strings.Contains(string(out), want) {
 			t.Fatalf("opm apply did not report %q:\n%s", want, lastLine(out))
 		}
