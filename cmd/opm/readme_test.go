@@ -30,11 +30,7 @@ func TestReadmeQuickStartRunsAsWritten(t *testing.T) {
 	}
 	assert.Assert(t, block != "", "the README has no quick start")
 
-	repo := gitExamples(t)
-	editFile(t, filepath.Join(repo, "examples", "releases.cue"), `title:    "Engineering blog"`, `title:    "Engineering notes"`)
-	gitIn(t, repo, "commit", "-qam", "retitle")
-	t.Chdir(repo)
-	t.Setenv("OPM_CACHE_DIR", t.TempDir())
+	t.Chdir(filepath.Dir(retitledExamples(t)))
 	cs, err := kubernetes.NewForConfig(env.Config)
 	assert.NilError(t, err)
 	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), "staging", metav1.DeleteOptions{}) })

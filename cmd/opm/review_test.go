@@ -161,17 +161,25 @@ func TestReviewPlanShardsAndMerge(t *testing.T) {
 	assert.Assert(t, strings.Contains(errOut, "has no split: make it with opm review plan --shards N"), errOut)
 }
 
-// Text output is coloured on a terminal, or with --color always; never
-// with --color never, NO_COLOR set (auto), off a terminal (auto), or in
-// JSON and Markdown, whatever --color says; a wrong --color is a usage
-// error.
-func TestColourFollowsTheFlagAndNoColor(t *testing.T) {
+// retitledExamples is a clone of the examples on branch feature, whose
+// last commit retitles the blog: a review against main has one diff.
+func retitledExamples(t *testing.T) string {
+	t.Helper()
 	t.Setenv("OPM_CACHE_DIR", t.TempDir())
 	repo := gitExamples(t)
 	dir := filepath.Join(repo, "examples")
 	gitIn(t, repo, "checkout", "-q", "-b", "feature")
 	editFile(t, filepath.Join(dir, "releases.cue"), `title:    "Engineering blog"`, `title:    "Engineering notes"`)
 	gitIn(t, repo, "commit", "-qam", "retitle")
+	return dir
+}
+
+// Text output is coloured on a terminal, or with --color always; never
+// with --color never, NO_COLOR set (auto), off a terminal (auto), or in
+// JSON and Markdown, whatever --color says; a wrong --color is a usage
+// error.
+func TestColourFollowsTheFlagAndNoColor(t *testing.T) {
+	dir := retitledExamples(t)
 	review := func(args ...string) string {
 		t.Helper()
 		code, out, errOut := runOpm(t, append([]string{"review", dir, "--base", "main", "--env", "staging", "-r", "blog"}, args...)...)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -53,12 +52,7 @@ func runOnTTY(t *testing.T, args ...string) (int, string, string) {
 // On a real terminal, with no flag: diffs are coloured and an apply's
 // lines say how far the release is; NO_COLOR turns the colour off there.
 func TestOnATerminal(t *testing.T) {
-	t.Setenv("OPM_CACHE_DIR", t.TempDir())
-	repo := gitExamples(t)
-	dir := filepath.Join(repo, "examples")
-	gitIn(t, repo, "checkout", "-q", "-b", "feature")
-	editFile(t, filepath.Join(dir, "releases.cue"), `title:    "Engineering blog"`, `title:    "Engineering notes"`)
-	gitIn(t, repo, "commit", "-qam", "retitle")
+	dir := retitledExamples(t)
 	code, shown, errOut := runOnTTY(t, "review", dir, "--base", "main", "--env", "staging", "-r", "blog")
 	assert.Equal(t, code, 0, errOut)
 	assert.Check(t, strings.Contains(shown, "\x1b[32m+"), "no colour on a terminal:\n%q", shown)

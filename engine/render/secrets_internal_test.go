@@ -139,27 +139,7 @@ func TestAModuleCannotDesignFieldsTheStandInMisses(t *testing.T) {
 	for i := range len(token) {
 		fmt.Fprintf(&fields, "c%02d: \"\\(div(strings.ByteAt(#config.token, %d), 2))\"\n", i, i)
 	}
-	dir := deploytest.Write(t, map[string]string{"deploy.cue": `package deploy
-
-import (
-	"strings"
-	core "github.com/opmodel/pipeline/catalog@v0"
-)
-
-releases: r: core.#ModuleRelease & {
-	metadata: {name: "r", namespace: "ns"}
-	#module: {
-		core.#Module
-		metadata: {apiVersion: "test.example/hostile/r@v0", name: "r", version: "0.1.0"}
-		#config: token: string
-		#components: raw: {
-			core.#Objects
-			spec: objects: [{apiVersion: "v1", kind: "ConfigMap", metadata: name: "halves", data: {
-` + fields.String() + `}}]
-		}
-	}
-}
-`})
+	dir := tokenConfigMap(t, "hostile", "halves", fields.String())
 	in := []values.Input{{Name: "values-secret", Data: []byte("token: " + token + "\n"), Secret: true}}
 	rels, err := Render(context.Background(), Options{Dir: dir, Releases: []string{"r"}, Values: in})
 	assert.NilError(t, err)
@@ -198,28 +178,7 @@ func TestRenderErrorsMaskWhatASecretDerives(t *testing.T) {
 		"only the secret fails": {`up: strings.ToUpper(#config.token) & !="` + strings.ToUpper(token) + `"`, []string{strings.ToUpper(token)}, []string{"out of bound", "deploy.cue:"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dir := deploytest.Write(t, map[string]string{"deploy.cue": `package deploy
-
-import (
-	"strings"
-	core "github.com/opmodel/pipeline/catalog@v0"
-)
-
-releases: r: core.#ModuleRelease & {
-	metadata: {name: "r", namespace: "ns"}
-	#module: {
-		core.#Module
-		metadata: {apiVersion: "test.example/fails/r@v0", name: "r", version: "0.1.0"}
-		#config: token: string
-		#components: raw: {
-			core.#Objects
-			spec: objects: [{apiVersion: "v1", kind: "ConfigMap", metadata: name: "derived", data: {
-				` + c.field + `
-			}}]
-		}
-	}
-}
-`})
+			dir := tokenConfigMap(t, "fails", "derived", c.field)
 			in := []values.Input{{Name: "values-secret", Data: []byte("token: " + token + "\n"), Secret: true}}
 			_, err := Render(context.Background(), Options{Dir: dir, Releases: []string{"r"}, Values: in})
 			assert.Assert(t, err != nil)
@@ -305,4 +264,34 @@ releases: r: core.#ModuleRelease & {
 			assert.Assert(t, len(reused.SecretFields) > 0)
 		})
 	}
+}
+
+// tokenConfigMap writes a deployment of one release, r, whose module (at
+// test.example/<module>/r) takes a token and renders one ConfigMap,
+// named name, whose data holds the CUE fields data (which may use the
+// strings package and #config.token).
+func tokenConfigMap(t *testing.T, module, name, data string) string {
+	t.Helper()
+	return deploytest.Write(t, map[string]string{"deploy.cue": `package deploy
+
+import (
+	"strings"
+	core "github.com/opmodel/pipeline/catalog@v0"
+)
+
+releases: r: core.#ModuleRelease & {
+	metadata: {name: "r", namespace: "ns"}
+	#module: {
+		core.#Module
+		metadata: {apiVersion: "test.example/` + module + `/r@v0", name: "r", version: "0.1.0"}
+		#config: token: string
+		#components: raw: {
+			core.#Objects
+			spec: objects: [{apiVersion: "v1", kind: "ConfigMap", metadata: name: "` + name + `", data: {
+` + data + `
+}}]
+		}
+	}
+}
+`})
 }
