@@ -49,13 +49,7 @@ releases: app: #module: appmodule
 
 // An @embed glob that matches CUE files reads them from the base commit.
 func TestFastReviewEmbedsCUEFilesOfTheBase(t *testing.T) {
-	dir := soundRepoWith(t, `
-environments: dev: {namespace: "dev", values: stamp: _data["data/stamp.cue"]}
-releases: app: #module: appmodule
-`, map[string]string{
-		"embed.cue":      "@extern(embed)\n\npackage deploy\n\n_data: _ @embed(glob=\"data/*.cue\", type=text)\n",
-		"data/stamp.cue": "// one\n",
-	}, func(root string) {
+	dir := soundRepoWith(t, embedBody, embedFiles(), func(root string) {
 		assert.NilError(t, os.WriteFile(filepath.Join(root, "deploy", "data", "stamp.cue"), []byte("// two\n"), 0o644))
 	})
 	fast := fastEqualsFull(t, dir)
@@ -70,13 +64,7 @@ releases: app: #module: appmodule
 // alike and the pair is skipped (a base hashed without its embedded files
 // would also key the render cache to the wrong content).
 func TestEmbeddedCUEFilesHashAlikeOnBothSides(t *testing.T) {
-	dir := soundRepoWith(t, `
-environments: dev: {namespace: "dev", values: stamp: _data["data/stamp.cue"]}
-releases: app: #module: appmodule
-`, map[string]string{
-		"embed.cue":      "@extern(embed)\n\npackage deploy\n\n_data: _ @embed(glob=\"data/*.cue\", type=text)\n",
-		"data/stamp.cue": "// one\n",
-	}, func(root string) {
+	dir := soundRepoWith(t, embedBody, embedFiles(), func(root string) {
 		assert.NilError(t, os.WriteFile(filepath.Join(root, "deploy", "README.md"), []byte("unrelated\n"), 0o644))
 	})
 	fast := fastEqualsFull(t, dir)
@@ -97,5 +85,19 @@ releases: app: #module: appmodule
 	assert.Assert(t, fast.Counts.Changed(), "the edit behind the link was not seen: %+v", fast.Releases)
 	for _, r := range fast.Releases {
 		assert.Check(t, is.Equal(r.Error, ""), "%s/%s", r.Name, r.Environment)
+	}
+}
+
+// embedBody's environment takes its stamp from a CUE file an @embed glob
+// reads as text (embedFiles).
+const embedBody = `
+environments: dev: {namespace: "dev", values: stamp: _data["data/stamp.cue"]}
+releases: app: #module: appmodule
+`
+
+func embedFiles() map[string]string {
+	return map[string]string{
+		"embed.cue":      "@extern(embed)\n\npackage deploy\n\n_data: _ @embed(glob=\"data/*.cue\", type=text)\n",
+		"data/stamp.cue": "// one\n",
 	}
 }
