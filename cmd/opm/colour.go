@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -48,32 +47,4 @@ func colourOn(cmd *cobra.Command) (bool, error) {
 	}
 	// The terminal is the process's stdout, under the redactor.
 	return isTerminal(operatorOut(cmd)), nil
-}
-
-const (
-	colorReset  = "\x1b[0m"
-	colorRed    = "\x1b[31m"
-	colorGreen  = "\x1b[32m"
-	colorYellow = "\x1b[33m"
-)
-
-// healthWords are the health states and verdicts status prints.
-var healthWords = regexp.MustCompile(`\b(Current|InProgress|Terminating|Unknown|Failed|NotFound|not healthy|healthy)\b`)
-
-// paintHealth colours the health words of a finished table: escape codes
-// added after the columns were aligned leave the alignment as it was.
-func paintHealth(text string, on bool) string {
-	if !on {
-		return text
-	}
-	return healthWords.ReplaceAllStringFunc(text, func(w string) string {
-		c := colorYellow
-		switch w {
-		case "Current", "healthy":
-			c = colorGreen
-		case "Failed", "NotFound", "not healthy":
-			c = colorRed
-		}
-		return c + w + colorReset
-	})
 }

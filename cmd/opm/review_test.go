@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
+
+	"github.com/opmodel/pipeline/pipeline/report"
 )
 
 // gitExamples is a git repository holding a copy of examples/ on branch
@@ -203,5 +205,5 @@ func TestColourFollowsTheFlagAndNoColor(t *testing.T) {
 	code, _, errOut := runOpm(t, "review", dir, "--base", "main", "--color", "sometimes")
 	assert.Equal(t, code, 2)
 	assert.Check(t, strings.Contains(errOut, `--color "sometimes": use auto, always or never`), errOut)
-	assert.Equal(t, paintHealth("web  Current\nHealth:      not healthy", true), "web  \x1b[32mCurrent\x1b[0m\nHealth:      \x1b[31mnot healthy\x1b[0m")
+	assert.Equal(t, report.PaintHealth("web  Current\nHealth:      not healthy", true), "web  \x1b[32mCurrent\x1b[0m\nHealth:      \x1b[31mnot healthy\x1b[0m")
 }

@@ -94,7 +94,7 @@ printing objects as they become ready. Exit 0 when healthy, 1 when not.`,
 					return cerr
 				}
 				redact.From(cmd.Context()).Value(res) // sealed before the columns are laid out
-				fmt.Fprint(out, paintHealth(report.StatusTable(res), on))
+				fmt.Fprint(out, report.PaintHealth(report.StatusTable(res), on))
 			}
 			if err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\n", err)

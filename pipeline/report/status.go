@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 
@@ -136,4 +137,26 @@ func environments(r *pipeline.StatusResult) int {
 		seen[rs.Environment] = true
 	}
 	return len(seen)
+}
+
+// healthWords are the health states and verdicts StatusTable prints.
+var healthWords = regexp.MustCompile(`\b(Current|InProgress|Terminating|Unknown|Failed|NotFound|not healthy|healthy)\b`)
+
+// PaintHealth colours the health words of a finished status table (green,
+// yellow, red), when on: escape codes added after the columns were
+// aligned leave the alignment as it was.
+func PaintHealth(text string, on bool) string {
+	if !on {
+		return text
+	}
+	return healthWords.ReplaceAllStringFunc(text, func(w string) string {
+		c := colorYellow
+		switch w {
+		case "Current", "healthy":
+			c = colorGreen
+		case "Failed", "NotFound", "not healthy":
+			c = colorRed
+		}
+		return c + w + colorReset
+	})
 }

@@ -7,12 +7,13 @@ import (
 	"github.com/opmodel/pipeline/pipeline"
 )
 
-// ANSI colours for diff lines on a terminal.
+// ANSI colours for diff lines and health words on a terminal.
 const (
-	colorRed   = "\x1b[31m"
-	colorGreen = "\x1b[32m"
-	colorCyan  = "\x1b[36m"
-	colorReset = "\x1b[0m"
+	colorRed    = "\x1b[31m"
+	colorGreen  = "\x1b[32m"
+	colorYellow = "\x1b[33m"
+	colorCyan   = "\x1b[36m"
+	colorReset  = "\x1b[0m"
 )
 
 // Text renders a change set for a terminal or a log: one line per object
