@@ -18,6 +18,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/internal/deploytest"
+	"github.com/opmodel/pipeline/internal/kubetest"
 	"github.com/opmodel/pipeline/pipeline"
 )
 
@@ -85,6 +86,7 @@ releases: app: {#module: appmodule, values: {}}
 		assert.NilError(t, err)
 	}
 	assert.DeepEqual(t, kinds, []string{"Role", "RoleBinding"}) // nothing cluster-scoped
+	kubetest.WaitUntilAllowed(t, cs, "system:serviceaccount:"+ns+":tenant", []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}, "list", "", "secrets", ns, "")
 
 	res, err = pipeline.Apply(t.Context(), opts)
 	assert.NilError(t, err)

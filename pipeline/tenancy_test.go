@@ -221,6 +221,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		err = createAsAdmin(t, o)
 		assert.NilError(t, err)
 	}
+	kubetest.WaitUntilAllowed(t, cs, user, groups, "list", "", "secrets", ns, "")
+	kubetest.WaitUntilAllowed(t, cs, user, groups, "patch", "", "namespaces", "", ns)
 	assert.DeepEqual(t, clusterRules, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{ns}, Verbs: []string{"get", "patch", "create", "delete"}}})
 
 	// The namespace exists (the platform team made it): the release adopts it.
@@ -330,6 +332,7 @@ func TestRBACBootstrapOnAFreshNamespace(t *testing.T) {
 		assert.NilError(t, err, "applying %s in the order printed", o["kind"])
 	}
 	assert.DeepEqual(t, kinds, []string{"Namespace", "ServiceAccount", "Role", "RoleBinding"})
+	kubetest.WaitUntilAllowed(t, cs, "system:serviceaccount:"+ns+":deployer", []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}, "list", "", "secrets", ns, "")
 	_, err = pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: cluster(t)})
 	assert.NilError(t, err, "as the tenant")
 }
@@ -375,7 +378,7 @@ func TestPodReasonsUnderTheEnvironmentsIdentity(t *testing.T) {
 	}
 	user := "system:serviceaccount:" + ns + ":deployer"
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
-	assert.Check(t, kubetest.CanI(t, cs, user, groups, "list", "", "pods", ns, ""))
+	kubetest.WaitUntilAllowed(t, cs, user, groups, "list", "", "pods", ns, "")
 	assert.Check(t, !kubetest.CanI(t, cs, user, groups, "delete", "", "pods", ns, ""), "reading pods is all")
 	_, err = pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: cluster(t)})
 	assert.NilError(t, err, "as the tenant")

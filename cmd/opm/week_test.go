@@ -155,6 +155,10 @@ releases: cron: {#module: cronmodule, values: image: "` + kubetest.JobImage + `"
 		assert.Equal(t, code, 0, errOut)
 		applyAsAdmin(t, out)
 	}
+	for _, e := range envs {
+		deployer := "system:serviceaccount:" + ns[e] + ":deployer"
+		kubetest.WaitUntilAllowed(t, cs, deployer, []string{"system:serviceaccounts", "system:serviceaccounts:" + ns[e], "system:authenticated"}, "list", "", "secrets", ns[e], "")
+	}
 	user := "system:serviceaccount:" + ns["canary"] + ":deployer"
 	assert.Check(t, !kubetest.CanI(t, cs, user, []string{"system:serviceaccounts", "system:authenticated"}, "create", "", "secrets", ns["eu"], ""), "canary's identity must not write eu")
 

@@ -630,6 +630,19 @@ func CanI(t testing.TB, cs kubernetes.Interface, user string, groups []string, v
 	return sar.Status.Allowed
 }
 
+// WaitUntilAllowed waits until the API server lets user verb the
+// resource: its RBAC authorizer learns of bindings through a watch, so a
+// test that just created them asks until they count before acting as user.
+func WaitUntilAllowed(t testing.TB, cs kubernetes.Interface, user string, groups []string, verb, group, resource, ns, name string) {
+	t.Helper()
+	WaitFor(t, 30*time.Second, func() error {
+		if CanI(t, cs, user, groups, verb, group, resource, ns, name) {
+			return nil
+		}
+		return fmt.Errorf("%s may not %s %s in %q yet", user, verb, resource, ns)
+	})
+}
+
 // WaitFor polls cond until it returns nil, and fails t with its last error
 // once timeout has passed: a condition, never a fixed sleep (the API
 // server's authorizer, for one, learns of new RBAC bindings a moment later).
