@@ -12,8 +12,16 @@ func SetSoakProbe(o *RolloutOptions, interval time.Duration, probe func()) {
 	o.soakInterval, o.soakProbe = interval, probe
 }
 
-// SetReviewChunk makes a review render n releases per chunk.
-func SetReviewChunk(o *ReviewOptions, n int) { o.chunk = n }
+// ReviewInChunks is Review rendering n releases per chunk.
+func ReviewInChunks(ctx context.Context, opts ReviewOptions, n int) (*ChangeSet, error) {
+	r, err := openReview(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	r.chunk = n
+	return r.run(ctx)
+}
 
 // ReviewPart is ReviewShard without git: a shard of a review of two
 // directories (BaseDir), for tests that generate both.

@@ -1,9 +1,11 @@
-// Review: two versions of a deployment directory compared without a
-// cluster. Review is the one path every review takes, in five steps, each
-// below in that order: plan the pairs, look them up in the render cache,
-// render the misses (locally, or as one shard of many), compare, report.
-// gitreview.go reads the base from git; review_shard.go splits a review
-// across runners and merges the parts.
+// Review: two snapshots of a deployment directory compared without a
+// cluster. One planner (review.run) is the path every review takes — a
+// whole review, a shard, a plan, the check OPM_VERIFY_SKIPS asks for —
+// in five steps, each below in that order: plan the pairs, look them up
+// in the render cache, render the misses (all at once, or in chunks),
+// compare, report. snapshot.go reads a side (the working tree, or a
+// commit from git's objects or a checkout); review_shard.go splits a
+// review across runners and merges the parts.
 
 package pipeline
 
@@ -29,6 +31,7 @@ import (
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/fleet"
+	"github.com/opmodel/pipeline/engine/gitref"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
@@ -87,20 +90,6 @@ type ReviewOptions struct {
 	// does. Nil: ReviewShard derives one from the context's seal key
 	// (redact), and Review draws a random one.
 	MaskKey []byte `json:"-"`
-
-	// masker masks Secret values, one key per Review; maskScope names
-	// the review's commits for KeyedMasker.
-	masker    *diff.Masker
-	maskScope string
-	// baseOverlay holds the base's CUE files when they were read from
-	// git rather than checked out (see reviewGit).
-	baseOverlay map[string][]byte
-	// baseTree is the base as already scanned (see completeBase).
-	baseTree *fingerprint.Tree
-	// planOnly stops a review after its plan (PlanReview).
-	planOnly bool
-	// chunk overrides chunkReleases (tests).
-	chunk int
 }
 
 // UnchangedRelease is a release × environment a review did not render:
@@ -120,12 +109,77 @@ type UnchangedRelease struct {
 // when neither side can be loaded or the selection names something that
 // does not exist.
 func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
-	if len(opts.BaseRefs) > 0 {
-		return reviewGit(ctx, opts)
+	r, err := openReview(ctx, opts)
+	if err != nil {
+		return nil, err
 	}
-	head, base, scanned := scanReviewSides(ctx, opts)
+	defer r.close()
+	return r.run(ctx)
+}
+
+// review is one review: its options, the two snapshots it compares, and
+// how it runs where the public options say nothing (a shard's mask scope,
+// the size of a chunk, stopping after the plan). Every entry point —
+// Review, ReviewShard, PlanReview, and the check OPM_VERIFY_SKIPS asks
+// for — opens one and runs it; none calls another.
+type review struct {
+	opts       ReviewOptions
+	head, base *snapshot
+	// repo and baseRef, for a base read from git: the repository and the
+	// ref the base was resolved from.
+	repo, baseRef string
+	// scope names the review's commits for KeyedMasker.
+	scope string
+	// chunk overrides chunkReleases (tests).
+	chunk int
+	// planOnly stops the run after its plan (PlanReview).
+	planOnly bool
+	// masker masks Secret values, one key per run.
+	masker *diff.Masker
+}
+
+// openReview finds the two snapshots of a review: the head's working
+// tree, and the base's directory or, with BaseRefs, the merge base of the
+// first ref that resolves and HEAD (read from git's objects, or checked
+// out with NoSkip or when the objects cannot stand for a checkout).
+func openReview(ctx context.Context, opts ReviewOptions) (*review, error) {
+	r := &review{opts: opts, head: worktreeSnapshot(opts.renderOptions().Dir)}
+	if len(opts.BaseRefs) == 0 {
+		r.base = worktreeSnapshot(opts.BaseDir)
+		return r, nil
+	}
+	dir, err := filepath.Abs(r.head.dir)
+	if err != nil {
+		return nil, fmt.Errorf("finding the deployment directory %s: %w", opts.Dir, err)
+	}
+	if r.repo, err = gitref.Root(ctx, dir); err != nil {
+		return nil, fault.Wrap(fault.Validation, err)
+	}
+	ref, commit, err := resolveFirst(ctx, r.repo, opts.BaseRefs)
+	if err != nil {
+		return nil, err
+	}
+	mergeBase, err := gitref.MergeBase(ctx, r.repo, commit, "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	if r.base, err = commitSnapshot(ctx, r.repo, dir, mergeBase, !opts.NoSkip, opts.cacheDir("environments")); err != nil {
+		return nil, err
+	}
+	r.baseRef, r.scope = ref, "\x00"+mergeBase
+	return r, nil
+}
+
+// close removes what the base's snapshot wrote.
+func (r *review) close() { r.base.close() }
+
+// run is the review's one plan: plan the pairs, look them up in the
+// render cache, render the misses, compare, report.
+func (r *review) run(ctx context.Context) (*ChangeSet, error) {
+	opts := r.opts
+	head, base, scanned := scanReviewSides(ctx, opts, r.head, r.base)
 	if !scanned {
-		head, base = loadReviewSides(ctx, opts)
+		head, base = loadReviewSides(ctx, opts, r.head, r.base)
 	}
 	if head.err != nil && !base.present {
 		// Nothing to review against: report the head's error itself.
@@ -149,7 +203,7 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	cs.plan = planDigest(head, base, envs, keys)
 	// One key for the whole output: equal Secret values mask equally, in
 	// every shard of the review when they share MaskKey.
-	opts.masker = diff.KeyedMasker(opts.MaskKey, opts.maskScope+"\x00"+cs.plan)
+	r.masker = diff.KeyedMasker(opts.MaskKey, r.scope+"\x00"+cs.plan)
 	if err := shardUnits(opts.Shard, opts.Split, cs.plan, head, base, envs, keys); err != nil {
 		return nil, err
 	}
@@ -157,7 +211,7 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	cache := reviewCache(opts, scanned)
 	lookUpRenders(ctx, opts, cache, head, base, envs, keys)
 	cs.renders, cs.cachedRenders = countRenders(head, base, envs, keys)
-	if opts.planOnly {
+	if r.planOnly {
 		cs.estimate = estimateRenders(cache, head, base, envs, keys)
 		return cs, nil
 	}
@@ -165,7 +219,7 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	// the misses reach (not at all for a side all found in the cache);
 	// many releases in chunks, one per core at a time.
 	// 4. Compare every pair (in chunks, as each chunk's renders are done).
-	results, rollout, err := renderAndCompare(ctx, opts, scanned, head, base, envs, keys)
+	results, rollout, err := r.renderAndCompare(ctx, scanned, head, base, envs, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -187,10 +241,31 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 	if rollout != nil {
 		groupByWave(cs, rollout)
 	}
-	if err := verifyUnchanged(ctx, opts, cs); err != nil {
+	if err := r.verifyUnchanged(ctx, cs); err != nil {
 		return nil, err
 	}
+	r.relativeToRepo(cs)
 	return cs, nil
+}
+
+// relativeToRepo names the base of a review from git, and the files its
+// errors and warnings name relative to the repository: they read better
+// so and do not show this machine's layout.
+func (r *review) relativeToRepo(cs *ChangeSet) {
+	if r.repo == "" {
+		return
+	}
+	cs.BaseRef, cs.BaseCommit = r.baseRef, r.base.commit
+	prefixes := []string{r.repo + string(filepath.Separator), r.base.root + string(filepath.Separator)}
+	for i := range cs.Releases {
+		rc := &cs.Releases[i]
+		for _, p := range prefixes {
+			rc.Error = strings.ReplaceAll(rc.Error, p, "")
+			for j := range rc.Warnings {
+				rc.Warnings[j] = strings.ReplaceAll(rc.Warnings[j], p, "")
+			}
+		}
+	}
 }
 
 // 1. Plan the pairs: read both sides (parsed and fingerprinted when the
@@ -202,25 +277,18 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 // when fingerprints cannot decide (NoSkip, syntax the scan cannot follow,
 // a group or an unknown name asked for): then both sides are loaded as
 // before.
-func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *reviewSide, ok bool) {
+func scanReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap *snapshot) (head, base *reviewSide, ok bool) {
 	if opts.NoSkip {
 		return nil, nil, false
 	}
-	scan := func(name, dir string, required bool, overlay map[string][]byte, scanned *fingerprint.Tree) (*reviewSide, bool) {
-		s := &reviewSide{name: name, dir: dir, overlay: overlay}
-		if !required && absentSide(dir, overlay) {
+	scan := func(name string, snap *snapshot, required bool) (*reviewSide, bool) {
+		s := &reviewSide{name: name, snap: snap}
+		if !required && snap.absent() {
 			return s, true
 		}
-		t := scanned
-		if t == nil {
-			p, err := load.ParseImports(ctx, dir, overlay)
-			if err != nil {
-				return nil, false
-			}
-			if t, err = fingerprint.Scan(ctx, p); err != nil {
-				return nil, false
-			}
-			t.UseCache(opts.cacheDir("environments"))
+		t, err := snap.scan(ctx, opts.cacheDir("environments"))
+		if err != nil {
+			return nil, false
 		}
 		if t.Sure() != nil {
 			return nil, false
@@ -233,10 +301,10 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 		return s, true
 	}
 	// One side after the other: cue/load parses in parallel already.
-	if head, ok = scan("head", opts.Selection.renderOptions().Dir, true, nil, nil); !ok {
+	if head, ok = scan("head", headSnap, true); !ok {
 		return nil, nil, false
 	}
-	if base, ok = scan("base", opts.BaseDir, false, opts.baseOverlay, opts.baseTree); !ok {
+	if base, ok = scan("base", baseSnap, false); !ok {
 		return nil, nil, false
 	}
 	// Groups are read by evaluating environments: leave them to the load.
@@ -259,9 +327,9 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 // loadReviewSides loads the head and the base, at the same time when more
 // than one render may run at once: each gets its own CUE context, and the
 // review cannot start before both are read.
-func loadReviewSides(ctx context.Context, opts ReviewOptions) (head, base *reviewSide) {
-	loadHead := func() { head = loadReviewSide(ctx, "head", opts.Selection.renderOptions().Dir, true, nil, nil) }
-	loadBase := func() { base = loadReviewSide(ctx, "base", opts.BaseDir, false, opts.baseOverlay, nil) }
+func loadReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap *snapshot) (head, base *reviewSide) {
+	loadHead := func() { head = loadReviewSide(ctx, "head", headSnap, true) }
+	loadBase := func() { base = loadReviewSide(ctx, "base", baseSnap, false) }
 	if render.Workers(2, opts.Parallelism) < 2 {
 		loadHead()
 		loadBase()
@@ -277,7 +345,7 @@ func loadReviewSides(ctx context.Context, opts ReviewOptions) (head, base *revie
 // reviewSide is one loaded version of the deployment directory.
 type reviewSide struct {
 	name string
-	dir  string
+	snap *snapshot
 	// present: the side exists (a missing base is an empty side).
 	present  bool
 	d        *load.Deployment // nil until loaded (a scanned side loads when first rendered)
@@ -286,10 +354,9 @@ type reviewSide struct {
 	envs     []string
 	// tree is the side as parsed, when its fingerprints can be trusted.
 	tree *fingerprint.Tree
-	// overlay holds the side's files read from git (nil: all on disk);
 	// pruned prunes the side to the releases that are rendered
 	// (fingerprint.PrunedRoot); nil loads everything.
-	overlay, pruned map[string][]byte
+	pruned map[string][]byte
 	// identical (head side only) are the env × release units whose input
 	// fingerprints are equal on both sides: unchanged, never rendered.
 	// elsewhere (head side only) are the units another shard reviews.
@@ -318,7 +385,7 @@ func (s *reviewSide) load(ctx context.Context) {
 	// The side's releases and environments are known (scanned, or read
 	// by the load this copies): listing them again evaluated every
 	// release beside its render, a tenth of a review's CPU.
-	d, err := load.LoadWith(ctx, s.dir, load.Options{Overlay: s.overlay, Pruned: s.pruned})
+	d, err := s.snap.load(ctx, s.pruned)
 	if err != nil {
 		s.err = fmt.Errorf("loading the %s: %w", s.name, err)
 		return
@@ -326,38 +393,16 @@ func (s *reviewSide) load(ctx context.Context) {
 	s.d = d
 }
 
-// absentSide reports whether a base side has no deployment: no directory,
-// or one that is not a CUE module (no cue.mod/module.cue on disk or in the
-// overlay read from git) — the first pull request of a repository, whose
-// base holds a README at most. Such a side is empty: everything is added.
-func absentSide(dir string, overlay map[string][]byte) bool {
-	if dir == "" {
-		return true
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return false // the load says what is wrong
-	}
-	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
-		return true
-	}
-	modFile := filepath.Join(abs, "cue.mod", "module.cue")
-	if _, ok := overlay[modFile]; ok {
-		return false
-	}
-	_, err = os.Stat(modFile)
-	return errors.Is(err, os.ErrNotExist)
-}
-
-// loadReviewSide loads dir. A missing base directory, or one that is not
-// a CUE module, is an empty side (the deployment is new), not an error.
-func loadReviewSide(ctx context.Context, name, dir string, required bool, overlay, pruned map[string][]byte) *reviewSide {
-	s := &reviewSide{name: name, dir: dir, overlay: overlay, pruned: pruned}
-	if !required && absentSide(dir, overlay) {
+// loadReviewSide evaluates a snapshot whole. A missing base directory, or
+// one that is not a CUE module, is an empty side (the deployment is new),
+// not an error.
+func loadReviewSide(ctx context.Context, name string, snap *snapshot, required bool) *reviewSide {
+	s := &reviewSide{name: name, snap: snap}
+	if !required && snap.absent() {
 		return s
 	}
 	s.present = true
-	d, err := load.LoadWith(ctx, dir, load.Options{Overlay: overlay, Pruned: pruned})
+	d, err := snap.load(ctx, nil)
 	if err != nil {
 		s.err = fmt.Errorf("loading the %s: %w", name, err)
 		return s
@@ -667,21 +712,22 @@ func countRenders(head, base *reviewSide, envs, keys []string) (renders, cached 
 // shares; more are chunks, one per core at a time (reviewChunks), which
 // also return the fleet they read (the head's, else the base's, as
 // reviewFleet reads it from sides evaluated whole).
-func renderAndCompare(ctx context.Context, opts ReviewOptions, scanned bool, head, base *reviewSide, envs, keys []string) ([]reviewed, *fleet.Fleet, error) {
+func (r *review) renderAndCompare(ctx context.Context, scanned bool, head, base *reviewSide, envs, keys []string) ([]reviewed, *fleet.Fleet, error) {
 	if !scanned {
-		out, err := reviewAll(ctx, opts, head, base, envs, keys)
+		out, err := r.reviewAll(ctx, head, base, envs, keys)
 		return out, nil, err
 	}
 	rendered := releasesToRender(head, base, envs, keys)
-	size := cmp.Or(opts.chunk, chunkReleases)
+	opts := r.opts
+	size := cmp.Or(r.chunk, chunkReleases)
 	if len(rendered) <= size {
 		pruneSides(head, base, envs, keys, rendered)
 		loadScannedSides(ctx, opts, head, base)
-		out, err := reviewAll(ctx, opts, head, base, envs, keys)
+		out, err := r.reviewAll(ctx, head, base, envs, keys)
 		return out, nil, err
 	}
 	chunks := splitChunks(rendered, size, render.Workers(len(rendered), opts.Parallelism))
-	return reviewChunks(ctx, opts, head, base, envs, keys, chunks)
+	return r.reviewChunks(ctx, head, base, envs, keys, chunks)
 }
 
 // reviewChunks reviews many releases in chunks (indexes into keys), one
@@ -691,9 +737,9 @@ func renderAndCompare(ctx context.Context, opts ReviewOptions, scanned bool, hea
 // progress are held in memory, and no goroutine waits for another before
 // the last chunk. The pairs of the other releases, found in the render
 // cache on both sides, are compared after.
-func reviewChunks(ctx context.Context, opts ReviewOptions, head, base *reviewSide, envs, keys []string, chunks [][]int) ([]reviewed, *fleet.Fleet, error) {
+func (r *review) reviewChunks(ctx context.Context, head, base *reviewSide, envs, keys []string, chunks [][]int) ([]reviewed, *fleet.Fleet, error) {
 	out := make([]reviewed, len(envs)*len(keys))
-	workers := render.Workers(len(chunks), opts.Parallelism)
+	workers := render.Workers(len(chunks), r.opts.Parallelism)
 	var mu sync.Mutex
 	var fleets [2]*fleet.Fleet // as the head's and the base's chunks read them
 	chunked := make([]bool, len(keys))
@@ -707,7 +753,7 @@ func reviewChunks(ctx context.Context, opts ReviewOptions, head, base *reviewSid
 		pruneSides(h, b, envs, keys, chunks[c])
 		for e, env := range envs {
 			for _, k := range chunks[c] {
-				if rc, ok := reviewRelease(ctx, opts, h, b, keys[k], env); ok {
+				if rc, ok := r.reviewRelease(ctx, h, b, keys[k], env); ok {
 					out[e*len(keys)+k] = reviewed{rc: rc, ok: true}
 				}
 			}
@@ -728,7 +774,7 @@ func reviewChunks(ctx context.Context, opts ReviewOptions, head, base *reviewSid
 	}
 	eachOnWorkers(ctx, workers, len(cached), func(j int) {
 		i := cached[j]
-		rc, ok := reviewRelease(ctx, opts, head, base, keys[i%len(keys)], envs[i/len(keys)])
+		rc, ok := r.reviewRelease(ctx, head, base, keys[i%len(keys)], envs[i/len(keys)])
 		out[i] = reviewed{rc: rc, ok: ok}
 	})
 	if err := ctx.Err(); err != nil {
@@ -801,7 +847,7 @@ func pruneSides(head, base *reviewSide, envs, keys []string, releases []int) {
 			side.nothingToRender = true
 			continue
 		}
-		side.pruned = fingerprint.PrunedRoot(side.dir, rendered, side.overlay)
+		side.pruned = side.snap.prunedTo(rendered)
 	}
 }
 
@@ -836,18 +882,18 @@ type reviewed struct {
 // values must not be evaluated concurrently, so no side is shared. The
 // comparisons (plain Go, a tenth of the work: diffs of every modified
 // object) follow on as many goroutines.
-func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, envs, keys []string) ([]reviewed, error) {
+func (r *review) reviewAll(ctx context.Context, head, base *reviewSide, envs, keys []string) ([]reviewed, error) {
 	n := len(envs) * len(keys)
 	unit := func(i int) (env, key string) { return envs[i/len(keys)], keys[i%len(keys)] }
 	out := make([]reviewed, n)
-	workers := render.Workers(2*n, opts.Parallelism)
+	workers := render.Workers(2*n, r.opts.Parallelism)
 	if workers < 2 {
 		for i := range n {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 			env, key := unit(i)
-			rc, ok := reviewRelease(ctx, opts, head, base, key, env)
+			rc, ok := r.reviewRelease(ctx, head, base, key, env)
 			out[i] = reviewed{rc: rc, ok: ok}
 		}
 		return out, nil
@@ -888,7 +934,7 @@ func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, 
 						renders[i][s] = sideRender{rel: r}
 						continue
 					}
-					renders[i][s] = own[s].renderFor(ctx, key, env, opts.Selection)
+					renders[i][s] = own[s].renderFor(ctx, key, env, r.opts.Selection)
 				}
 			}
 		})
@@ -899,7 +945,7 @@ func reviewAll(ctx context.Context, opts ReviewOptions, head, base *reviewSide, 
 	}
 	eachOnWorkers(ctx, workers, n, func(i int) {
 		if env, key := unit(i); worthReviewing(head, base, key, env) {
-			out[i] = reviewed{rc: compareRelease(opts, key, env, renders[i][0], renders[i][1]), ok: true}
+			out[i] = reviewed{rc: r.compareRelease(key, env, renders[i][0], renders[i][1]), ok: true}
 		}
 	})
 	return out, ctx.Err()
@@ -958,18 +1004,18 @@ func (s *reviewSide) renderFor(ctx context.Context, key, env string, sel Selecti
 
 // reviewRelease reviews one release in one environment; ok is false when
 // there is nothing to report (see worthReviewing).
-func reviewRelease(ctx context.Context, opts ReviewOptions, head, base *reviewSide, key, env string) (rc ReleaseChanges, ok bool) {
+func (r *review) reviewRelease(ctx context.Context, head, base *reviewSide, key, env string) (rc ReleaseChanges, ok bool) {
 	if !worthReviewing(head, base, key, env) {
 		return rc, false
 	}
-	return compareRelease(opts, key, env, head.renderFor(ctx, key, env, opts.Selection), base.renderFor(ctx, key, env, opts.Selection)), true
+	return r.compareRelease(key, env, head.renderFor(ctx, key, env, r.opts.Selection), base.renderFor(ctx, key, env, r.opts.Selection)), true
 }
 
 // 4. Compare.
 
 // compareRelease builds the review of one release × environment from both
 // sides' renders.
-func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) ReleaseChanges {
+func (r *review) compareRelease(key, env string, head, base sideRender) ReleaseChanges {
 	rc := ReleaseChanges{Name: key, key: key, Environment: env, Objects: []ObjectChange{}}
 	headRel, baseRel := head.rel, base.rel
 	var errs []error
@@ -1013,7 +1059,7 @@ func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) 
 	if rc.Reach != nil && rc.BaseReach != nil && !rc.Reach.Equal(rc.BaseReach) {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("this change moves where release %s writes: %s → %s", key, rc.BaseReach, rc.Reach))
 	}
-	if err := reviewCompare(&rc, baseRes, headRes, secretFieldsOf(baseRel), secretFieldsOf(headRel), opts); err != nil {
+	if err := r.compare(&rc, baseRes, headRes, secretFieldsOf(baseRel), secretFieldsOf(headRel)); err != nil {
 		rc.Error = err.Error()
 		rc.Objects = []ObjectChange{}
 		rc.Counts = Counts{}
@@ -1039,17 +1085,17 @@ func compareRelease(opts ReviewOptions, key, env string, head, base sideRender) 
 	return rc
 }
 
-// reviewCompare classifies head objects against base objects by
+// compare classifies head objects against base objects by
 // Kubernetes identity, then adds the stale set in delete order.
-func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, baseFields, headFields map[manifest.ID][]taint.Field, opts ReviewOptions) error {
+func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, baseFields, headFields map[manifest.ID][]taint.Field) error {
 	baseByID := make(map[manifest.ID]manifest.Resource, len(baseRes))
-	for _, r := range baseRes {
-		baseByID[r.ID()] = r
+	for _, res := range baseRes {
+		baseByID[res.ID()] = res
 	}
-	for _, r := range headRes {
-		oc := ObjectChange{Object: reviewRef(inventory.EntryOf(r))}
-		before := baseByID[r.ID()].Object // nil when the base lacks it
-		text, err := diff.Unified(before, r.Object, reviewDiffOptions(r.ID(), opts.masker.ForObject(headFields[r.ID()], baseFields[r.ID()])))
+	for _, res := range headRes {
+		oc := ObjectChange{Object: reviewRef(inventory.EntryOf(res))}
+		before := baseByID[res.ID()].Object // nil when the base lacks it
+		text, err := diff.Unified(before, res.Object, reviewDiffOptions(res.ID(), r.masker.ForObject(headFields[res.ID()], baseFields[res.ID()])))
 		if err != nil {
 			return err
 		}
@@ -1067,12 +1113,12 @@ func reviewCompare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, bas
 	}
 	for _, e := range inventory.Stale(inventory.Entries(baseRes), inventory.Entries(headRes)) {
 		oc := ObjectChange{Object: reviewRef(e), Change: Stale}
-		text, err := diff.Unified(baseByID[e.ID()].Object, nil, reviewDiffOptions(e.ID(), opts.masker.ForObject(baseFields[e.ID()])))
+		text, err := diff.Unified(baseByID[e.ID()].Object, nil, reviewDiffOptions(e.ID(), r.masker.ForObject(baseFields[e.ID()])))
 		if err != nil {
 			return err
 		}
 		oc.Diff = text
-		if w, relWarn := opts.Protection.warnings(e); w != "" {
+		if w, relWarn := r.opts.Protection.warnings(e); w != "" {
 			oc.Warning = w
 			rc.Warnings = append(rc.Warnings, relWarn)
 		}
@@ -1117,7 +1163,7 @@ func reviewFleet(ctx context.Context, head, base *reviewSide) *fleet.Fleet {
 	if !head.present || head.err != nil || !head.nothingToRender {
 		return nil
 	}
-	d, err := load.LoadWith(ctx, head.dir, load.Options{Overlay: head.overlay, Pruned: fingerprint.EnvironmentsRoot(head.dir, head.overlay)})
+	d, err := head.snap.load(ctx, head.snap.environmentsOnly())
 	if err != nil {
 		return nil
 	}
@@ -1163,15 +1209,16 @@ func orderByWave(cs *ChangeSet) {
 // verifyUnchanged, with OPM_VERIFY_SKIPS set, reviews again rendering
 // every pair and fails loudly when a pair the fingerprints called
 // unchanged renders differently on the two sides.
-func verifyUnchanged(ctx context.Context, opts ReviewOptions, cs *ChangeSet) error {
-	if os.Getenv(EnvVerifySkips) == "" || opts.NoSkip || len(cs.Unchanged) == 0 {
+func (r *review) verifyUnchanged(ctx context.Context, cs *ChangeSet) error {
+	if os.Getenv(EnvVerifySkips) == "" || r.opts.NoSkip || len(cs.Unchanged) == 0 {
 		return nil
 	}
-	// Every pair, not a shard's: every shard lists the same unchanged
-	// pairs, and a split names the pairs of the review that skips.
-	o := opts
-	o.NoSkip, o.Shard, o.Split = true, nil, nil
-	full, err := Review(ctx, o)
+	// The same snapshots, every pair rendered, not a shard's: every shard
+	// lists the same unchanged pairs, and a split names the pairs of the
+	// review that skips.
+	all := &review{opts: r.opts, head: r.head, base: r.base, scope: r.scope}
+	all.opts.NoSkip, all.opts.Shard, all.opts.Split = true, nil, nil
+	full, err := all.run(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: reviewing every pair: %w", EnvVerifySkips, err)
 	}

@@ -154,11 +154,16 @@ func reviewPart(ctx context.Context, opts ReviewOptions, head string) (*PartialR
 	// Shards mask Secret values with a key from the seal key (the CI
 	// secret every runner of the review has), so the merged review shows
 	// equal values equally across shards, as one review does.
-	opts.maskScope = head
 	if opts.MaskKey == nil {
 		opts.MaskKey = redact.From(ctx).Sealer().Derive("review-mask")
 	}
-	cs, err := Review(ctx, opts)
+	r, err := openReview(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	r.scope = head + r.scope
+	cs, err := r.run(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -265,8 +270,14 @@ const cachedRenderCost = 5 * time.Millisecond
 // deployment whose inputs cannot be fingerprinted is loaded to plan it,
 // and every pair counts as changed.
 func PlanReview(ctx context.Context, opts ReviewOptions) (*ReviewPlan, error) {
-	opts.planOnly, opts.Shard, opts.Split = true, nil, nil
-	cs, err := Review(ctx, opts)
+	opts.Shard, opts.Split = nil, nil
+	r, err := openReview(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	r.planOnly = true
+	cs, err := r.run(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -91,8 +91,7 @@ func TestShardsMergeIntoTheReview(t *testing.T) {
 	// Rendered two releases at a time (each side evaluated pruned to the
 	// chunk), the review is the same.
 	chunked := pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseRefs: []string{"main"}, NoCache: true}
-	pipeline.SetReviewChunk(&chunked, 2)
-	inChunks, err := pipeline.Review(t.Context(), chunked)
+	inChunks, err := pipeline.ReviewInChunks(t.Context(), chunked, 2)
 	assert.NilError(t, err)
 	got, err := json.MarshalIndent(inChunks, "", "  ")
 	assert.NilError(t, err)
@@ -214,8 +213,7 @@ func TestChunkedReviewKeepsCachedPairs(t *testing.T) {
 		chunked := opts
 		chunked.Parallelism, chunked.CacheDir = parallelism, filepath.Join(t.TempDir(), "cache")
 		assert.NilError(t, os.CopyFS(chunked.CacheDir, os.DirFS(firstPush)))
-		pipeline.SetReviewChunk(&chunked, 1)
-		warm, err := pipeline.Review(t.Context(), chunked)
+		warm, err := pipeline.ReviewInChunks(t.Context(), chunked, 1)
 		assert.NilError(t, err)
 		renders, cached := warm.RenderCounts()
 		assert.Check(t, renders == 20 && cached == 14, "parallelism %d: %d renders, %d cached; want 20, 14 (three releases' heads rendered)", parallelism, renders, cached)

@@ -107,14 +107,14 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("change %s of release %s was applied from commit %s, which is not in the local repository %s: fetch it (git fetch origin %s, or clone with full history) and retry: %w",
 			opts.To, cur.Name, commit, repo, commit, err))
 	}
-	_, atDir, done, err := checkoutDir(ctx, repo, dir, commit)
+	snap, err := checkoutSnapshot(ctx, repo, dir, commit)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer snap.close()
 
 	at := opts.ApplyOptions
-	at.Selection.Dir = atDir
+	at.Selection.Dir = snap.dir
 	rels, err := render.Render(ctx, at.renderOptions())
 	if err != nil {
 		return nil, fmt.Errorf("rendering release %s at commit %s: %w", cur.Name, short(commit), err)
@@ -332,16 +332,16 @@ func changesAtCommit(ctx context.Context, opts ApplyOptions, envs []FleetEnviron
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, err)
 	}
-	_, atDir, done, err := checkoutDir(ctx, repo, dir, commit)
+	snap, err := checkoutSnapshot(ctx, repo, dir, commit)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer snap.close()
 	ids := make([]string, len(us))
 	for k, u := range us {
 		at := opts
 		at.Selection = opts.Selection.ForEnvironment(envs[u.env].Name)
-		at.Selection.Dir = atDir
+		at.Selection.Dir = snap.dir
 		at.Releases = []string{u.found.rel.Key}
 		rels, err := render.Render(ctx, at.renderOptions())
 		if fault.KindOf(err) == fault.Validation && len(rels) == 0 {

@@ -371,8 +371,7 @@ func FuzzSkipsAreSound(f *testing.F) {
 		// chunk, is the review that renders every pair.
 		what += ", then " + fuzzEdit(headRoot, files, pick/2+1, kind/4+1)
 		chunked := pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: head}, BaseDir: base}
-		pipeline.SetReviewChunk(&chunked, 1)
-		moved, err := pipeline.Review(t.Context(), chunked)
+		moved, err := pipeline.ReviewInChunks(t.Context(), chunked, 1)
 		assert.NilError(t, err, "seed %d, edit %s", seed, what)
 		full, err = pipeline.Review(t.Context(), pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: head}, BaseDir: base, NoSkip: true})
 		assert.NilError(t, err, "seed %d, edit %s", seed, what)
