@@ -1,0 +1,123 @@
+// Step 2 of a review: look the pairs up in the render cache.
+
+package pipeline
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/opmodel/pipeline/engine/fingerprint"
+	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/rendercache"
+)
+
+// 2. Look the pairs up in the render cache, by fingerprint.
+
+// reviewCache is the render cache a review reads and writes: none with
+// NoCache or NoSkip, or when the sides could not be fingerprinted.
+func reviewCache(opts ReviewOptions, scanned bool) *rendercache.Cache {
+	if opts.NoCache || opts.NoSkip || !scanned {
+		return nil
+	}
+	max, _ := strconv.ParseInt(os.Getenv(EnvCacheMaxBytes), 10, 64)
+	key := opts.CacheKey
+	if key == nil {
+		key = []byte(os.Getenv(EnvCacheKey))
+	}
+	return rendercache.Open(opts.cacheDir("renders"), max, key)
+}
+
+// cacheDir is where the review keeps the cache named sub: under CacheDir
+// when set, else where every opm command keeps it.
+func (o ReviewOptions) cacheDir(sub string) string {
+	if o.CacheDir != "" {
+		return filepath.Join(o.CacheDir, sub)
+	}
+	return cacheDir(sub)
+}
+
+// EnvCacheMaxBytes bounds the render cache (bytes; default 1 GiB).
+const EnvCacheMaxBytes = "OPM_CACHE_MAX_BYTES"
+
+// EnvCacheKey authenticates the render cache's entries (a secret only
+// trusted runs hold; see ReviewOptions.CacheKey).
+const EnvCacheKey = "OPM_CACHE_KEY"
+
+// lookUpRenders finds, for each unit reviewed here, each side's render
+// in the cache by the unit's input fingerprint on that side. What is
+// found is never rendered; what is not is stored once rendered.
+func lookUpRenders(ctx context.Context, opts ReviewOptions, cache *rendercache.Cache, head, base *reviewSide, envs, keys []string) {
+	if cache == nil {
+		return
+	}
+	ro := opts.Selection.renderOptions()
+	type unit struct {
+		side     *reviewSide
+		env, key string
+		fp       string
+		rel      *render.Release
+	}
+	var units []unit
+	for _, side := range []*reviewSide{head, base} {
+		if side.tree == nil {
+			continue
+		}
+		side.cache, side.cached, side.fps = cache, map[string]*render.Release{}, map[string]string{}
+		for _, env := range envs {
+			for _, key := range keys {
+				if worthReviewing(head, base, key, env) && side.declares(key, env) {
+					units = append(units, unit{side: side, env: env, key: key})
+				}
+			}
+		}
+	}
+	// Reading and verifying an entry (hash, decode, digest) is work
+	// proportional to the pairs, done before anything renders: on every
+	// core, as the renders are.
+	eachOnWorkers(ctx, render.Workers(len(units), opts.Parallelism), len(units), func(i int) {
+		u := &units[i]
+		fp, err := u.side.tree.Of(ctx, u.key, fingerprint.Inputs{Environment: u.env, ValuesFiles: ro.ValuesFiles, Values: ro.Values})
+		if err != nil {
+			return
+		}
+		u.fp = fp
+		if rel, _, ok := cache.Get(fp); ok {
+			u.rel = rel
+		}
+	})
+	for _, u := range units {
+		if u.fp == "" {
+			continue
+		}
+		k := unitKey(u.env, u.key)
+		u.side.fps[k] = u.fp
+		if u.rel != nil {
+			u.side.cached[k] = u.rel
+		}
+	}
+}
+
+// countRenders counts the renders the pairs reviewed here need, one per
+// side that declares the pair, and how many of them the render cache
+// holds, as a remote cache reports its hits.
+func countRenders(head, base *reviewSide, envs, keys []string) (renders, cached int) {
+	for _, env := range envs {
+		for _, key := range keys {
+			if !worthReviewing(head, base, key, env) {
+				continue
+			}
+			for _, side := range []*reviewSide{head, base} {
+				if !side.declares(key, env) {
+					continue
+				}
+				renders++
+				if side.cached[unitKey(env, key)] != nil {
+					cached++
+				}
+			}
+		}
+	}
+	return renders, cached
+}
