@@ -472,7 +472,13 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	}
 	if trace.on && len(secretPaths)+len(reaching) > 0 {
 		// The second render with sentinels: what differs carries a secret.
-		valueFields, r.SecretFields, err = traceSecrets(append(secretPaths, reaching...), effective, r.Resources, standIns)
+		// Several stand-ins only against values from a secret source: one
+		// written in the repository is no secret from the module's author.
+		variants := 1
+		if len(secretPaths) > 0 {
+			variants = standInVariants
+		}
+		valueFields, r.SecretFields, err = traceSecrets(append(secretPaths, reaching...), variants, effective, r.Resources, standIns)
 		var te *typeError
 		switch {
 		case errors.As(err, &te):

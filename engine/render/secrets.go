@@ -84,8 +84,19 @@ func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformer
 	}
 }
 
+// standInVariants is how many independent stand-ins a release's secrets
+// are traced with. A field is secret-derived when any of them changes it,
+// so one a module computes to come out alike for a secret and a stand-in
+// (a function keeping one bit of a character does, about 12 times in 25)
+// stays unmasked only when it does so for all of them: (12/25)^3, about
+// 1 in 9, instead of 1 in 2. Each costs a render of the components the
+// secrets reach, paid only by releases with secrets from SOPS files or
+// secret inputs: a value written in the repository that reaches a Secret
+// is traced with one, its module's author can read it anyway.
+const standInVariants = 3
+
 // standIns renders the release with the values at some paths replaced by
-// stand-ins (taint.Sentinel), once per set of paths: when the trace needs
+// stand-ins (taint.Variant), once per set of paths and variant: when the trace needs
 // exactly the paths one probe replaced (a value from the repository that
 // reaches a Secret, no SOPS), the probe's render is the trace's, which
 // halves what such a release pays for its secrets. The results are read,
@@ -106,8 +117,8 @@ func newStandIns(set *values.Set, render variant) *standIns {
 	return &standIns{set: set, render: render, done: map[string]standInRender{}}
 }
 
-// with renders with the values at paths replaced.
-func (s *standIns) with(paths [][]string) (any, []map[string]any, error) {
+// with renders with the values at paths replaced by stand-in variant n.
+func (s *standIns) with(paths [][]string, n int) (any, []map[string]any, error) {
 	keys := make([]string, len(paths))
 	for i, p := range paths {
 		b, err := json.Marshal(p) // unambiguous whatever the labels hold
@@ -117,10 +128,10 @@ func (s *standIns) with(paths [][]string) (any, []map[string]any, error) {
 		keys[i] = string(b)
 	}
 	slices.Sort(keys)
-	key := strings.Join(slices.Compact(keys), ",")
+	key := fmt.Sprintf("%d:%s", n, strings.Join(slices.Compact(keys), ","))
 	r, ok := s.done[key]
 	if !ok {
-		r.doc, r.objs, r.err = s.render(s.set.Replaced(paths, taint.Sentinel))
+		r.doc, r.objs, r.err = s.render(s.set.Replaced(paths, taint.Variant(n)))
 		s.done[key] = r
 	}
 	return r.doc, r.objs, r.err
@@ -152,7 +163,7 @@ func reachingSecrets(set *values.Set, resources []manifest.Resource, render *sta
 		if probes++; probes > maxProbes {
 			break
 		}
-		_, objs, err := render.with([][]string{p})
+		_, objs, err := render.with([][]string{p}, 0)
 		if err != nil || !slices.Equal(secretStrings(resourcesOf(objs)), secretData) {
 			// A stand-in the schema rejects cannot clear the value.
 			out = append(out, p)
@@ -214,16 +225,16 @@ func resourcesOf(objs []map[string]any) []manifest.Resource {
 	return out
 }
 
-// traceSecrets renders the release a second time with the value at every
-// one of paths (those from a secret source, and those that reach a Secret)
-// replaced by a sentinel (engine/taint), and returns the fields of the
-// effective values and of each object (same order as resources) that
-// differ: the fields that carry a secret, whatever function derived them.
-// When the second render fails (a schema that admits nothing but the real
-// value), the whole values and every field of every object but its kind
+// traceSecrets renders the release again with the value at every one of
+// paths (those from a secret source, and those that reach a Secret)
+// replaced by each of variants stand-ins (engine/taint), and
+// returns the fields of the effective values and of each object (same
+// order as resources) that differ in any of them: the fields that carry
+// a secret, whatever function derived them. When a stand-in render fails
+// (a schema that admits nothing but the real value), the whole values and every field of every object but its kind
 // are returned, with the error: nothing is shown that might carry a
 // secret.
-func traceSecrets(paths [][]string, effective cue.Value, resources []manifest.Resource, render *standIns) ([]taint.Field, [][]taint.Field, error) {
+func traceSecrets(paths [][]string, variants int, effective cue.Value, resources []manifest.Resource, render *standIns) ([]taint.Field, [][]taint.Field, error) {
 	real := objectsOf(resources)
 	everything := func(err error) ([]taint.Field, [][]taint.Field, error) {
 		return []taint.Field{{}}, taint.Objects(real, nil), err
@@ -232,14 +243,24 @@ func traceSecrets(paths [][]string, effective cue.Value, resources []manifest.Re
 	if err := decodeJSON(effective, &realDoc); err != nil {
 		return everything(err)
 	}
-	sentinelDoc, other, err := render.with(paths)
-	if err != nil {
-		return everything(err)
+	var valueFields []taint.Field
+	objectFields := make([][]taint.Field, len(real))
+	for n := range variants {
+		sentinelDoc, other, err := render.with(paths, n)
+		if err != nil {
+			// A schema that admits one stand-in and not another leaves
+			// the trace incomplete: nothing is shown.
+			return everything(err)
+		}
+		if i, field := typeFromSecret(real, other); i >= 0 {
+			return nil, nil, &typeError{index: i, field: field}
+		}
+		valueFields = taint.Union(valueFields, taint.Compare(realDoc, sentinelDoc))
+		for i, f := range taint.Objects(real, other) {
+			objectFields[i] = taint.Union(objectFields[i], f)
+		}
 	}
-	if i, field := typeFromSecret(real, other); i >= 0 {
-		return nil, nil, &typeError{index: i, field: field}
-	}
-	return taint.Compare(realDoc, sentinelDoc), taint.Objects(real, other), nil
+	return valueFields, objectFields, nil
 }
 
 // typeError: a secret reaches an object's kind or apiVersion.

@@ -24,31 +24,44 @@ import (
 // can while keeping what a schema usually constrains: a string keeps its
 // length and each character its class (digit, lower or upper case letter),
 // a number its sign, digit count and integrality, a bool flips, and lists
-// and structs are replaced element by element.
-func Sentinel(v any) any {
+// and structs are replaced element by element. It is stand-in number 0
+// of Variant.
+func Sentinel(v any) any { return sentinel(v, 0) }
+
+// Variant returns stand-in number n: each n moves the characters of a
+// value by steps of its own, independent of every other n's. A function
+// of a secret that happens to map the secret and one stand-in alike (one
+// that keeps a single bit of a character does so half the time) is
+// caught by another: a field is secret-derived when any stand-in changes
+// it.
+func Variant(n int) func(any) any {
+	return func(v any) any { return sentinel(v, n) }
+}
+
+func sentinel(v any, n int) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = Sentinel(e)
+			out[k] = sentinel(e, n)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = Sentinel(e)
+			out[i] = sentinel(e, n)
 		}
 		return out
 	case string:
-		return shift(x)
+		return shift(x, n)
 	case bool:
 		return !x
 	case float64:
-		return shiftNumber(x)
+		return shiftNumber(x, n)
 	case int64:
-		return int64(shiftNumber(float64(x)))
+		return int64(shiftNumber(float64(x), n))
 	case int:
-		return int(shiftNumber(float64(x)))
+		return int(shiftNumber(float64(x), n))
 	}
 	return v
 }
@@ -59,8 +72,9 @@ func Sentinel(v any) any {
 // out alike for a secret and its stand-in (the code of a character
 // divided by two is the same for 'a' and 'b'), so they were never masked
 // and a review showed them; steps a module cannot predict without the
-// secret leave it nothing to design for. The steps depend on s alone, so
-// the same secret masks the same fields on every run.
+// secret leave it nothing to design for. The steps depend on s and the
+// variant alone, so the same secret masks the same fields on every run
+// (a run drawn at random would show other fields each time).
 type steps struct {
 	seed  []byte
 	block [sha256.Size]byte
@@ -68,8 +82,12 @@ type steps struct {
 	used  int
 }
 
-func newSteps(s string) *steps {
-	return &steps{seed: []byte("opm taint stand-in v2\x00" + s), used: sha256.Size}
+func newSteps(s string, variant int) *steps {
+	seed := "opm taint stand-in v2\x00" + s
+	if variant > 0 {
+		seed = fmt.Sprintf("opm taint stand-in v2 variant %d\x00%s", variant, s)
+	}
+	return &steps{seed: []byte(seed), used: sha256.Size}
 }
 
 // next returns a step in [1, size-1]: never 0, so every character moves.
@@ -88,9 +106,9 @@ func (st *steps) next(size int) int {
 
 // shift moves every digit and letter within its class by a step of
 // steps; a string with none gets one character more, so it still differs.
-func shift(s string) string {
+func shift(s string, variant int) string {
 	b := []byte(s)
-	st := newSteps(s)
+	st := newSteps(s, variant)
 	changed := false
 	for i, c := range b {
 		switch {
@@ -114,14 +132,14 @@ func shift(s string) string {
 // shiftNumber moves the digits of a number's decimal form as shift moves
 // a string's; a leading digit that would become 0 becomes 1, so the digit
 // count holds.
-func shiftNumber(f float64) float64 {
+func shiftNumber(f float64, variant int) float64 {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return f
 	}
 	abs := math.Abs(f)
 	orig := strconv.FormatFloat(abs, 'f', -1, 64)
 	b := []byte(orig)
-	st := newSteps(orig)
+	st := newSteps(orig, variant)
 	for i, c := range b {
 		if c >= '0' && c <= '9' {
 			b[i] = '0' + byte((int(c-'0')+st.next(10))%10)
@@ -157,6 +175,29 @@ func Compare(real, sentinel any) []Field {
 	compare(real, sentinel, nil, &out)
 	slices.SortFunc(out, func(a, b Field) int { return slices.Compare(a.Path, b.Path) })
 	return out
+}
+
+// Union returns the fields of a and b, each once, sorted by path: what
+// several stand-ins found between them.
+func Union(a, b []Field) []Field {
+	out := slices.Concat(a, b)
+	slices.SortFunc(out, func(x, y Field) int {
+		if c := slices.Compare(x.Path, y.Path); c != 0 {
+			return c
+		}
+		return cmpBool(x.Key, y.Key)
+	})
+	return slices.CompactFunc(out, func(x, y Field) bool { return x.Key == y.Key && slices.Equal(x.Path, y.Path) })
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 func compare(a, b any, path []string, out *[]Field) {
