@@ -4,6 +4,7 @@ package pipeline
 
 import (
 	"context"
+	"github.com/opmodel/pipeline/engine/workers"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -76,7 +77,7 @@ func lookUpRenders(ctx context.Context, opts ReviewOptions, cache *rendercache.C
 	// Reading and verifying an entry (hash, decode, digest) is work
 	// proportional to the pairs, done before anything renders: on every
 	// core, as the renders are.
-	eachOnWorkers(ctx, render.Workers(len(units), opts.Parallelism), len(units), func(i int) {
+	workers.Run(ctx, workers.Count(len(units), opts.Parallelism), len(units), func(i int) {
 		u := &units[i]
 		fp, err := u.side.tree.Of(ctx, u.key, fingerprint.Inputs{Environment: u.env, ValuesFiles: ro.ValuesFiles, Values: ro.Values})
 		if err != nil {

@@ -5,6 +5,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"github.com/opmodel/pipeline/engine/workers"
 	"slices"
 	"strings"
 	"sync"
@@ -82,7 +83,7 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap
 func loadReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap *snapshot) (head, base *reviewSide) {
 	loadHead := func() { head = loadReviewSide(ctx, "head", headSnap, true) }
 	loadBase := func() { base = loadReviewSide(ctx, "base", baseSnap, false) }
-	if render.Workers(2, opts.Parallelism) < 2 {
+	if workers.Count(2, opts.Parallelism) < 2 {
 		loadHead()
 		loadBase()
 		return head, base

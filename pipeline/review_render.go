@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/opmodel/pipeline/engine/workers"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -41,7 +42,7 @@ func (r *review) renderAndCompare(ctx context.Context, scanned bool, head, base 
 		out, err := r.reviewAll(ctx, head, base, envs, keys)
 		return out, nil, err
 	}
-	chunks := splitChunks(rendered, size, render.Workers(len(rendered), opts.Parallelism))
+	chunks := splitChunks(rendered, size, workers.Count(len(rendered), opts.Parallelism))
 	return r.reviewChunks(ctx, head, base, envs, keys, chunks)
 }
 
@@ -54,7 +55,7 @@ func (r *review) renderAndCompare(ctx context.Context, scanned bool, head, base 
 // cache on both sides, are compared after.
 func (r *review) reviewChunks(ctx context.Context, head, base *reviewSide, envs, keys []string, chunks [][]int) ([]reviewed, *fleet.Fleet, error) {
 	out := make([]reviewed, len(envs)*len(keys))
-	workers := render.Workers(len(chunks), r.opts.Parallelism)
+	goroutines := workers.Count(len(chunks), r.opts.Parallelism)
 	var mu sync.Mutex
 	var fleets [2]*fleet.Fleet // as the head's and the base's chunks read them
 	chunked := make([]bool, len(keys))
@@ -63,7 +64,7 @@ func (r *review) reviewChunks(ctx context.Context, head, base *reviewSide, envs,
 			chunked[k] = true
 		}
 	}
-	eachOnWorkers(ctx, workers, len(chunks), func(c int) {
+	workers.Run(ctx, goroutines, len(chunks), func(c int) {
 		h, b := head.forChunk(keys, chunks[c]), base.forChunk(nil, nil)
 		pruneSides(h, b, envs, keys, chunks[c])
 		for e, env := range envs {
@@ -87,7 +88,7 @@ func (r *review) reviewChunks(ctx context.Context, head, base *reviewSide, envs,
 			cached = append(cached, i)
 		}
 	}
-	eachOnWorkers(ctx, workers, len(cached), func(j int) {
+	workers.Run(ctx, goroutines, len(cached), func(j int) {
 		i := cached[j]
 		rc, ok := r.reviewRelease(ctx, head, base, keys[i%len(keys)], envs[i/len(keys)])
 		out[i] = reviewed{rc: rc, ok: ok}
@@ -96,25 +97,6 @@ func (r *review) reviewChunks(ctx context.Context, head, base *reviewSide, envs,
 		return nil, nil, err
 	}
 	return out, cmp.Or(fleets[0], fleets[1]), nil
-}
-
-// eachOnWorkers calls do for 0 … n-1 on workers goroutines, each taking
-// the next index when done with one, until ctx ends.
-func eachOnWorkers(ctx context.Context, workers, n int, do func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				do(i)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // forChunk is a copy of a scanned side to evaluate afresh for one chunk
@@ -173,7 +155,7 @@ func pruneSides(head, base *reviewSide, envs, keys []string, releases []int) {
 // other is all in the render cache), the second worker evaluates its own
 // copy of that side meanwhile, instead of after it.
 func loadScannedSides(ctx context.Context, opts ReviewOptions, head, base *reviewSide) {
-	if render.Workers(2, opts.Parallelism) < 2 {
+	if workers.Count(2, opts.Parallelism) < 2 {
 		head.load(ctx)
 		base.load(ctx)
 	}
@@ -201,8 +183,8 @@ func (r *review) reviewAll(ctx context.Context, head, base *reviewSide, envs, ke
 	n := len(envs) * len(keys)
 	unit := func(i int) (env, key string) { return envs[i/len(keys)], keys[i%len(keys)] }
 	out := make([]reviewed, n)
-	workers := render.Workers(2*n, r.opts.Parallelism)
-	if workers < 2 {
+	goroutines := workers.Count(2*n, r.opts.Parallelism)
+	if goroutines < 2 {
 		for i := range n {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -220,7 +202,7 @@ func (r *review) reviewAll(ctx context.Context, head, base *reviewSide, envs, ke
 	var wg sync.WaitGroup
 	// Every goroutine's own copies are made before any starts: a side is
 	// written as it loads and renders.
-	owns := make([][2]*reviewSide, workers)
+	owns := make([][2]*reviewSide, goroutines)
 	for w := range owns {
 		for s := range sides {
 			if s == w {
@@ -258,7 +240,7 @@ func (r *review) reviewAll(ctx context.Context, head, base *reviewSide, envs, ke
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	eachOnWorkers(ctx, workers, n, func(i int) {
+	workers.Run(ctx, goroutines, n, func(i int) {
 		if env, key := unit(i); worthReviewing(head, base, key, env) {
 			out[i] = reviewed{rc: r.compareRelease(key, env, renders[i][0], renders[i][1]), ok: true}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/opmodel/pipeline/engine/workers"
 	"slices"
 	"sync"
 
@@ -168,34 +169,17 @@ func groupDiscoveryFailed(cl *kube.Cluster, group string) error {
 	return nil
 }
 
-// run calls do for 0..n-1 on at most workers goroutines. do returning false
-// stops the hand-out of further work: one failure already fails the call.
-func run(ctx context.Context, workers, n int, do func(ctx context.Context, i int) bool) {
+// run calls do for 0..n-1 on at most workers goroutines (the shared
+// pool, engine/workers). do returning false stops the hand-out of further
+// work: one failure already fails the call.
+func run(ctx context.Context, limit, n int, do func(ctx context.Context, i int) bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if !do(ctx, i) {
-					cancel()
-				}
-			}
-		}()
-	}
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	workers.Run(ctx, min(limit, n), n, func(i int) {
+		if !do(ctx, i) {
+			cancel()
 		}
-	}
-	close(next)
-	wg.Wait()
+	})
 }
 
 // firstError returns the first real error in task order, ignoring the

@@ -164,8 +164,9 @@ func filtered(ctx context.Context, repo, commit string) bool {
 	return false
 }
 
-// gitBytes runs git with stdin and returns stdout untrimmed.
+// gitBytes runs git in dir with stdin and returns stdout untrimmed.
 func gitBytes(ctx context.Context, dir string, stdin io.Reader, args ...string) ([]byte, error) {
+	// No hooks: a checkout must not run code from the repository.
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=" + os.DevNull}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
@@ -173,7 +174,10 @@ func gitBytes(ctx context.Context, dir string, stdin io.Reader, args ...string) 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return nil, fmt.Errorf("git %s: %w: %s", args[0], err, msg)
+		}
+		return nil, fmt.Errorf("git %s: %w", args[0], err)
 	}
 	return stdout.Bytes(), nil
 }

@@ -15,12 +15,10 @@
 package gitref
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -122,21 +120,11 @@ func shallowHint(ctx context.Context, repo string) string {
 	return ""
 }
 
+// git runs git in dir and returns its output trimmed (gitBytes, the one
+// place git is started).
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	// No hooks: a checkout must not run code from the repository.
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=" + os.DevNull}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			return "", fmt.Errorf("git %s: %w", args[0], err)
-		}
-		return "", fmt.Errorf("git %s: %w: %s", args[0], err, msg)
-	}
-	return strings.TrimSpace(stdout.String()), nil
+	out, err := gitBytes(ctx, dir, nil, args...)
+	return strings.TrimSpace(string(out)), err
 }
 
 func short(commit string) string {

@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"context"
+	"github.com/opmodel/pipeline/engine/workers"
 	"runtime"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestParallelRenderEqualsSequential(t *testing.T) {
 			// Releases render as written need a namespace of their own.
 			opts.Namespace = "plain"
 		}
-		assert.Assert(t, render.Workers(5, 0) > 1)
+		assert.Assert(t, workers.Count(5, 0) > 1)
 		parallel, err := render.Render(ctx, opts)
 		assert.NilError(t, err)
 		d, err := load.Load(ctx, dir)

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/opmodel/pipeline/engine/workers"
 	"io/fs"
 	"slices"
 	"strings"
@@ -115,11 +116,11 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 		return nil, err
 	}
 	// Identity alone costs less than loading the deployment again.
-	if opts.IdentityOnly || Workers(len(p.keys), opts.Parallelism) == 1 {
+	if opts.IdentityOnly || workers.Count(len(p.keys), opts.Parallelism) == 1 {
 		return p.renderAll(ctx)
 	}
 	out := make([]*Release, len(p.keys))
-	err = Each(ctx, opts.Parallelism, len(p.keys), func(ctx context.Context, worker int) (*plan, error) {
+	err = workers.Each(ctx, opts.Parallelism, len(p.keys), func(ctx context.Context, worker int) (*plan, error) {
 		if worker == 0 {
 			return p, nil
 		}

@@ -2,7 +2,7 @@
 // processes, which mostly evaluate CUE: at Go's default (GOGC=100) a third
 // of a render's CPU went to collecting garbage. Collecting a quarter as
 // often cuts render CPU by about a third. The soft limit is 512 MiB per
-// core, because renders run one per core (engine/render.Each), each with
+// core, because renders run one per core (engine/workers.Each), each with
 // its own CUE context: it keeps one render of the biggest release an
 // inventory can hold (a 2 000-object render lives in under 200 MiB) near
 // 512 MiB, and does not make concurrent renders collect more often than a

@@ -1,4 +1,8 @@
-package render
+// Package workers runs units of work on a bounded number of goroutines,
+// one per usable core by default: the one pool that renders, reviews and
+// render-cache lookups share, so "how many at once" is decided in one
+// place.
+package workers
 
 import (
 	"context"
@@ -7,17 +11,16 @@ import (
 	"sync/atomic"
 )
 
-// Workers is how many independent renders run at once for n units of
-// work: limit, or one per usable core (GOMAXPROCS) when limit < 1; never
-// more than n, at least 1.
-func Workers(n, limit int) int {
+// Count is how many goroutines work on n units at once: limit, or one per
+// usable core (GOMAXPROCS) when limit < 1; never more than n, at least 1.
+func Count(n, limit int) int {
 	if limit < 1 {
 		limit = runtime.GOMAXPROCS(0)
 	}
 	return max(1, min(n, limit))
 }
 
-// Each runs fn for every i in [0, n) on Workers(n, limit) goroutines. CUE values
+// Each runs fn for every i in [0, n) on Count(n, limit) goroutines. CUE values
 // of one cue.Context must not be evaluated concurrently, so every goroutine
 // first calls setup once for state of its own (its own loaded deployment,
 // hence its own CUE context); setup(0) may hand back state the caller
@@ -26,7 +29,7 @@ func Workers(n, limit int) int {
 // the lowest i that failed — what a sequential loop would have returned —
 // and units after a failed one are not started.
 func Each[S any](ctx context.Context, limit, n int, setup func(ctx context.Context, worker int) (S, error), fn func(ctx context.Context, s S, i int) error) error {
-	workers := Workers(n, limit)
+	workers := Count(n, limit)
 	errs := make([]error, n)
 	setupErrs := make([]error, workers)
 	var next atomic.Int64
@@ -78,4 +81,24 @@ func Each[S any](ctx context.Context, limit, n int, setup func(ctx context.Conte
 		}
 	}
 	return nil
+}
+
+// Run calls do for every i in [0, n) on workers goroutines, each taking
+// the next index when done with one, until ctx ends. do reports its own
+// results (at index i): Run has none.
+func Run(ctx context.Context, workers, n int, do func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				do(i)
+			}
+		})
+	}
+	wg.Wait()
 }
