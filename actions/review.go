@@ -151,17 +151,9 @@ func (r *runner) mergedReview() (*pipeline.ChangeSet, error) {
 	if err != nil || len(names) == 0 {
 		return nil, fmt.Errorf("partials-dir %s holds no partial review (*.json): download every shard's artifact into it", r.cfg.partialsDir)
 	}
-	var parts []*pipeline.PartialReview
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			return nil, fmt.Errorf("reading partial review %s: %w", n, err)
-		}
-		var p pipeline.PartialReview
-		if err := json.Unmarshal(b, &p); err != nil {
-			return nil, fmt.Errorf("reading partial review %s: it is not one: %w", n, err)
-		}
-		parts = append(parts, &p)
+	parts, err := pipeline.ReadPartials(names...)
+	if err != nil {
+		return nil, err
 	}
 	cs, err := pipeline.MergeReviews(parts)
 	if err != nil {

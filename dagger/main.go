@@ -544,6 +544,40 @@ func (m *Opm) ReviewShard(
 	return jsonOf(part), nil
 }
 
+// MergeReviews combines the partial reviews every review-shard returned
+// (one file each, in any order) into the review they are parts of, as
+// `opm review merge` and the Action's merge mode do: it refuses parts of
+// different reviews, a shard given twice and a shard missing.
+func (m *Opm) MergeReviews(
+	ctx context.Context,
+	// Every shard's partial review (review-shard's output, saved to a file).
+	parts []*dagger.File,
+) (ret *ChangesResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
+	dir, err := os.MkdirTemp("", "opm-partials-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = filepath.Join(dir, fmt.Sprintf("part-%d.json", i))
+		if _, err := p.Export(ctx, names[i]); err != nil {
+			return nil, err
+		}
+	}
+	read, err := pipeline.ReadPartials(names...)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := pipeline.MergeReviews(read)
+	if err != nil {
+		return nil, err
+	}
+	return m.changes(ctx, cs)
+}
+
 // PlanReview plans the review of the source against baseRef without
 // rendering (JSON: pairs, unchanged, renders, cached, seconds, plan), as
 // the Action's plan mode does to size a sharded review; with shards, it
@@ -900,6 +934,65 @@ func (m *Opm) Rollback(
 		return nil, err
 	}
 	return &ApplyResult{Summary: report.ApplySummary(&res.ApplyResult), Pruned: res.PrunedObjects(), Json: jsonOf(res)}, err
+}
+
+// RollbackFleet returns every environment of a fleet selection (env
+// naming a group or several environments, or group) to the git commit
+// to: each release goes back to the newest change its inventory records
+// from that commit, the last wave first, each waited for until healthy
+// before the one before it. Nothing is written unless every selected
+// release in every environment ran that commit before. As `opm rollback
+// --group`; the source must hold its .git directory.
+// +cache="never"
+func (m *Opm) RollbackFleet(
+	ctx context.Context,
+	// The git commit (or ref) to return to.
+	to string,
+	// +optional
+	env string,
+	// +optional
+	group string,
+	// Releases to select (repeat the flag); default all.
+	// +optional
+	release []string,
+	// +optional
+	dryRun bool,
+	// +optional
+	allowDifferentDigest bool,
+	// How long each wave may take to become healthy.
+	// +optional
+	// +default="5m"
+	timeout string,
+) (ret *ApplyResult, retErr error) {
+	ctx = m.redacting(ctx)
+	defer publish(ctx, &ret, &retErr)
+	sel, co, err := m.clusterInputs(ctx, env, release, nil)
+	if err != nil {
+		return nil, err
+	}
+	sel.Group = group
+	wait, err := time.ParseDuration(timeout)
+	if err != nil {
+		return nil, fmt.Errorf("timeout %q: %w", timeout, err)
+	}
+	rr, err := pipeline.RollbackFleet(ctx, pipeline.RollbackOptions{
+		ApplyOptions: pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun,
+			Locking: pipeline.Locking{Holder: "dagger opm module", LockTimeout: 5 * time.Minute}},
+		To: to, AllowDifferentDigest: allowDifferentDigest,
+	}, wait)
+	if rr == nil {
+		return nil, err
+	}
+	res := &pipeline.ApplyResult{}
+	for _, e := range rr.Environments {
+		res.Releases = append(res.Releases, e.Releases...)
+	}
+	out, aerr := applied(ctx, res, err)
+	if out != nil {
+		out.Rollout = report.RolloutTable(rr)
+		out.Json = jsonOf(rr)
+	}
+	return out, aerr
 }
 
 // VersionResult says which opm the module runs.

@@ -112,8 +112,8 @@ type ReleaseChanges struct {
 	// Reach is where the head writes; BaseReach where the base wrote
 	// (review; nil for a release the base does not render). A change
 	// between them is also a warning.
-	Reach     *Reach `json:"reach,omitempty"`
-	BaseReach *Reach `json:"baseReach,omitempty"`
+	Reach     *Footprint `json:"reach,omitempty"`
+	BaseReach *Footprint `json:"baseReach,omitempty"`
 	// Error is set when this release could not be compared (for example an
 	// environment's kubeContext missing from the kubeconfig); the others
 	// are still reported.
@@ -168,16 +168,17 @@ func (cs *ChangeSet) RenderCounts() (renders, cached int) {
 	return cs.renders, cs.cachedRenders
 }
 
-// Reach is where a release writes: the namespaces of its objects, sorted,
-// and whether it renders cluster-scoped objects.
-type Reach struct {
+// Footprint is where a release writes: the namespaces of its objects,
+// sorted, and whether it renders cluster-scoped objects. (An
+// environment's reach is what it may write: engine/render.Reach.)
+type Footprint struct {
 	Namespaces    []string `json:"namespaces"`
 	ClusterScoped bool     `json:"clusterScoped"`
 }
 
-// reachOf is the reach of rendered objects (as they will be applied).
-func reachOf(res []manifest.Resource) *Reach {
-	r := &Reach{Namespaces: []string{}}
+// reachOf is the footprint of rendered objects (as they will be applied).
+func reachOf(res []manifest.Resource) *Footprint {
+	r := &Footprint{Namespaces: []string{}}
 	for _, o := range res {
 		ns := o.Object.GetNamespace()
 		switch {
@@ -192,13 +193,13 @@ func reachOf(res []manifest.Resource) *Reach {
 }
 
 // Equal reports whether two reaches are the same.
-func (r *Reach) Equal(o *Reach) bool {
+func (r *Footprint) Equal(o *Footprint) bool {
 	return r != nil && o != nil && r.ClusterScoped == o.ClusterScoped && slices.Equal(r.Namespaces, o.Namespaces)
 }
 
 // String is "namespaces a, b; cluster-scoped objects" (or "; no
 // cluster-scoped objects").
-func (r *Reach) String() string {
+func (r *Footprint) String() string {
 	s := "namespaces " + strings.Join(r.Namespaces, ", ")
 	if len(r.Namespaces) == 0 {
 		s = "no namespace"

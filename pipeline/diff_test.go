@@ -63,7 +63,7 @@ func TestDiffClassifiesEveryKindOfChange(t *testing.T) {
 		"Deployment/app": pipeline.Added, "Service/app": pipeline.Added, "Secret/app-creds": pipeline.Added,
 	})
 	assert.Check(t, first.Base == nil, "no inventory yet")
-	assert.DeepEqual(t, first.Reach, &pipeline.Reach{Namespaces: []string{ns}}) // where it writes
+	assert.DeepEqual(t, first.Reach, &pipeline.Footprint{Namespaces: []string{ns}}) // where it writes
 
 	applied := applyDir(t, dir)
 	same := diffRelease(t, dir)

@@ -46,8 +46,8 @@ func Fleet(ctx context.Context, sel Selection) ([]FleetEnvironment, error) {
 	return f.Select(sel.Environment, false)
 }
 
-// Waves groups a fleet selection by wave, in ascending order.
-func Waves(envs []FleetEnvironment) [][]FleetEnvironment { return fleet.Waves(envs) }
+// byWave groups a fleet selection by wave, in ascending order.
+func byWave(envs []FleetEnvironment) [][]FleetEnvironment { return fleet.Waves(envs) }
 
 // ForEnvironment returns the selection narrowed to one environment.
 func (s Selection) ForEnvironment(env string) Selection {

@@ -394,6 +394,25 @@ func (s *ReviewSplit) Pairs() []int {
 	return count
 }
 
+// ReadPartials reads the partial reviews shards wrote (opm review
+// --shard -o json, the Action's and Dagger's review-shard), in the order
+// named, for MergeReviews.
+func ReadPartials(names ...string) ([]*PartialReview, error) {
+	parts := make([]*PartialReview, 0, len(names))
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, fault.Wrap(fault.NotFound, fmt.Errorf("reading partial review %s: %w", name, err))
+		}
+		var p PartialReview
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading partial review %s: it is not one (opm review --shard -o json writes them): %w", name, err))
+		}
+		parts = append(parts, &p)
+	}
+	return parts, nil
+}
+
 // ReadSplit reads the split of a plan written as JSON (opm review plan
 // -o json, the Action's review-plan-file).
 func ReadSplit(name string) (*ReviewSplit, error) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/fault"
@@ -503,4 +504,19 @@ shared: secret: "first-canary-value"
 	for m := range other {
 		assert.Assert(t, !alike[m], "another review links to this one's marker %s", m)
 	}
+}
+
+// Every front door reads the shards' files with ReadPartials: a file
+// missing is not-found, one that is no partial review says what writes
+// them, each naming the file.
+func TestReadPartialsNamesTheFileAndTheFix(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "summary.json")
+	assert.NilError(t, os.WriteFile(bad, []byte("# not json"), 0o644))
+	_, err := pipeline.ReadPartials(bad)
+	assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
+	assert.Check(t, is.Contains(err.Error(), bad))
+	assert.Check(t, is.Contains(err.Error(), "opm review --shard -o json writes them"))
+	_, err = pipeline.ReadPartials(filepath.Join(dir, "missing.json"))
+	assert.Equal(t, fault.KindOf(err), fault.NotFound, "%v", err)
 }

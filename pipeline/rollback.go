@@ -250,7 +250,7 @@ func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Durat
 		res.Environments = append(res.Environments, RolloutEnvironment{FleetEnvironment: envs[i], Result: RolloutNotStarted})
 	}
 	at := 0
-	waves := Waves(envs)
+	waves := byWave(envs)
 	for w := len(waves) - 1; w >= 0; w-- {
 		idx := make([]int, len(waves[w]))
 		for k := range idx {

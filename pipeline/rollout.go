@@ -104,7 +104,7 @@ func Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
 		opts.ReleaseDone = func(r AppliedRelease) { mu.Lock(); defer mu.Unlock(); d(r) }
 	}
 	start := 0
-	for _, wave := range Waves(envs) {
+	for _, wave := range byWave(envs) {
 		idx := make([]int, len(wave))
 		for i := range wave {
 			idx[i] = start + i

@@ -2,9 +2,7 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -169,17 +167,9 @@ twice or a shard missing are refused (exit 2), naming which.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var parts []*pipeline.PartialReview
-			for _, name := range args {
-				b, err := os.ReadFile(name)
-				if err != nil {
-					return fault.Wrap(fault.NotFound, fmt.Errorf("reading partial review %s: %w", name, err))
-				}
-				var p pipeline.PartialReview
-				if err := json.Unmarshal(b, &p); err != nil {
-					return fault.Wrap(fault.Validation, fmt.Errorf("reading partial review %s: it is not one (opm review --shard prints them): %w", name, err))
-				}
-				parts = append(parts, &p)
+			parts, err := pipeline.ReadPartials(args...)
+			if err != nil {
+				return err
 			}
 			cs, err := pipeline.MergeReviews(parts)
 			if err != nil {

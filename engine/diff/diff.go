@@ -1,6 +1,9 @@
 // Package diff turns two versions of one Kubernetes object into a unified
 // diff of their YAML, the text every front door shows for a changed object
-// (opm diff, the pull-request review, the job summary).
+// (opm diff, the pull-request review, the job summary). It is the text of
+// a diff, not `opm diff` itself: what an apply would change (server-side
+// dry run against the live objects, the stale set) is engine/preview,
+// which calls this package for each changed object's text.
 //
 // Both sides are normalised first: fields the API server manages
 // (managedFields, resourceVersion, uid, generation, creationTimestamp,

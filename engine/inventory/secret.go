@@ -146,16 +146,22 @@ func (r *Reach) Allows(e Entry) bool {
 	if r == nil {
 		return true
 	}
-	match := func(ns string) bool {
-		return slices.ContainsFunc(r.Namespaces, func(glob string) bool {
-			ok, err := path.Match(glob, ns)
-			return err == nil && ok
-		})
-	}
+	match := func(ns string) bool { return NamespaceMatches(r.Namespaces, ns) }
 	if e.Namespace == "" {
 		return r.ClusterScoped || (e.Group == "" && e.Kind == "Namespace" && match(e.Name))
 	}
 	return match(e.Namespace)
+}
+
+// NamespaceMatches reports whether namespace ns is one of names or
+// matches one of its globs (path.Match: team-a-*): the one matcher of an
+// environment's namespaces, for what a render may write and what an
+// inventory may hold.
+func NamespaceMatches(names []string, ns string) bool {
+	return slices.ContainsFunc(names, func(glob string) bool {
+		ok, err := path.Match(glob, ns)
+		return err == nil && ok
+	})
 }
 
 // HoldsSecrets reports whether c's identifiers depend on secret data: it

@@ -2,7 +2,9 @@
 // resolve a kind to a resource, get, server-side apply (skipping objects
 // that would not change), delete, and wait for CRDs to be Established or
 // for an object to be gone. ApplyAll applies a release's objects in
-// weight stages with bounded concurrency.
+// weight stages with bounded concurrency. It is the applier, named for
+// what its verbs act on one at a time; the whole apply of a release
+// (checks, inventory, prune) is engine/reconcile.
 //
 // Why not github.com/fluxcd/pkg/ssa, the closest Go peer? It is good code
 // and shaped this package, but it works through a controller-runtime

@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -79,10 +78,7 @@ func (r *Reach) Allows(ns string) bool {
 	if r == nil {
 		return true
 	}
-	return slices.ContainsFunc(r.Allowed, func(glob string) bool {
-		ok, err := path.Match(glob, ns)
-		return err == nil && ok
-	})
+	return inventory.NamespaceMatches(r.Allowed, ns)
 }
 
 // Check says why res may not be written in this environment, or "".

@@ -31,7 +31,7 @@ func TestReportsAsRead(t *testing.T) {
 				},
 				Counts:   pipeline.Counts{Added: 1, Modified: 1, Unchanged: 1, Stale: 1},
 				Warnings: []string{"values.replicas is set to 3, but an autoscaler owns replicas"},
-				Reach:    &pipeline.Reach{Namespaces: []string{"staging"}}, BaseReach: &pipeline.Reach{Namespaces: []string{"staging"}}},
+				Reach:    &pipeline.Footprint{Namespaces: []string{"staging"}}, BaseReach: &pipeline.Footprint{Namespaces: []string{"staging"}}},
 			{Name: "minecraft", Namespace: "staging", Environment: "staging", ReleaseID: "1b0c9a7e-0000-5000-8000-000000000001",
 				Error: `rendering the head: release "minecraft": values.motd: "hello" is not one of the values this field takes: "a", "b"`},
 		},

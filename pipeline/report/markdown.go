@@ -358,7 +358,7 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 // mdReach is the "Writes to" cell: the namespaces and "cluster", with the
 // base's first and ⚠️ when a review moves them.
 func mdReach(r pipeline.ReleaseChanges) string {
-	cell := func(x *pipeline.Reach) string {
+	cell := func(x *pipeline.Footprint) string {
 		parts := make([]string, 0, len(x.Namespaces)+1)
 		for _, ns := range x.Namespaces {
 			parts = append(parts, mdCode(ns))
