@@ -103,7 +103,7 @@ environments: [Name=string]: core.#Environment & {metadata: name: Name}
 	}
 	sequential := func() (wall, cpu time.Duration) {
 		for _, e := range []string{"s0", "s1", "s2"} {
-			w, c := apply("--env", e)
+			w, c := apply("--env", e, "--no-wait")
 			wall, cpu = wall+w, cpu+c
 		}
 		return wall, cpu
@@ -112,14 +112,14 @@ environments: [Name=string]: core.#Environment & {metadata: name: Name}
 		fmt.Printf("bench %s opm=%.2fs single=%.2fs ratio=%.2f sequential=%.2fs ratio-to-sequential=%.2f cpu=%.2fs single-cpu=%.2fs\n",
 			name, wave.Seconds(), single.Seconds(), wave.Seconds()/single.Seconds(), seq.Seconds(), wave.Seconds()/seq.Seconds(), waveCPU.Seconds(), singleCPU.Seconds())
 	}
-	single, singleCPU := apply("--env", "solo")
+	single, singleCPU := apply("--env", "solo", "--no-wait")
 	wave, waveCPU := apply("--group", "fleet", "--no-wait")
 	seq, _ := sequential()
 	line("wave-3x200", wave, waveCPU, single, singleCPU, seq)
 	var waves, singles, seqs, waveCPUs, singleCPUs []time.Duration
 	for range repeat {
 		w, wc := apply("--group", "fleet", "--no-wait")
-		s1, sc := apply("--env", "solo")
+		s1, sc := apply("--env", "solo", "--no-wait")
 		q, _ := sequential()
 		waves, singles, seqs, waveCPUs, singleCPUs = append(waves, w), append(singles, s1), append(seqs, q), append(waveCPUs, wc), append(singleCPUs, sc)
 	}

@@ -373,9 +373,6 @@ func (m *Opm) Apply(
 ) (ret *ApplyResult, retErr error) {
 	ctx = m.redacting(ctx)
 	defer publish(ctx, &ret, &retErr)
-	if group != "" || strings.Contains(env, ",") {
-		return m.Rollout(ctx, env, group, release, dryRun, -1, 4, timeout, skipGates, false)
-	}
 	sel, co, err := m.clusterInputs(ctx, env, release, values)
 	if err != nil {
 		return nil, err
@@ -388,10 +385,34 @@ func (m *Opm) Apply(
 	if err != nil {
 		return nil, fmt.Errorf("timeout %q: %w", timeout, err)
 	}
-	res, err := pipeline.Apply(ctx, pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun, NoPrune: noPrune,
+	sel.Group = group
+	// Routed as the CLI routes it: one environment applied and waited for,
+	// a fleet wave by wave (its waves' table in Rollout).
+	res, err := pipeline.Deploy(ctx, pipeline.RolloutOptions{ApplyOptions: pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun, NoPrune: noPrune,
 		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Adopt: adopt, TakeOver: takeOver, ForceConflicts: forceConflicts, MaxHistory: maxHistory,
-		PruneGhosts: pruneGhosts, Locking: lk, SkipGates: skipGates, SkippedBy: "dagger opm module", Wait: !noWait, WaitTimeout: wait})
-	return applied(ctx, res, err)
+		PruneGhosts: pruneGhosts, Locking: lk, SkipGates: skipGates, SkippedBy: "dagger opm module"}, ParallelEnvironments: 4, Timeout: wait, NoWait: noWait})
+	switch {
+	case res == nil:
+		return nil, err
+	case res.Apply != nil:
+		return applied(ctx, res.Apply, err)
+	}
+	return rolledOut(ctx, res.Rollout, err)
+}
+
+// rolledOut is a rollout's result: every environment's releases, and the
+// waves' table.
+func rolledOut(ctx context.Context, rr *pipeline.RolloutResult, err error) (*ApplyResult, error) {
+	res := &pipeline.ApplyResult{}
+	for _, e := range rr.Environments {
+		res.Releases = append(res.Releases, e.Releases...)
+	}
+	out, aerr := applied(ctx, res, err)
+	if out != nil {
+		out.Rollout = report.RolloutTable(rr)
+		out.Json = jsonOf(rr)
+	}
+	return out, aerr
 }
 
 // Rollout applies a fleet (env naming a group or several environments, or
@@ -453,16 +474,7 @@ func (m *Opm) Rollout(
 	if rr == nil {
 		return nil, err
 	}
-	res := &pipeline.ApplyResult{}
-	for _, e := range rr.Environments {
-		res.Releases = append(res.Releases, e.Releases...)
-	}
-	out, aerr := applied(ctx, res, err)
-	if out != nil {
-		out.Rollout = report.RolloutTable(rr)
-		out.Json = jsonOf(rr)
-	}
-	return out, aerr
+	return rolledOut(ctx, rr, err)
 }
 
 // Plan lays the selected environments (default all; env may name a group
@@ -983,16 +995,7 @@ func (m *Opm) RollbackFleet(
 	if rr == nil {
 		return nil, err
 	}
-	res := &pipeline.ApplyResult{}
-	for _, e := range rr.Environments {
-		res.Releases = append(res.Releases, e.Releases...)
-	}
-	out, aerr := applied(ctx, res, err)
-	if out != nil {
-		out.Rollout = report.RolloutTable(rr)
-		out.Json = jsonOf(rr)
-	}
-	return out, aerr
+	return rolledOut(ctx, rr, err)
 }
 
 // VersionResult says which opm the module runs.

@@ -168,13 +168,13 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 // Apply renders the selected releases and applies each to its cluster.
 // An environment with promotion gates (rollout.after) is applied only
 // with a commit its gating environments run, healthy; otherwise nothing
-// is written (fault.Gate) unless SkipGates. A fleet selection (a group,
-// a comma list) is applied as Rollout applies it, wave by wave.
+// is written (fault.Gate) unless SkipGates. Front doors apply through
+// Deploy, which sends a fleet selection (a group, a comma list) to Rollout;
+// given one directly, Apply does the same, wave by wave.
 //
-// Apply renders the selected releases and applies each to its cluster
-// (release inventory RFC, apply flow steps 1–8): apply in weight stages,
-// prune the stale set, record the inventory. Releases are applied in
-// order; the first that fails stops the run. The result covers every
+// The apply follows the release inventory RFC (apply flow steps 1–8):
+// apply in weight stages, prune the stale set, record the inventory.
+// Releases are applied in order; the first that fails stops the run. The result covers every
 // release reached, the failed one included, and is returned with the
 // error.
 func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {

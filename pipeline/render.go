@@ -9,7 +9,8 @@
 //   - comparing: Diff (against the cluster, drift included), Review (two
 //     commits), PlanReview, ReviewShard and MergeReviews (a review in
 //     shards);
-//   - changing the cluster: Apply, Rollout (a fleet in waves, gated),
+//   - changing the cluster: Deploy (how every front door applies: one
+//     environment through Apply, a fleet through Rollout, in waves, gated),
 //     Prune, Delete, Rollback and RollbackFleet, Smoke (in a throwaway
 //     namespace), Repair (an inventory), Unlock (a release lock);
 //   - reading the cluster: Status, History, Gates (does a gating

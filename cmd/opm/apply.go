@@ -199,32 +199,24 @@ func printApplyResult(cmd *cobra.Command, output string, res *pipeline.ApplyResu
 	return err
 }
 
-// runRollout applies the selection: one environment as apply always did
-// (its gates checked first), a fleet wave by wave with a table at the end.
+// runRollout applies the selection as pipeline.Deploy routes it: one
+// environment as apply always did (its gates checked first, then waited
+// for), a fleet wave by wave with a table at the end.
 func runRollout(cmd *cobra.Command, output string, ro pipeline.RolloutOptions) error {
-	envs, err := pipeline.Fleet(cmd.Context(), ro.Selection)
-	if err != nil {
+	res, err := pipeline.Deploy(cmd.Context(), ro)
+	switch {
+	case res == nil:
 		return err
-	}
-	if len(envs) < 2 && ro.Wave == nil {
-		// One environment (its gates are Apply's own): then wait until
-		// what was applied is healthy, unless --no-wait.
-		ao := ro.ApplyOptions
-		ao.Wait, ao.WaitTimeout = !ro.NoWait, ro.Timeout
-		res, err := pipeline.Apply(cmd.Context(), ao)
-		return printApplyResult(cmd, output, res, err)
-	}
-	res, err := pipeline.Rollout(cmd.Context(), ro)
-	if res == nil {
-		return err
+	case res.Apply != nil:
+		return printApplyResult(cmd, output, res.Apply, err)
 	}
 	if output == "json" {
-		if encErr := writeJSON(cmd.OutOrStdout(), res); encErr != nil && err == nil {
+		if encErr := writeJSON(cmd.OutOrStdout(), res.Rollout); encErr != nil && err == nil {
 			return encErr
 		}
 		return err
 	}
-	fmt.Fprint(cmd.OutOrStdout(), report.RolloutTable(res))
+	fmt.Fprint(cmd.OutOrStdout(), report.RolloutTable(res.Rollout))
 	return err
 }
 
