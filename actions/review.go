@@ -151,15 +151,11 @@ func (r *runner) mergedReview() (*pipeline.ChangeSet, error) {
 	if err != nil || len(names) == 0 {
 		return nil, fmt.Errorf("partials-dir %s holds no partial review (*.json): download every shard's artifact into it", r.cfg.partialsDir)
 	}
-	parts, err := pipeline.ReadPartials(names...)
+	cs, err := pipeline.MergeReviewFiles(names...)
 	if err != nil {
 		return nil, err
 	}
-	cs, err := pipeline.MergeReviews(parts)
-	if err != nil {
-		return nil, err
-	}
-	r.infof("merged %d partial reviews of %s", len(parts), short(cs.BaseCommit))
+	r.infof("merged %d partial reviews of %s", len(names), short(cs.BaseCommit))
 	return cs, nil
 }
 

@@ -453,14 +453,9 @@ func (m *Opm) Rollout(
 ) (ret *ApplyResult, retErr error) {
 	ctx = m.redacting(ctx)
 	defer publish(ctx, &ret, &retErr)
-	sel, co, err := m.clusterInputs(ctx, env, release, nil)
+	sel, co, wait, err := m.fleetInputs(ctx, env, group, release, timeout)
 	if err != nil {
 		return nil, err
-	}
-	sel.Group = group
-	wait, err := time.ParseDuration(timeout)
-	if err != nil {
-		return nil, fmt.Errorf("timeout %q: %w", timeout, err)
 	}
 	ro := pipeline.RolloutOptions{
 		ApplyOptions: pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun,
@@ -579,11 +574,7 @@ func (m *Opm) MergeReviews(
 			return nil, err
 		}
 	}
-	read, err := pipeline.ReadPartials(names...)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := pipeline.MergeReviews(read)
+	cs, err := pipeline.MergeReviewFiles(names...)
 	if err != nil {
 		return nil, err
 	}
@@ -978,14 +969,9 @@ func (m *Opm) RollbackFleet(
 ) (ret *ApplyResult, retErr error) {
 	ctx = m.redacting(ctx)
 	defer publish(ctx, &ret, &retErr)
-	sel, co, err := m.clusterInputs(ctx, env, release, nil)
+	sel, co, wait, err := m.fleetInputs(ctx, env, group, release, timeout)
 	if err != nil {
 		return nil, err
-	}
-	sel.Group = group
-	wait, err := time.ParseDuration(timeout)
-	if err != nil {
-		return nil, fmt.Errorf("timeout %q: %w", timeout, err)
 	}
 	rr, err := pipeline.RollbackFleet(ctx, pipeline.RollbackOptions{
 		ApplyOptions: pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun,
@@ -1141,6 +1127,21 @@ func (m *Opm) selection(ctx context.Context, env string, releases []string, valu
 		sel.ValuesFiles = append(sel.ValuesFiles, p)
 	}
 	return sel, nil
+}
+
+// fleetInputs are the selection, cluster and per-wave timeout of a
+// function that applies a fleet (rollout, rollback-fleet).
+func (m *Opm) fleetInputs(ctx context.Context, env, group string, releases []string, timeout string) (pipeline.Selection, pipeline.ClusterOptions, time.Duration, error) {
+	sel, co, err := m.clusterInputs(ctx, env, releases, nil)
+	if err != nil {
+		return sel, co, 0, err
+	}
+	sel.Group = group
+	wait, err := time.ParseDuration(timeout)
+	if err != nil {
+		return sel, co, 0, fmt.Errorf("timeout %q: %w", timeout, err)
+	}
+	return sel, co, wait, nil
 }
 
 // clusterInputs is selection and cluster together, for the functions that

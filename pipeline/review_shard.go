@@ -394,35 +394,40 @@ func (s *ReviewSplit) Pairs() []int {
 	return count
 }
 
-// ReadPartials reads the partial reviews shards wrote (opm review
-// --shard -o json, the Action's and Dagger's review-shard), in the order
-// named, for MergeReviews.
-func ReadPartials(names ...string) ([]*PartialReview, error) {
-	parts := make([]*PartialReview, 0, len(names))
-	for _, name := range names {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return nil, fault.Wrap(fault.NotFound, fmt.Errorf("reading partial review %s: %w", name, err))
+// MergeReviewFiles merges the partial reviews shards wrote (opm review
+// --shard -o json, the Action's and Dagger's review-shard), named in any
+// order: what `opm review merge`, the Action's merge mode and Dagger's
+// merge-reviews do (see MergeReviews).
+func MergeReviewFiles(names ...string) (*ChangeSet, error) {
+	parts := make([]*PartialReview, len(names))
+	for i, name := range names {
+		parts[i] = &PartialReview{}
+		if err := readJSON(name, "partial review", "opm review --shard -o json writes them", parts[i]); err != nil {
+			return nil, err
 		}
-		var p PartialReview
-		if err := json.Unmarshal(b, &p); err != nil {
-			return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading partial review %s: it is not one (opm review --shard -o json writes them): %w", name, err))
-		}
-		parts = append(parts, &p)
 	}
-	return parts, nil
+	return MergeReviews(parts)
+}
+
+// readJSON reads file name into v: a missing file is not-found, one that
+// does not decode says it is no what, and what writes them.
+func readJSON(name, what, writer string, v any) error {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return fault.Wrap(fault.NotFound, fmt.Errorf("reading the %s %s: %w", what, name, err))
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fault.Wrap(fault.Validation, fmt.Errorf("reading the %s %s: it is not one (%s): %w", what, name, writer, err))
+	}
+	return nil
 }
 
 // ReadSplit reads the split of a plan written as JSON (opm review plan
 // -o json, the Action's review-plan-file).
 func ReadSplit(name string) (*ReviewSplit, error) {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("reading the review plan %s: %w", name, err))
-	}
 	var p ReviewPlan
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading the review plan %s: it is not one (opm review plan -o json writes them): %w", name, err))
+	if err := readJSON(name, "review plan", "opm review plan -o json writes them", &p); err != nil {
+		return nil, err
 	}
 	if p.Split == nil {
 		return nil, fault.Validationf("the review plan %s has no split: make it with opm review plan --shards N (or --target) -o json", name)

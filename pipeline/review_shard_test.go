@@ -506,17 +506,17 @@ shared: secret: "first-canary-value"
 	}
 }
 
-// Every front door reads the shards' files with ReadPartials: a file
-// missing is not-found, one that is no partial review says what writes
-// them, each naming the file.
-func TestReadPartialsNamesTheFileAndTheFix(t *testing.T) {
+// Every front door merges the shards' files with MergeReviewFiles: a
+// file missing is not-found, one that is no partial review says what
+// writes them, each naming the file.
+func TestMergeReviewFilesNamesTheFileAndTheFix(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "summary.json")
 	assert.NilError(t, os.WriteFile(bad, []byte("# not json"), 0o644))
-	_, err := pipeline.ReadPartials(bad)
+	_, err := pipeline.MergeReviewFiles(bad)
 	assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
 	assert.Check(t, is.Contains(err.Error(), bad))
 	assert.Check(t, is.Contains(err.Error(), "opm review --shard -o json writes them"))
-	_, err = pipeline.ReadPartials(filepath.Join(dir, "missing.json"))
+	_, err = pipeline.MergeReviewFiles(filepath.Join(dir, "missing.json"))
 	assert.Equal(t, fault.KindOf(err), fault.NotFound, "%v", err)
 }

@@ -167,11 +167,7 @@ twice or a shard missing are refused (exit 2), naming which.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			parts, err := pipeline.ReadPartials(args...)
-			if err != nil {
-				return err
-			}
-			cs, err := pipeline.MergeReviews(parts)
+			cs, err := pipeline.MergeReviewFiles(args...)
 			if err != nil {
 				return err
 			}
