@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/opmodel/pipeline/engine/fingerprint"
-	"github.com/opmodel/pipeline/engine/load"
 )
 
 // Explanation is why a release × environment may or may not be skipped:
@@ -27,15 +26,10 @@ type Explanation struct {
 // sides' fingerprints are equal.
 func Explain(ctx context.Context, sel Selection) ([]Explanation, error) {
 	ro := sel.renderOptions()
-	p, err := load.ParseImports(ctx, ro.Dir, nil)
+	tree, err := worktreeSnapshot(ro.Dir).scan(ctx, cacheDir("environments"))
 	if err != nil {
 		return nil, err
 	}
-	tree, err := fingerprint.Scan(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	tree.UseCache(cacheDir("environments"))
 	keys := ro.Releases
 	if len(keys) == 0 {
 		keys = tree.Releases()

@@ -7,7 +7,6 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/kube"
-	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/reconcile"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/scope"
@@ -18,15 +17,11 @@ import (
 // what a release reads: then every release is rendered, as before.
 func fingerprints(ctx context.Context, sel Selection) map[string]string {
 	ro := sel.renderOptions()
-	p, err := load.ParseImports(ctx, ro.Dir, nil)
-	if err != nil {
-		return nil // the render reports it
-	}
-	tree, err := fingerprint.Scan(ctx, p)
+	// The working tree, read as a review reads a side (one snapshot type).
+	tree, err := worktreeSnapshot(ro.Dir).scan(ctx, cacheDir("environments"))
 	if err != nil || tree.Sure() != nil {
-		return nil
+		return nil // the render reports what is wrong
 	}
-	tree.UseCache(cacheDir("environments"))
 	keys := ro.Releases
 	if len(keys) == 0 {
 		keys = tree.Releases()
