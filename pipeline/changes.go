@@ -5,25 +5,28 @@ import (
 	"strings"
 
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/preview"
 )
 
-// Change classifies one object in a diff or review.
-type Change string
+// Change classifies one object in a diff or review: engine/preview's
+// classes, so a diff against the cluster and a review of two commits
+// speak one vocabulary (what apply did is engine/objects' Action).
+type Change = preview.Class
 
 // Object change classes.
 const (
 	// Added: rendered, not on the cluster (or not in the base ref).
-	Added Change = "added"
+	Added = preview.Added
 	// Modified: rendered and present, with differences.
-	Modified Change = "modified"
+	Modified = preview.Modified
 	// Unchanged: rendered and present, no differences.
-	Unchanged Change = "unchanged"
+	Unchanged = preview.Unchanged
 	// Stale: recorded in the inventory (or rendered by the base ref) but no
 	// longer rendered, after the component-rename check: apply would prune it.
-	Stale Change = "stale"
+	Stale = preview.Stale
 	// Ghost: carries the release's labels on the cluster but is in neither
 	// the inventory nor the render (a failed apply left it, RFC scenario F).
-	Ghost Change = "ghost"
+	Ghost = preview.Ghost
 )
 
 // ObjectRef names one Kubernetes object and the component that made it.

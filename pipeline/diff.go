@@ -149,7 +149,7 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 			rc.Sensitive = rc.Sensitive || (o.ID.Group == "" && o.ID.Kind == "Secret")
 			oc := ObjectChange{
 				Object: ObjectRef{Group: o.ID.Group, Version: o.Version, Kind: o.ID.Kind, Namespace: o.ID.Namespace, Name: o.ID.Name, Component: o.Component},
-				Change: Change(o.Class), Diff: o.Diff, Warning: o.Warning,
+				Change: o.Class, Diff: o.Diff, Warning: o.Warning,
 			}
 			if o.Class == preview.Ghost {
 				rc.Warnings = append(rc.Warnings, fmt.Sprintf("ghost %s: carries this release's labels but is in neither the inventory nor the render", o.ID))
@@ -196,7 +196,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 	for _, o := range pv.Objects {
 		oc := ObjectChange{
 			Object:  ObjectRef{Group: o.ID.Group, Version: o.Version, Kind: o.ID.Kind, Namespace: o.ID.Namespace, Name: o.ID.Name, Component: o.Component},
-			Change:  Change(o.Class),
+			Change:  o.Class,
 			Diff:    o.Diff,
 			Warning: o.Warning,
 		}
