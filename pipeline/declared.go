@@ -1,3 +1,5 @@
+// The names a deployment declares, for shell completion.
+
 package pipeline
 
 import (

@@ -1,4 +1,4 @@
-// Step 2 of a review: look the pairs up in the render cache.
+// 2. Look the pairs up in the render cache, by fingerprint.
 
 package pipeline
 
@@ -13,8 +13,6 @@ import (
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/rendercache"
 )
-
-// 2. Look the pairs up in the render cache, by fingerprint.
 
 // reviewCache is the render cache a review reads and writes: none with
 // NoCache or NoSkip, or when the sides could not be fingerprinted.

@@ -1,4 +1,5 @@
-// Step 4 of a review: compare each pair.
+// 4. Compare each pair: the head's objects against the base's by identity,
+// Secret values masked, then the stale set.
 
 package pipeline
 
@@ -17,8 +18,6 @@ import (
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/taint"
 )
-
-// 4. Compare.
 
 // compareRelease builds the review of one release × environment from both
 // sides' renders.

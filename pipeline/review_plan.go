@@ -1,4 +1,7 @@
-// Step 1 of a review: plan the pairs.
+// 1. Plan the pairs: read both sides (parsed and fingerprinted when the
+// syntax allows, loaded otherwise), choose the environments and releases,
+// set apart the pairs whose inputs are equal on both sides, and (see
+// review_shard.go) leave a shard its part.
 
 package pipeline
 
@@ -20,11 +23,6 @@ import (
 	"github.com/opmodel/pipeline/engine/rendercache"
 	"github.com/opmodel/pipeline/engine/suggest"
 )
-
-// 1. Plan the pairs: read both sides (parsed and fingerprinted when the
-// syntax allows, loaded otherwise), choose the environments and releases,
-// set apart the pairs whose inputs are equal on both sides, and (see
-// review_shard.go) leave a shard its part.
 
 // scanReviewSides parses both sides without evaluating them. ok is false
 // when fingerprints cannot decide (NoSkip, syntax the scan cannot follow,

@@ -1,4 +1,4 @@
-// Step 3 of a review: render the misses.
+// 3. Render the misses: evaluate each side only as far as they reach.
 
 package pipeline
 
@@ -15,8 +15,6 @@ import (
 	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/render"
 )
-
-// 3. Render the misses: evaluate each side only as far as they reach.
 
 // renderAndCompare renders what the render cache does not hold of the
 // pairs reviewed here and compares every pair; the results are in envs ×

@@ -1,4 +1,4 @@
-// Step 5 of a review: report in rollout order, verified on request.
+// 5. Report: in rollout order, verified against the full path on request.
 
 package pipeline
 
@@ -12,8 +12,6 @@ import (
 	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/load"
 )
-
-// 5. Report: in rollout order, verified against the full path on request.
 
 // reviewFleet is the fleet the head (else the base) declares. When the
 // renders came from the cache and neither side was evaluated, the head's
