@@ -116,6 +116,31 @@ func TestTeamProviderRendersItsOwnResource(t *testing.T) {
 	assert.DeepEqual(t, kinds, []string{"Deployment", "Certificate"})
 }
 
+// A transformer that declares `#context: _` takes the catalog's context as
+// the engine evaluated it once for the component; one that declares
+// core.#TransformerContext evaluates it itself. Both render the same object,
+// environment labels and annotations included, and so do the catalog's own
+// transformers either way.
+func TestASharedContextRendersAsADeclaredOne(t *testing.T) {
+	root := teamRoot + `
+environments: prod: {
+	metadata: {name: "prod", labels: team: "shop", annotations: "example.com/owner": "shop-team"}
+	namespace: "shop"
+}
+releases: app: #environment: environments.prod
+`
+	shared := strings.Replace(certsProvider, "#context:   core.#TransformerContext", "#context:   _", 1)
+	assert.Assert(t, shared != certsProvider)
+	declared := renderOne(t, teamDir(t, certsProvider, root), "prod")
+	taken := renderOne(t, teamDir(t, shared, root), "prod")
+	assert.Equal(t, len(declared.Resources), 2)
+	for i, res := range declared.Resources {
+		assert.DeepEqual(t, taken.Resources[i].Object.Object, res.Object.Object)
+		assert.Check(t, is.Equal(res.Object.GetLabels()["team"], "shop"), res.ID())
+		assert.Check(t, is.Equal(res.Object.GetAnnotations()["example.com/owner"], "shop-team"), res.ID())
+	}
+}
+
 func TestTwoTransformersClaimingOneOutputIsAnError(t *testing.T) {
 	// A second transformer, in a second provider, rendering the same
 	// Certificate for the same component.

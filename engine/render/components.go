@@ -36,6 +36,12 @@ type transformer struct {
 	// the environment is passed as such rather than folded into the
 	// release's labels and annotations.
 	envAware bool
+	// sharedContext: its #context declares nothing of its own (`_`, as the
+	// catalog's transformers write it), so it takes the catalog's
+	// #TransformerContext as the engine evaluated it once for the
+	// component. A transformer that declares a context schema evaluates
+	// that schema itself, once per transformer.
+	sharedContext bool
 
 	requiredLabels                    map[string]string
 	requiredResources, requiredTraits []string
@@ -124,7 +130,9 @@ func readTransformer(providerName, fqn string, v cue.Value) (transformer, error)
 	if !t.value.Exists() {
 		return t, fmt.Errorf("it has no #transform (at %s); a transformer renders through #transform: {#component, #context, output}", v.Pos())
 	}
-	t.envAware = declares(t.value.LookupPath(pathContext), "#environmentMetadata")
+	ctxSchema := t.value.LookupPath(pathContext)
+	t.sharedContext = ctxSchema.IncompleteKind() == cue.TopKind
+	t.envAware = t.sharedContext || declares(ctxSchema, "#environmentMetadata")
 	var err error
 	if t.requiredLabels, err = stringMap(v.LookupPath(cue.ParsePath("requiredLabels"))); err != nil {
 		return t, err
@@ -219,11 +227,13 @@ type releaseContext struct {
 }
 
 var (
-	pathContext      = cue.MakePath(cue.Def("#context"))
-	pathComponent    = cue.MakePath(cue.Def("#component"))
-	pathCtxRelease   = cue.MakePath(cue.Def("#moduleReleaseMetadata"))
-	pathCtxComponent = cue.MakePath(cue.Def("#componentMetadata"))
-	pathCtxEnv       = cue.MakePath(cue.Def("#environmentMetadata"))
+	pathContext = cue.MakePath(cue.Def("#context"))
+	// pathTransformerContext is the catalog's #TransformerContext.
+	pathTransformerContext = cue.MakePath(cue.Def("#TransformerContext"))
+	pathComponent          = cue.MakePath(cue.Def("#component"))
+	pathCtxRelease         = cue.MakePath(cue.Def("#moduleReleaseMetadata"))
+	pathCtxComponent       = cue.MakePath(cue.Def("#componentMetadata"))
+	pathCtxEnv             = cue.MakePath(cue.Def("#environmentMetadata"))
 )
 
 // contextData is what the engine gives every transformer as #context,
@@ -320,6 +330,7 @@ func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseConte
 	if envMeta != nil {
 		relCtx[1] = relCtx[1].FillPath(pathCtxEnv, envMeta)
 	}
+	contextSchema := catalog.LookupPath(pathTransformerContext)
 	var out []manifest.Resource
 	type owner struct {
 		component string
@@ -358,15 +369,25 @@ func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseConte
 			cm["annotations"] = comp.annotations
 		}
 		// One small value carries both inputs; unifying it into each
-		// transformer costs one evaluation instead of two FillPaths.
-		var inputs [2]cue.Value
-		input := func(envAware bool) cue.Value {
+		// transformer costs one evaluation instead of two FillPaths. The
+		// catalog's context is evaluated here once for all the component's
+		// transformers that share it: evaluated in each, its label
+		// comprehensions were most of a ConfigMap's or Secret's render.
+		var inputs [3]cue.Value
+		input := func(t transformer) cue.Value {
 			i := 0
-			if envAware {
+			switch {
+			case t.sharedContext:
+				i = 2
+			case t.envAware:
 				i = 1
 			}
 			if !inputs[i].Exists() {
-				inputs[i] = empty.FillPath(pathComponent, cv).FillPath(pathContext, relCtx[i].FillPath(pathCtxComponent, cm))
+				data := relCtx[min(i, 1)].FillPath(pathCtxComponent, cm)
+				if t.sharedContext {
+					data = contextSchema.Unify(data)
+				}
+				inputs[i] = empty.FillPath(pathComponent, cv).FillPath(pathContext, data)
 			}
 			return inputs[i]
 		}
@@ -376,7 +397,7 @@ func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseConte
 				continue
 			}
 			matched = append(matched, t)
-			tv := t.value.Unify(input(t.envAware))
+			tv := t.value.Unify(input(t))
 			objs, err := outputs(tv.LookupPath(cue.ParsePath("output")))
 			if err != nil {
 				return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, transformer %s:\n%s", compWhere, t, describeOutput(err, cv)))

@@ -24,11 +24,13 @@ func TestEnvironmentMetadataOnlyWhereDeclared(t *testing.T) {
 	assert.Assert(t, len(embedded) > 0)
 	for _, tr := range embedded {
 		assert.Check(t, tr.envAware, tr.fqn)
+		assert.Check(t, tr.sharedContext, "%s: the catalog's transformers take the context evaluated once per component", tr.fqn)
 	}
 	opm, err := loadTransformers([]provider{{name: "kubernetes", value: d.Root.LookupPath(cue.ParsePath("providers.kubernetes"))}})
 	assert.NilError(t, err)
 	assert.Assert(t, len(opm) > 0)
 	for _, tr := range opm {
 		assert.Check(t, !tr.envAware, tr.fqn)
+		assert.Check(t, !tr.sharedContext, tr.fqn)
 	}
 }
