@@ -29,15 +29,9 @@ const (
 	Ghost = preview.Ghost
 )
 
-// ObjectRef names one Kubernetes object and the component that made it.
-type ObjectRef struct {
-	Group     string `json:"group,omitempty"`
-	Version   string `json:"version,omitempty"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-	Component string `json:"component,omitempty"`
-}
+// ObjectRef names one Kubernetes object and the component that made it:
+// the engine's manifest.Ref, the one way every report names an object.
+type ObjectRef = manifest.Ref
 
 // ObjectChange is one object's class and, when modified (or added/removed
 // in a review), a unified diff of its YAML. Secret values never appear: a

@@ -93,10 +93,10 @@ func Delete(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
 			// Already being deleted: another delete would change nothing.
 			gone := map[manifest.ID]bool{}
 			for _, e := range d.terminating {
-				gone[e.ID()] = true
-				dr.Warnings = append(dr.Warnings, fmt.Sprintf("%s is already being deleted (finalizers pending)", e.ID()))
+				gone[e.ID] = true
+				dr.Warnings = append(dr.Warnings, fmt.Sprintf("%s is already being deleted (finalizers pending)", e.ID))
 			}
-			entries = slices.DeleteFunc(slices.Clone(entries), func(e inventory.Entry) bool { return gone[e.ID()] })
+			entries = slices.DeleteFunc(slices.Clone(entries), func(e inventory.Entry) bool { return gone[e.ID] })
 		}
 		if d.inv == nil && len(entries) == 0 {
 			dr.NothingToDelete = true

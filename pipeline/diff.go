@@ -201,7 +201,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 			Warning: o.Warning,
 		}
 		if o.Class == preview.Stale {
-			e := inventory.Entry{Group: o.ID.Group, Kind: o.ID.Kind, Namespace: o.ID.Namespace, Name: o.ID.Name, V: o.Version, Component: o.Component}
+			e := inventory.Entry{ID: o.ID, V: o.Version, Component: o.Component}
 			if w, relWarn := opts.Protection.warnings(e); w != "" {
 				oc.Warning = joinWarnings(w, oc.Warning)
 				rc.Warnings = append(rc.Warnings, relWarn)

@@ -21,7 +21,7 @@ func (p Protection) warnings(e inventory.Entry) (object, release string) {
 	if e.Group != "" {
 		return "", ""
 	}
-	id := e.ID().String()
+	id := e.ID.String()
 	switch e.Kind {
 	case "Namespace":
 		if p.PruneNamespaces {

@@ -119,7 +119,7 @@ func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resourc
 	}
 	for _, e := range inventory.Stale(inventory.Entries(baseRes), inventory.Entries(headRes)) {
 		oc := ObjectChange{Object: reviewRef(e), Change: Stale}
-		text, err := diff.Unified(baseByID[e.ID()].Object, nil, reviewDiffOptions(e.ID(), r.masker.ForObject(baseFields[e.ID()])))
+		text, err := diff.Unified(baseByID[e.ID].Object, nil, reviewDiffOptions(e.ID, r.masker.ForObject(baseFields[e.ID])))
 		if err != nil {
 			return err
 		}

@@ -69,15 +69,3 @@ func (r *ApplyResult) PrunedObjects() []string {
 	}
 	return out
 }
-
-// String names the object as kubectl does: kind.group/namespace/name.
-func (o ObjectRef) String() string {
-	kind := strings.ToLower(o.Kind)
-	if o.Group != "" {
-		kind += "." + o.Group
-	}
-	if o.Namespace == "" {
-		return kind + "/" + o.Name
-	}
-	return kind + "/" + o.Namespace + "/" + o.Name
-}

@@ -201,7 +201,7 @@ func (d *deployed) label() string {
 func idsOf(es []inventory.Entry) []manifest.ID {
 	out := make([]manifest.ID, len(es))
 	for i, e := range es {
-		out[i] = e.ID()
+		out[i] = e.ID
 	}
 	return out
 }

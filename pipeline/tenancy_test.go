@@ -23,6 +23,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/internal/kubetest"
 	"github.com/opmodel/pipeline/pipeline"
@@ -413,8 +414,8 @@ func TestPlantedEntriesOutsideTheEnvironmentAreNotRead(t *testing.T) {
 	assert.NilError(t, err)
 	id, c, _ := inv.Latest()
 	c.Inventory.Entries = append(c.Inventory.Entries,
-		inventory.Entry{Kind: "ConfigMap", Namespace: teamB, Name: "tools", V: "v1", Component: "raw"},
-		inventory.Entry{Kind: "Secret", Namespace: teamB, Name: "tools", V: "v1", Component: "raw"})
+		inventory.Entry{ID: manifest.ID{Kind: "ConfigMap", Namespace: teamB, Name: "tools"}, V: "v1", Component: "raw"},
+		inventory.Entry{ID: manifest.ID{Kind: "Secret", Namespace: teamB, Name: "tools"}, V: "v1", Component: "raw"})
 	inv.Changes[id] = c
 	planted, err := inv.Encode()
 	assert.NilError(t, err)

@@ -199,14 +199,14 @@ func TestFromInventoryMarksMissingAndUsesPreferredVersions(t *testing.T) {
 	create(t, cl, obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", crName, nil, nil))
 
 	entries := []inventory.Entry{
-		{Kind: "ConfigMap", Namespace: ns, Name: "present", V: "v1", Component: "app"},
-		{Kind: "ConfigMap", Namespace: ns, Name: "deleted", V: "v1", Component: "app"},
+		{ID: manifest.ID{Kind: "ConfigMap", Namespace: ns, Name: "present"}, V: "v1", Component: "app"},
+		{ID: manifest.ID{Kind: "ConfigMap", Namespace: ns, Name: "deleted"}, V: "v1", Component: "app"},
 		// Versions the server does not serve (edge case 6).
-		{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "web", V: "v9", Component: "app"},
-		{Group: "autoscaling", Kind: "HorizontalPodAutoscaler", Namespace: ns, Name: "web", V: "v2beta2", Component: "app"},
-		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: crName, V: "v1", Component: "rbac"},
+		{ID: manifest.ID{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "web"}, V: "v9", Component: "app"},
+		{ID: manifest.ID{Group: "autoscaling", Kind: "HorizontalPodAutoscaler", Namespace: ns, Name: "web"}, V: "v2beta2", Component: "app"},
+		{ID: manifest.ID{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: crName}, V: "v1", Component: "rbac"},
 		// A kind the cluster does not serve at all (its CRD was removed).
-		{Group: "example.opmodel.dev", Kind: "Widget", Namespace: ns, Name: "w", V: "v1", Component: "app"},
+		{ID: manifest.ID{Group: "example.opmodel.dev", Kind: "Widget", Namespace: ns, Name: "w"}, V: "v1", Component: "app"},
 	}
 	got, stats, err := FromInventory(t.Context(), cl, entries, Options{})
 	assert.NilError(t, err)
@@ -226,7 +226,7 @@ func TestFromInventoryMarksMissingAndUsesPreferredVersions(t *testing.T) {
 			r.APIVersion = f.Object.GetAPIVersion()
 			assert.Equal(t, f.Object.GetName(), f.Entry.Name)
 		}
-		assert.Check(t, f.Missing == (f.Object == nil), "%s: Missing and Object disagree", f.Entry.ID())
+		assert.Check(t, f.Missing == (f.Object == nil), "%s: Missing and Object disagree", f.Entry.ID)
 		rows = append(rows, r)
 	}
 	assert.DeepEqual(t, rows, []row{
@@ -243,14 +243,14 @@ func TestFromInventoryErrorsNameTheObject(t *testing.T) {
 	cl := cluster(t)
 	ns := env.Namespace(t)
 	// A namespaced kind without a namespace is a broken inventory.
-	_, _, err := FromInventory(t.Context(), cl, []inventory.Entry{{Kind: "ConfigMap", Name: "x", V: "v1"}}, Options{})
+	_, _, err := FromInventory(t.Context(), cl, []inventory.Entry{{ID: manifest.ID{Kind: "ConfigMap", Name: "x"}, V: "v1"}}, Options{})
 	assert.ErrorContains(t, err, "ConfigMap/x")
 	assert.Equal(t, fault.KindOf(err), fault.Validation)
 
 	// A GET that fails for another reason than 404 fails the call.
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, _, err = FromInventory(ctx, cl, []inventory.Entry{{Kind: "ConfigMap", Namespace: ns, Name: "x", V: "v1"}}, Options{})
+	_, _, err = FromInventory(ctx, cl, []inventory.Entry{{ID: manifest.ID{Kind: "ConfigMap", Namespace: ns, Name: "x"}, V: "v1"}}, Options{})
 	assert.Assert(t, errors.Is(err, context.Canceled), "got %v", err)
 }
 
@@ -329,5 +329,5 @@ func TestGhostsAreLabelledObjectsNobodyKnows(t *testing.T) {
 
 func TestEntryOfTakesTheComponentLabel(t *testing.T) {
 	u := deployment("ns", "web", map[string]any{manifest.LabelComponentName: "frontend"})
-	assert.DeepEqual(t, EntryOf(u), inventory.Entry{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "web", V: "v1", Component: "frontend"})
+	assert.DeepEqual(t, EntryOf(u), inventory.Entry{ID: manifest.ID{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "web"}, V: "v1", Component: "frontend"})
 }

@@ -64,13 +64,13 @@ func FromInventory(ctx context.Context, cl *kube.Cluster, entries []inventory.En
 
 	var todo []int
 	for i, e := range entries {
-		m := mappings[e.ID().GroupKind()]
+		m := mappings[e.ID.GroupKind()]
 		if m == nil {
 			found[i].Missing = true
 			continue
 		}
 		if m.Scope.Name() == meta.RESTScopeNameNamespace && e.Namespace == "" {
-			return nil, stats, fault.Validationf("inventory entry %s is a namespaced kind without a namespace", e.ID())
+			return nil, stats, fault.Validationf("inventory entry %s is a namespaced kind without a namespace", e.ID)
 		}
 		todo = append(todo, i)
 	}
@@ -87,7 +87,7 @@ func FromInventory(ctx context.Context, cl *kube.Cluster, entries []inventory.En
 	run(ctx, opts.workers(), len(todo), func(ctx context.Context, k int) bool {
 		i := todo[k]
 		e := entries[i]
-		m := mappings[e.ID().GroupKind()]
+		m := mappings[e.ID.GroupKind()]
 		ri := cl.Dynamic.Resource(m.Resource)
 		var obj *unstructured.Unstructured
 		var err error
@@ -103,7 +103,7 @@ func FromInventory(ctx context.Context, cl *kube.Cluster, entries []inventory.En
 		case apierrors.IsNotFound(err):
 			found[i].Missing = true
 		case err != nil:
-			errs[i] = fmt.Errorf("get %s (%s): %w", e.ID(), m.Resource, err)
+			errs[i] = fmt.Errorf("get %s (%s): %w", e.ID, m.Resource, err)
 			return false
 		default:
 			found[i].Object = obj
@@ -124,7 +124,7 @@ func resolveKinds(cl *kube.Cluster, entries []inventory.Entry) (map[schema.Group
 	out := make(map[schema.GroupKind]*meta.RESTMapping)
 	reset := false
 	for _, e := range entries {
-		gk := e.ID().GroupKind()
+		gk := e.ID.GroupKind()
 		if _, done := out[gk]; done {
 			continue
 		}
@@ -141,11 +141,11 @@ func resolveKinds(cl *kube.Cluster, entries []inventory.Entry) (map[schema.Group
 			// worked; an unreachable aggregated API must not make its
 			// objects look deleted.
 			if derr := groupDiscoveryFailed(cl, gk.Group); derr != nil {
-				return nil, fault.Wrap(fault.Connectivity, fmt.Errorf("resolve kind %s of %s: %w", gk, e.ID(), derr))
+				return nil, fault.Wrap(fault.Connectivity, fmt.Errorf("resolve kind %s of %s: %w", gk, e.ID, derr))
 			}
 			out[gk] = nil
 		case err != nil:
-			return nil, fmt.Errorf("resolve kind %s of %s: %w", gk, e.ID(), err)
+			return nil, fmt.Errorf("resolve kind %s of %s: %w", gk, e.ID, err)
 		default:
 			out[gk] = m
 		}
@@ -227,7 +227,7 @@ func listBatches(ctx context.Context, cl *kube.Cluster, entries []inventory.Entr
 	var order []key
 	for _, i := range todo {
 		e := entries[i]
-		k := key{e.ID().GroupKind(), e.Namespace}
+		k := key{e.ID.GroupKind(), e.Namespace}
 		if groups[k] == nil {
 			groups[k] = &batch{m: mappings[k.gk], ns: e.Namespace}
 			order = append(order, k)

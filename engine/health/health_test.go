@@ -333,7 +333,7 @@ func TestHealthOfMissingTerminatingAndPlainObjects(t *testing.T) {
 	h := checkOne(t, cl, cm)
 	assert.Equal(t, h.Status, Current)
 
-	gone := inventory.Entry{Kind: "ConfigMap", Namespace: ns, Name: "gone", V: "v1"}
+	gone := inventory.Entry{ID: manifest.ID{Kind: "ConfigMap", Namespace: ns, Name: "gone"}, V: "v1"}
 	h = checkOne(t, cl, gone)
 	assert.Equal(t, h.Status, Missing)
 	assert.Equal(t, h.String(), "configmap/gone: Missing (not found on the cluster)")
@@ -385,7 +385,7 @@ func TestWaitTimesOutNamingWhatIsNotReady(t *testing.T) {
 	refs := []inventory.Entry{
 		create(t, cl, configMap(ns, "settings")),
 		create(t, cl, deployment(ns, "web", kubetest.FailingImage)),
-		{Kind: "ConfigMap", Namespace: ns, Name: "never-created", V: "v1"},
+		{ID: manifest.ID{Kind: "ConfigMap", Namespace: ns, Name: "never-created"}, V: "v1"},
 	}
 
 	kubetest.WaitForPodReason(t, cl.Clientset, ns, "ImagePullBackOff")

@@ -135,7 +135,7 @@ func AppliedByID(entries []Entry) map[manifest.ID]*Entry {
 	out := make(map[manifest.ID]*Entry, len(entries))
 	for i := range entries {
 		if entries[i].Applied != nil {
-			out[entries[i].ID()] = &entries[i]
+			out[entries[i].ID] = &entries[i]
 		}
 	}
 	return out

@@ -22,7 +22,7 @@ func entryBytes(t *testing.T, withApplied bool) float64 {
 		inv := New(Release{Name: "shop", Namespace: "production", ReleaseID: "1c3f6e0a-3d4b-5c6d-8e9f-0a1b2c3d4e5f"})
 		entries := make([]Entry, count)
 		for i := range entries {
-			entries[i] = Entry{Group: "apps", Kind: "Deployment", Namespace: "production", Name: fmt.Sprintf("checkout-api-%04d", i), V: "v1", Component: fmt.Sprintf("checkout-%04d", i)}
+			entries[i] = Entry{ID: manifest.ID{Group: "apps", Kind: "Deployment", Namespace: "production", Name: fmt.Sprintf("checkout-api-%04d", i)}, V: "v1", Component: fmt.Sprintf("checkout-%04d", i)}
 			if withApplied {
 				entries[i].Applied = &Applied{RV: fmt.Sprint(48213977 + i), Hash: "CNZ+SsGdPKQaSmtIjw50fA", Live: "q0VWm3LhZ8cP2tRx"}
 			}
@@ -175,8 +175,8 @@ func TestUnchangedSinceAppliedByLiveHash(t *testing.T) {
 // adding or editing an entry, or a change recorded without a seal, breaks it.
 func TestSealedChangeDetectsEditedEntries(t *testing.T) {
 	entries := []Entry{
-		{Kind: "ConfigMap", Namespace: "a", Name: "one", V: "v1", Applied: &Applied{RV: "1", Hash: "h1"}},
-		{Kind: "Secret", Namespace: "a", Name: "two", V: "v1", Applied: &Applied{RV: "2", Hash: "h2"}},
+		{ID: manifest.ID{Kind: "ConfigMap", Namespace: "a", Name: "one"}, V: "v1", Applied: &Applied{RV: "1", Hash: "h1"}},
+		{ID: manifest.ID{Kind: "Secret", Namespace: "a", Name: "two"}, V: "v1", Applied: &Applied{RV: "2", Hash: "h2"}},
 	}
 	c := Change{ManifestDigest: "sha256:00", Inventory: EntryList{Entries: slices.Clone(entries)}}
 	if c.Sealed() {
@@ -187,8 +187,10 @@ func TestSealedChangeDetectsEditedEntries(t *testing.T) {
 		t.Fatal("a sealed change is not")
 	}
 	for name, edit := range map[string]func(c *Change){
-		"an entry removed":   func(c *Change) { c.Inventory.Entries = c.Inventory.Entries[1:] },
-		"an entry added":     func(c *Change) { c.Inventory.Entries = append(c.Inventory.Entries, Entry{Kind: "Service", Name: "x"}) },
+		"an entry removed": func(c *Change) { c.Inventory.Entries = c.Inventory.Entries[1:] },
+		"an entry added": func(c *Change) {
+			c.Inventory.Entries = append(c.Inventory.Entries, Entry{ID: manifest.ID{Kind: "Service", Name: "x"}})
+		},
 		"a name edited":      func(c *Change) { c.Inventory.Entries[0].Name = "other" },
 		"an applied hash":    func(c *Change) { c.Inventory.Entries[1].Applied = &Applied{RV: "2", Hash: "hX"} },
 		"the count edited":   func(c *Change) { c.Objects++ },

@@ -11,14 +11,13 @@ import (
 	"github.com/opmodel/pipeline/engine/manifest"
 )
 
-// Entry is one object in an inventory. Identity is group, kind, namespace,
-// name and component; V (the API version) is kept apart so an API
-// migration never makes an object look stale.
+// Entry is one object in an inventory. Identity is the object's
+// Kubernetes identity (group, kind, namespace, name: the same type every
+// package names an object by, stored under the same keys) and component;
+// V (the API version) is kept apart so an API migration never makes an
+// object look stale.
 type Entry struct {
-	Group     string `json:"group"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	manifest.ID
 	V         string `json:"v"`
 	Component string `json:"component"`
 	// Applied is what the last successful apply left; only the newest
@@ -33,18 +32,13 @@ type Entry struct {
 	SecretName bool `json:"secretName,omitempty"`
 }
 
-// ID returns the entry's Kubernetes identity.
-func (e Entry) ID() manifest.ID {
-	return manifest.ID{Group: e.Group, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}
-}
-
 // Key returns the entry's inventory identity.
-func (e Entry) Key() manifest.Key { return manifest.Key{ID: e.ID(), Component: e.Component} }
+func (e Entry) Key() manifest.Key { return manifest.Key{ID: e.ID, Component: e.Component} }
 
 // EntryOf records a rendered resource.
 func EntryOf(r manifest.Resource) Entry {
 	gvk := r.GVK()
-	return Entry{Group: gvk.Group, Kind: gvk.Kind, Namespace: r.Object.GetNamespace(), Name: r.Object.GetName(), V: gvk.Version, Component: r.Component}
+	return Entry{ID: manifest.ID{Group: gvk.Group, Kind: gvk.Kind, Namespace: r.Object.GetNamespace(), Name: r.Object.GetName()}, V: gvk.Version, Component: r.Component}
 }
 
 // Entries records rendered resources, in their order.
@@ -66,11 +60,11 @@ func Stale(previous, current []Entry) []Entry {
 	ids := make(map[manifest.ID]bool, len(current))
 	for _, e := range current {
 		keys[e.Key()] = true
-		ids[e.ID()] = true
+		ids[e.ID] = true
 	}
 	var stale []Entry
 	for _, e := range previous {
-		if keys[e.Key()] || ids[e.ID()] {
+		if keys[e.Key()] || ids[e.ID] {
 			continue
 		}
 		stale = append(stale, e)

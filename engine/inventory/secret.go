@@ -258,7 +258,7 @@ func OutsideWarning(name string, outside []Entry) string {
 	}
 	ids := make([]string, 0, min(len(outside), 3))
 	for _, e := range outside[:min(len(outside), 3)] {
-		ids = append(ids, e.ID().String())
+		ids = append(ids, e.ID.String())
 	}
 	more := ""
 	if len(outside) > 3 {

@@ -28,7 +28,7 @@ var t0 = time.Date(2026, 2, 11, 14, 30, 0, 0, time.UTC)
 
 func TestSecretLayout(t *testing.T) {
 	inv := New(testRelease)
-	ss := Entry{Group: "apps", Kind: "StatefulSet", Namespace: "games", Name: "minecraft", V: "v1", Component: "app"}
+	ss := Entry{ID: manifest.ID{Group: "apps", Kind: "StatefulSet", Namespace: "games", Name: "minecraft"}, V: "v1", Component: "app"}
 	inv.Record("change-sha1-a3b8f2e1", change("{\n\tname: \"minecraft\"\n}", ss), t0, 0)
 
 	s, err := inv.Encode()
@@ -81,7 +81,7 @@ func TestNoEnvironmentLabelWithoutEnvironment(t *testing.T) {
 
 func TestRoundTrip(t *testing.T) {
 	inv := New(testRelease)
-	inv.Record("change-sha1-00000001", change("a", Entry{Kind: "Service", Namespace: "games", Name: "mc", V: "v1", Component: "app"}), t0, 0)
+	inv.Record("change-sha1-00000001", change("a", Entry{ID: manifest.ID{Kind: "Service", Namespace: "games", Name: "mc"}, V: "v1", Component: "app"}), t0, 0)
 	inv.Record("change-sha1-00000002", change("b"), t0.Add(time.Hour), 0)
 	s, err := inv.Encode()
 	assert.NilError(t, err)
@@ -200,7 +200,7 @@ func TestEncodeFailsWhenTooBigWithoutValues(t *testing.T) {
 	inv := New(testRelease)
 	entries := make([]Entry, 0, 9000)
 	for i := range 9000 {
-		entries = append(entries, Entry{Group: "apps", Kind: "Deployment", Namespace: "games", Name: fmt.Sprintf("object-with-a-long-name-%06d", i), V: "v1", Component: "app"})
+		entries = append(entries, Entry{ID: manifest.ID{Group: "apps", Kind: "Deployment", Namespace: "games", Name: fmt.Sprintf("object-with-a-long-name-%06d", i)}, V: "v1", Component: "app"})
 	}
 	inv.Record("change-sha1-00000001", change("v", entries...), t0, 0)
 	_, err := inv.Encode()
@@ -213,7 +213,7 @@ func TestEncodeTrimsHistoryToFit(t *testing.T) {
 	inv := New(testRelease)
 	entries := make([]Entry, 0, 1000)
 	for i := range 1000 {
-		entries = append(entries, Entry{Kind: "ConfigMap", Namespace: "games", Name: fmt.Sprintf("a-config-map-with-a-rather-long-name-%06d", i), V: "v1", Component: "app"})
+		entries = append(entries, Entry{ID: manifest.ID{Kind: "ConfigMap", Namespace: "games", Name: fmt.Sprintf("a-config-map-with-a-rather-long-name-%06d", i)}, V: "v1", Component: "app"})
 	}
 	for i := range 15 {
 		inv.Record(fmt.Sprintf("change-sha1-%08d", i), change("v", entries...), t0, 0)
@@ -233,7 +233,7 @@ func TestEncodeTrimsHistoryToFit(t *testing.T) {
 func TestSetLatestEntries(t *testing.T) {
 	inv := New(testRelease)
 	assert.ErrorContains(t, inv.SetLatestEntries(nil, t0), "no change")
-	e := Entry{Kind: "ConfigMap", Namespace: "games", Name: "a", V: "v1", Component: "app"}
+	e := Entry{ID: manifest.ID{Kind: "ConfigMap", Namespace: "games", Name: "a"}, V: "v1", Component: "app"}
 	inv.Record("change-sha1-00000001", change("v", e, e), t0, 0)
 	assert.NilError(t, inv.SetLatestEntries([]Entry{e}, t0.Add(time.Hour)))
 	assert.Check(t, is.Len(inv.LatestEntries(), 1))

@@ -9,6 +9,7 @@ package manifest
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,6 +35,38 @@ type ID struct {
 type Key struct {
 	ID
 	Component string `json:"component"`
+}
+
+// Ref names an object in reports (apply results, diffs, reviews): its
+// Kubernetes identity with the API version it was written with and the
+// component that made it, empty parts left out of the JSON.
+type Ref struct {
+	Group     string `json:"group,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Component string `json:"component,omitempty"`
+}
+
+// ID is the referenced object's Kubernetes identity.
+func (r Ref) ID() ID { return ID{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name} }
+
+// String names the object as kubectl does: kind.group/namespace/name.
+func (r Ref) String() string {
+	kind := strings.ToLower(r.Kind)
+	if r.Group != "" {
+		kind += "." + r.Group
+	}
+	if r.Namespace == "" {
+		return kind + "/" + r.Name
+	}
+	return kind + "/" + r.Namespace + "/" + r.Name
+}
+
+// RefOf names an object by its identity, API version and component.
+func RefOf(id ID, version, component string) Ref {
+	return Ref{Group: id.Group, Version: version, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name, Component: component}
 }
 
 // GVK returns the object's group, version and kind.

@@ -65,7 +65,7 @@ func StartPrefetch(ctx context.Context, cl *kube.Cluster, id *render.Release, op
 			}
 			p.recorded = make(map[manifest.ID]*unstructured.Unstructured, len(found))
 			for _, f := range found {
-				p.recorded[f.Entry.ID()] = f.Object
+				p.recorded[f.Entry.ID] = f.Object
 			}
 			return nil
 		})

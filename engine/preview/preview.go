@@ -115,7 +115,7 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		previous, res.Outside = inv.LatestWithin(rel.Reach.Recorded())
 		for _, e := range previous {
 			if e.Secret || e.SecretName {
-				carriedSecret[e.ID()] = true
+				carriedSecret[e.ID] = true
 			}
 		}
 	}
@@ -208,7 +208,7 @@ func liveObjects(ctx context.Context, cl *kube.Cluster, current []inventory.Entr
 	var missing []inventory.Entry
 	var at []int
 	for i, e := range current {
-		obj, ok := pf.recorded[e.ID()]
+		obj, ok := pf.recorded[e.ID]
 		if !ok {
 			missing, at = append(missing, e), append(at, i)
 			continue
@@ -275,7 +275,7 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		if !inventory.Untouched(e, live[i].Object) {
 			return nil, false, nil
 		}
-		res.Objects = append(res.Objects, Object{ID: e.ID(), Version: e.V, Component: e.Component, Class: Unchanged})
+		res.Objects = append(res.Objects, Object{ID: e.ID, Version: e.V, Component: e.Component, Class: Unchanged})
 	}
 	if opts.Ghosts {
 		labelled, stats, err := discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers})
@@ -338,8 +338,8 @@ func previewStale(ctx context.Context, client *objects.Client, stale []inventory
 	g.SetLimit(workers)
 	for i, e := range stale {
 		g.Go(func() error {
-			o := Object{ID: e.ID(), Version: e.V, Component: e.Component, Class: Stale}
-			live, err := client.Get(gctx, e.ID().GroupKind().WithVersion(""), e.Namespace, e.Name)
+			o := Object{ID: e.ID, Version: e.V, Component: e.Component, Class: Stale}
+			live, err := client.Get(gctx, e.ID.GroupKind().WithVersion(""), e.Namespace, e.Name)
 			if err == nil && (e.Secret || e.SecretName) {
 				o.Warning = joinWarning(o.Warning, Withheld)
 			} else if err == nil {
@@ -370,7 +370,7 @@ func joinWarning(a, b string) string {
 func ids(es []inventory.Entry) []manifest.ID {
 	out := make([]manifest.ID, 0, len(es))
 	for _, e := range es {
-		out = append(out, e.ID())
+		out = append(out, e.ID)
 	}
 	return out
 }

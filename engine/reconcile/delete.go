@@ -73,8 +73,8 @@ func Delete(ctx context.Context, cl *kube.Cluster, rel *render.Release, inv *inv
 	}
 	if opts.Wait {
 		for _, e := range deleted {
-			if err := r.client.WaitGone(ctx, e.ID().GroupKind().WithVersion(""), e.Namespace, e.Name, ""); err != nil {
-				deleteErr = errors.Join(deleteErr, fmt.Errorf("waiting for %s to be gone: %w", e.ID(), err))
+			if err := r.client.WaitGone(ctx, e.ID.GroupKind().WithVersion(""), e.Namespace, e.Name, ""); err != nil {
+				deleteErr = errors.Join(deleteErr, fmt.Errorf("waiting for %s to be gone: %w", e.ID, err))
 			}
 		}
 	}

@@ -49,7 +49,7 @@ func TestTamperedInventoryDeletesNothingForeign(t *testing.T) {
 	mk := func(ns, name string, labels map[string]string) inventory.Entry {
 		_, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
 		assert.NilError(t, err)
-		return inventory.Entry{Kind: "ConfigMap", Namespace: ns, Name: name, V: "v1", Component: "app"}
+		return inventory.Entry{ID: manifest.ID{Kind: "ConfigMap", Namespace: ns, Name: name}, V: "v1", Component: "app"}
 	}
 	foreign := []inventory.Entry{
 		mk(other, "elsewhere", nil),
@@ -67,7 +67,7 @@ func TestTamperedInventoryDeletesNothingForeign(t *testing.T) {
 			assert.Check(t, is.Contains(o.Reason, "recorded but not ours: kept"), op)
 		}
 		for _, e := range foreign {
-			assert.Assert(t, live(t, "v1", "ConfigMap", e.Namespace, e.Name) != nil, "%s deleted %s", op, e.ID())
+			assert.Assert(t, live(t, "v1", "ConfigMap", e.Namespace, e.Name) != nil, "%s deleted %s", op, e.ID)
 		}
 		assert.Equal(t, len(secret(t, rel).latest()), 4, "%s keeps the foreign entries recorded", op)
 	}
@@ -86,7 +86,7 @@ func TestTamperedInventoryDeletesNothingForeign(t *testing.T) {
 	assert.Equal(t, dres.Counts.NotOurs, 3)
 	assert.Assert(t, live(t, "v1", "ConfigMap", ns, "mine") == nil, "the release's own object is deleted")
 	for _, e := range foreign {
-		assert.Assert(t, live(t, "v1", "ConfigMap", e.Namespace, e.Name) != nil, "delete deleted %s", e.ID())
+		assert.Assert(t, live(t, "v1", "ConfigMap", e.Namespace, e.Name) != nil, "delete deleted %s", e.ID)
 	}
 }
 

@@ -254,7 +254,7 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	r.res.FirstApply = len(prevEntries) == 0
 	recorded := make(map[manifest.ID]bool, len(prevEntries))
 	for _, e := range prevEntries {
-		recorded[e.ID()] = true
+		recorded[e.ID] = true
 	}
 	var unrecorded []manifest.Resource
 	for _, res := range rel.Resources {
@@ -498,7 +498,7 @@ func (r *run) ghosts(ctx context.Context, prev []inventory.Entry) ([]inventory.E
 	}
 	var known []manifest.ID
 	for _, e := range prev {
-		known = append(known, e.ID())
+		known = append(known, e.ID)
 	}
 	for _, res := range r.rel.Resources {
 		known = append(known, res.ID())
@@ -626,7 +626,7 @@ func (r *run) ensureNamespace(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("%s: create the release's Namespace %s: %w", r.where(), r.rel.Namespace, err)
 	}
 	r.res.NamespaceCreated = true
-	r.emit(PhaseApply, Object{Version: "v1", Kind: "Namespace", Name: r.rel.Namespace, Action: objects.Created,
+	r.emit(PhaseApply, Object{Ref: manifest.Ref{Version: "v1", Kind: "Namespace", Name: r.rel.Namespace}, Action: objects.Created,
 		Reason: "the release's namespace (not recorded, never pruned)"})
 	return true, nil
 }
@@ -699,7 +699,7 @@ func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted
 				continue
 			}
 			g.Go(func() error {
-				res, err := r.client.DeleteOwned(gctx, e.ID(), r.rel.ReleaseID)
+				res, err := r.client.DeleteOwned(gctx, e.ID, r.rel.ReleaseID)
 				o.Action, o.Reason = res.Action, res.Reason
 				if res.Version != "" {
 					o.Version = res.Version
@@ -708,7 +708,7 @@ func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted
 				case res.NotOurs:
 					mu.Lock()
 					r.res.Counts.NotOurs++
-					r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s is recorded in the inventory but does not carry this release's id: kept (and still recorded); if it was added to the inventory by hand, remove it with `opm inventory repair`", e.ID()))
+					r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s is recorded in the inventory but does not carry this release's id: kept (and still recorded); if it was added to the inventory by hand, remove it with `opm inventory repair`", e.ID))
 					mu.Unlock()
 					record(e, o, true, nil)
 				case err == nil:
@@ -716,7 +716,7 @@ func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted
 				case apierrors.IsForbidden(err):
 					o.Action, o.Reason = objects.Skipped, "delete forbidden: "+err.Error()
 					mu.Lock()
-					r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s was not pruned: the delete was forbidden (RBAC); it stays in the inventory", e.ID()))
+					r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s was not pruned: the delete was forbidden (RBAC); it stays in the inventory", e.ID))
 					mu.Unlock()
 					record(e, o, true, nil)
 				default:
@@ -761,7 +761,7 @@ func deleteStages(es []inventory.Entry) [][]inventory.Entry {
 	var stages [][]inventory.Entry
 	last := 0
 	for i, e := range es {
-		w := manifest.Weight(e.ID().GroupKind())
+		w := manifest.Weight(e.ID.GroupKind())
 		if i == 0 || w != last {
 			stages = append(stages, nil)
 			last = w
@@ -865,7 +865,7 @@ func markSecrets(entries []inventory.Entry, rel *render.Release) {
 		}
 	}
 	for i, e := range entries {
-		if fs, ok := tainted[e.ID()]; ok {
+		if fs, ok := tainted[e.ID]; ok {
 			entries[i].Secret = true
 			entries[i].SecretName = taint.NameTainted(fs)
 		}

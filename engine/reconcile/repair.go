@@ -60,15 +60,15 @@ func Repair(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opt
 	entries := inventory.Entries(rel.Resources)
 	have := map[manifest.ID]bool{}
 	for _, e := range entries {
-		have[e.ID()] = true
+		have[e.ID] = true
 	}
 	for _, u := range objs {
 		if u.GetLabels()[manifest.LabelReleaseUUID] != rel.ReleaseID {
 			continue // found by name only: not provably this release's
 		}
 		out.Discovered++
-		if e := discover.EntryOf(u); !have[e.ID()] {
-			have[e.ID()] = true
+		if e := discover.EntryOf(u); !have[e.ID] {
+			have[e.ID] = true
 			entries = append(entries, e)
 			r.res.Stale = append(r.res.Stale, objectOfEntry(e))
 		}

@@ -19,25 +19,14 @@ const (
 
 // Object is one object and what happened to it.
 type Object struct {
-	Group     string         `json:"group,omitempty"`
-	Version   string         `json:"version,omitempty"`
-	Kind      string         `json:"kind"`
-	Namespace string         `json:"namespace,omitempty"`
-	Name      string         `json:"name"`
-	Component string         `json:"component,omitempty"`
-	Action    objects.Action `json:"action,omitempty"`
+	manifest.Ref
+	Action objects.Action `json:"action,omitempty"`
 	// Reason explains a skipped or failed object, or notes a dry run.
 	Reason string `json:"reason,omitempty"`
 }
 
-// ID is the object's Kubernetes identity.
-func (o Object) ID() manifest.ID {
-	return manifest.ID{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
-}
-
 func objectOf(r objects.Result) Object {
-	o := Object{Group: r.ID.Group, Version: r.Version, Kind: r.ID.Kind, Namespace: r.ID.Namespace, Name: r.ID.Name,
-		Component: r.Component, Action: r.Action, Reason: r.Reason}
+	o := Object{Ref: manifest.RefOf(r.ID, r.Version, r.Component), Action: r.Action, Reason: r.Reason}
 	if r.Err != nil {
 		o.Reason = r.Err.Error()
 	}
@@ -45,7 +34,7 @@ func objectOf(r objects.Result) Object {
 }
 
 func objectOfEntry(e inventory.Entry) Object {
-	return Object{Group: e.Group, Version: e.V, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, Component: e.Component}
+	return Object{Ref: manifest.RefOf(e.ID, e.V, e.Component)}
 }
 
 // Event reports one object as it is applied or pruned.

@@ -193,7 +193,7 @@ func TestScenarioD_FirstApply(t *testing.T) {
 		c.Inventory.Entries[i].Applied = nil
 	}
 	assert.DeepEqual(t, c.Inventory.Entries, inventory.Entries(rel.Resources))
-	assert.Equal(t, c.Inventory.Entries[2], inventory.Entry{Group: "apps", Kind: "StatefulSet", Namespace: ns, Name: "minecraft", V: "v1", Component: "app"})
+	assert.Equal(t, c.Inventory.Entries[2], inventory.Entry{ID: manifest.ID{Group: "apps", Kind: "StatefulSet", Namespace: ns, Name: "minecraft"}, V: "v1", Component: "app"})
 }
 
 func TestScenarioE_InventorySecretDeleted(t *testing.T) {

@@ -101,12 +101,12 @@ func TestUnchangedSinceAppliedSkipsDryRunButSeesDrift(t *testing.T) {
 	entries := secret(t, rel).Changes[rel.ChangeID].Inventory.Entries
 	assert.Equal(t, len(entries), 2)
 	for _, e := range entries {
-		assert.Assert(t, e.Applied != nil, "%s has no applied record", e.ID())
+		assert.Assert(t, e.Applied != nil, "%s has no applied record", e.ID)
 		u := live(t, e.Group+"/"+e.V, e.Kind, ns, e.Name)
 		if e.Group == "" {
 			u = live(t, e.V, e.Kind, ns, e.Name)
 		}
-		assert.Equal(t, e.Applied.RV, u.GetResourceVersion(), "%s", e.ID())
+		assert.Equal(t, e.Applied.RV, u.GetResourceVersion(), "%s", e.ID)
 	}
 
 	// Nothing moved: no PATCH at all, neither for diff nor for apply.
@@ -204,7 +204,7 @@ func TestUnchangedSinceAppliedSkipsDryRunButSeesDrift(t *testing.T) {
 	s := secret(t, rel2)
 	for _, id := range s.Index[1:] {
 		for _, e := range s.Changes[id].Inventory.Entries {
-			assert.Assert(t, e.Applied == nil, "change %s entry %s keeps its applied record", id, e.ID())
+			assert.Assert(t, e.Applied == nil, "change %s entry %s keeps its applied record", id, e.ID)
 		}
 	}
 }

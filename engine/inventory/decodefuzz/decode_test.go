@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/manifest"
 )
 
 // FuzzDecode feeds arbitrary bytes to the decoder in place of each data
@@ -21,7 +22,7 @@ func FuzzDecode(f *testing.F) {
 	good.Record("change-sha1-00000001", inventory.Change{
 		Module:         inventory.ModuleRef{Path: "opmodel.dev/modules/minecraft@v0", Version: "0.1.0", Name: "minecraft"},
 		ManifestDigest: "sha256:00",
-		Inventory:      inventory.EntryList{Entries: []inventory.Entry{{Kind: "Service", Namespace: "games", Name: "mc", V: "v1", Component: "app"}}},
+		Inventory:      inventory.EntryList{Entries: []inventory.Entry{{ID: manifest.ID{Kind: "Service", Namespace: "games", Name: "mc"}, V: "v1", Component: "app"}}},
 	}, time.Date(2026, 2, 11, 14, 30, 0, 0, time.UTC), 0)
 	keys := []string{"metadata", "index", "change-sha1-00000001"}
 	f.Fuzz(func(t *testing.T, which uint8, raw []byte) {
