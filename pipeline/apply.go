@@ -145,6 +145,9 @@ type AppliedRelease struct {
 	InputsIdentical bool `json:"inputsIdentical,omitempty"`
 
 	key string // the release's key in `releases`, for ordering
+	// rendered is the release as this apply rendered it; nil when the
+	// fast path found nothing moved and nothing was rendered.
+	rendered *render.Release
 }
 
 // DefaultTakeOver is the take-over set apply uses when none is given.
@@ -253,7 +256,7 @@ func waitApplied(ctx context.Context, opts ApplyOptions, res *ApplyResult) error
 		opts.HealthWaiting(fmt.Sprintf("waiting up to %s for %s to become healthy (--no-wait skips this)", timeout, where))
 	}
 	start := time.Now()
-	if healthy, why := waitHealthy(ctx, opts.ClusterOptions, sel, timeout, narration(opts.HealthWaiting, res.Releases)); !healthy {
+	if healthy, why := waitHealthy(ctx, opts.ClusterOptions, sel, timeout, narration(opts.HealthWaiting, res.Releases), renderedOf(res.Releases)); !healthy {
 		msg := fmt.Sprintf("%s applied, but not healthy after %s: %s", where, time.Since(start).Round(time.Second), why)
 		if sel.Environment != "" {
 			// What this apply changed can go back; the rest is not where
@@ -264,6 +267,20 @@ func waitApplied(ctx context.Context, opts ApplyOptions, res *ApplyResult) error
 		return errors.New(msg)
 	}
 	return nil
+}
+
+// renderedOf is the releases of an apply as it rendered them, in its
+// order; nil when one was not rendered (its fast path found nothing moved),
+// and the wait must render the selection again for its identities.
+func renderedOf(releases []AppliedRelease) []*render.Release {
+	out := make([]*render.Release, 0, len(releases))
+	for _, r := range releases {
+		if r.rendered == nil {
+			return nil
+		}
+		out = append(out, r.rendered)
+	}
+	return out
 }
 
 // changeSource is where a change applied from dir comes from: the git
@@ -307,7 +324,7 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 		// result reports the release as it is applied.
 		cl, scoped, err := cls.forRelease(ctx, rel)
 		ar := AppliedRelease{
-			RenderedRelease: newRenderedRelease(rel).masked(), Operation: operation, key: rel.Key,
+			RenderedRelease: newRenderedRelease(rel).masked(), Operation: operation, key: rel.Key, rendered: rel,
 			Applied: []ObjectAction{}, Stale: []ObjectAction{}, Pruned: []ObjectAction{}, Skipped: []ObjectAction{},
 		}
 		if cl != nil {

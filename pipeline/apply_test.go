@@ -213,3 +213,36 @@ releases: app: {#module: appmodule, values: broken: true}
 	}
 	assert.Check(t, found, "no progress line in %q", said)
 }
+
+// An apply that waits for health waits for the releases as it rendered
+// them: the deployment is not loaded and rendered again for the wait. A
+// file that breaks every later render, written as soon as the release is
+// applied, does not stop the wait of an apply or of a rollout's wave; the
+// same status asked afresh renders, and fails on it.
+func TestTheHealthWaitTakesTheReleasesTheApplyRendered(t *testing.T) {
+	ns := env.Namespace(t)
+	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
+environments: a: {namespace: %[1]q, group: "g", cluster: kubeConfig: %[2]q}
+releases: app: #module: appmodule
+`, ns, env.Kubeconfig))
+	broken := filepath.Join(dir, "broken.cue")
+	breakIt := func(pipeline.AppliedRelease) {
+		assert.Check(t, os.WriteFile(broken, []byte("package deploy\n\nreleases: app: metadata: name: 1\n"), 0o644))
+	}
+	opts := applyOpts(dir)
+	opts.Environment, opts.Wait, opts.WaitTimeout, opts.ReleaseDone = "a", true, time.Minute, breakIt
+	res, err := pipeline.Apply(t.Context(), opts)
+	assert.NilError(t, err)
+	assert.Equal(t, len(res.Releases), 1)
+
+	_, err = pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: pipeline.Selection{Dir: dir, Environment: "a"}}})
+	assert.Equal(t, fault.KindOf(err), fault.Validation, "a fresh status renders the broken directory: %v", err)
+
+	assert.NilError(t, os.Remove(broken))
+	// NoSkip: nothing moved since the apply above, and a release the fast
+	// path skips is not rendered at all.
+	ro := pipeline.RolloutOptions{ApplyOptions: pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Group: "g"}, ReleaseDone: breakIt, NoSkip: true}, Timeout: time.Minute}
+	out, err := pipeline.Rollout(t.Context(), ro)
+	assert.NilError(t, err)
+	assert.Equal(t, out.Environments[0].Result, pipeline.RolloutApplied, "%+v", out.Environments[0])
+}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/opmodel/pipeline/engine/health"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/gitref"
+	"github.com/opmodel/pipeline/engine/health"
+	"github.com/opmodel/pipeline/engine/render"
 )
 
 // RolloutOptions are the options of Rollout: Apply's, for a fleet.
@@ -184,7 +185,7 @@ func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvi
 		timeout = 5 * time.Minute
 	}
 	opts.narrate("environment %s: waiting up to %s for its releases to become healthy", re.Name, timeout)
-	healthy, why := waitHealthy(ctx, opts.ClusterOptions, sel, timeout, narration(opts.HealthWaiting, re.Releases))
+	healthy, why := waitHealthy(ctx, opts.ClusterOptions, sel, timeout, narration(opts.HealthWaiting, re.Releases), renderedOf(re.Releases))
 	switch {
 	case healthy:
 		re.Result = RolloutApplied
@@ -206,8 +207,10 @@ func (o RolloutOptions) narrate(format string, args ...any) {
 
 // waitHealthy waits up to timeout for every release of an environment to
 // be healthy, all at once; when they are not, it says why.
-func waitHealthy(ctx context.Context, co ClusterOptions, sel Selection, timeout time.Duration, w healthNarration) (bool, string) {
-	st, err := Status(ctx, StatusOptions{Target: Target{Selection: sel}, ClusterOptions: co, Wait: true, Timeout: timeout, Progress: w.progress()})
+// The releases an apply just rendered (renderedOf) are waited for as they
+// are; without them, the selection is rendered again for its identities.
+func waitHealthy(ctx context.Context, co ClusterOptions, sel Selection, timeout time.Duration, w healthNarration, rendered []*render.Release) (bool, string) {
+	st, err := Status(ctx, StatusOptions{Target: Target{Selection: sel}, ClusterOptions: co, Wait: true, Timeout: timeout, Progress: w.progress(), rendered: rendered})
 	switch {
 	case st != nil && st.Healthy:
 		return true, ""

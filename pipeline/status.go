@@ -10,6 +10,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/discover"
 	"github.com/opmodel/pipeline/engine/health"
+	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/manifest"
 )
@@ -25,6 +26,9 @@ type StatusOptions struct {
 	Interval time.Duration `json:"-"`
 	// Progress, when set, hears each object as it changes health during Wait.
 	Progress func(release string, h health.ObjectHealth) `json:"-"`
+	// rendered are the selection's releases as an apply just rendered
+	// them, when it waits for them: nothing is loaded or rendered again.
+	rendered []*render.Release
 }
 
 // StatusResult is what Status returns.
@@ -91,7 +95,7 @@ func Status(ctx context.Context, opts StatusOptions) (*StatusResult, error) {
 	if ok {
 		return statusFleet(ctx, opts, envs)
 	}
-	ds, err := resolve(ctx, opts.Target, opts.ClusterOptions, true)
+	ds, err := resolveRendered(ctx, opts.Target, opts.ClusterOptions, true, opts.rendered)
 	if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok {
 		return statusFleet(ctx, opts, envs)
 	}

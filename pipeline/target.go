@@ -74,6 +74,13 @@ type deployed struct {
 // first (targeted GETs later), else a label scan (pre-inventory releases,
 // or a deleted inventory Secret).
 func resolve(ctx context.Context, t Target, opts ClusterOptions, ghosts bool) ([]*deployed, error) {
+	return resolveRendered(ctx, t, opts, ghosts, nil)
+}
+
+// resolveRendered is resolve for releases already rendered in full (an
+// apply waiting for what it applied), when rendered is not nil: the
+// deployment is not loaded and rendered again.
+func resolveRendered(ctx context.Context, t Target, opts ClusterOptions, ghosts bool, rendered []*render.Release) ([]*deployed, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
@@ -96,14 +103,17 @@ func resolve(ctx context.Context, t Target, opts ClusterOptions, ghosts bool) ([
 		d := &deployed{name: t.Name, namespace: t.Namespace, releaseID: t.ReleaseID, cluster: cluster, byName: true}
 		return []*deployed{d}, d.discover(ctx, ghosts)
 	}
-	// Identity is all status and delete need from the source; the full
-	// render (most of the time, for a big release) only runs when the
-	// ghost check has candidates to rule out.
-	ropts := t.renderOptions()
-	ropts.IdentityOnly = true
-	rels, err := render.Render(ctx, ropts)
-	if err != nil {
-		return nil, err
+	rels := rendered
+	if rels == nil {
+		// Identity is all status and delete need from the source; the full
+		// render (most of the time, for a big release) only runs when the
+		// ghost check has candidates to rule out.
+		ropts := t.renderOptions()
+		ropts.IdentityOnly = true
+		var err error
+		if rels, err = render.Render(ctx, ropts); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]*deployed, 0, len(rels))
 	for _, r := range rels {
@@ -116,15 +126,19 @@ func resolve(ctx context.Context, t Target, opts ClusterOptions, ghosts bool) ([
 		d := &deployed{name: r.Name, namespace: r.Namespace, environment: r.Environment, releaseID: r.ReleaseID,
 			moduleID: r.Module.ID, cluster: cluster, reach: r.Reach.Recorded(),
 			renderObjects: func(ctx context.Context) ([]manifest.Resource, error) {
-				rels, err := render.Render(ctx, full)
-				if err != nil {
-					return nil, err
+				objs := r
+				if rendered == nil {
+					rels, err := render.Render(ctx, full)
+					if err != nil {
+						return nil, err
+					}
+					objs = rels[0]
 				}
 				// Ghosts are judged against identities as applied.
-				if _, err := scope.Resolve(ctx, cluster.Mapper, rels[0]); err != nil {
+				if _, err := scope.Resolve(ctx, cluster.Mapper, objs); err != nil {
 					return nil, err
 				}
-				return rels[0].Resources, nil
+				return objs.Resources, nil
 			}}
 		if err := d.discover(ctx, ghosts); err != nil {
 			return nil, err
