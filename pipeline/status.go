@@ -10,9 +10,9 @@ import (
 
 	"github.com/opmodel/pipeline/engine/discover"
 	"github.com/opmodel/pipeline/engine/health"
-	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/render"
 )
 
 // StatusOptions are the options of Status.
