@@ -13,6 +13,7 @@ import (
 	"github.com/opmodel/pipeline/engine/gitref"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/lock"
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/reconcile"
@@ -208,6 +209,9 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	}
 	sel := opts.Selection
 	sel.fingerprints = fingerprints(ctx, sel)
+	// The identities of the fast path and the render after it are of the
+	// same deployment: it is loaded once.
+	sel.loads = load.NewMemo()
 	var unmoved []AppliedRelease
 	if !opts.NoSkip && sel.fingerprints != nil {
 		var rest []string

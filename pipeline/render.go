@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/opmodel/pipeline/engine/encrypted"
+	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/values"
 )
@@ -64,6 +65,9 @@ type Selection struct {
 	// tried before the sops CLI's places (SOPS_AGE_KEY, …).
 	AgeKeys []string `json:"-"`
 
+	// loads, when set, shares loaded deployments between the renders of
+	// one operation (an apply's identities, then its objects).
+	loads *load.Memo
 	// fingerprints are the selected releases' input fingerprints by key,
 	// when computed (see fingerprints): apply records them.
 	fingerprints map[string]string
@@ -95,7 +99,7 @@ func (s Selection) dir() string {
 func (s Selection) renderOptions() render.Options {
 	dir := s.dir()
 	o := render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles, Namespace: s.NamespaceOverride,
-		Keys: encrypted.Keys{AgeIdentities: s.AgeKeys}, VerifyInputs: os.Getenv(EnvVerifyInputs) != ""}
+		Keys: encrypted.Keys{AgeIdentities: s.AgeKeys}, VerifyInputs: os.Getenv(EnvVerifyInputs) != "", Loads: s.loads}
 	for _, v := range s.InlineValues {
 		o.Values = append(o.Values, values.Input{Name: v.Name, Data: v.Data})
 	}

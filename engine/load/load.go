@@ -55,6 +55,8 @@ type Deployment struct {
 
 	// files are the root package's parsed files (for DeclPos).
 	files []*ast.File
+	// parsed is what the load read, for a Memo to record it again.
+	parsed *Parsed
 }
 
 // Options change how a deployment is evaluated.
@@ -252,7 +254,7 @@ func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error
 		}
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("evaluating %s:\n%s", dir, msg))
 	}
-	d := &Deployment{Dir: abs, ModulePath: modulePath(insts[0]), Root: vals[0], Catalog: vals[1], Context: cctx, RelaxedClosedness: opts.RelaxedClosedness, Overlay: opts.Overlay, files: insts[0].Files}
+	d := &Deployment{Dir: abs, ModulePath: modulePath(insts[0]), Root: vals[0], Catalog: vals[1], Context: cctx, RelaxedClosedness: opts.RelaxedClosedness, Overlay: opts.Overlay, files: insts[0].Files, parsed: p}
 	if !d.Root.LookupPath(cue.ParsePath("releases")).Exists() {
 		return nil, fault.Validationf("%s: the root package declares no `releases`; declare `releases: [Name=string]: core.#ModuleRelease` and at least one release", dir)
 	}

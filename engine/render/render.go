@@ -70,6 +70,9 @@ type Options struct {
 	// fails it when one is not covered by the selected releases' input
 	// fingerprints: the safety net under every skip (OPM_VERIFY_INPUTS).
 	VerifyInputs bool
+	// Loads, when set, shares loaded deployments between the renders of
+	// one command (load.Memo): an apply's identities, then its objects.
+	Loads *load.Memo
 	// reads is the trace VerifyInputs records into.
 	reads *reads.Set
 	// untraced skips the second render that finds what secrets reach
@@ -107,7 +110,7 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 	}
 	// A selection of releases evaluates only what they reach.
 	lo := load.Options{Pruned: fingerprint.PrunedRoot(opts.Dir, opts.Releases, nil), Reads: opts.reads}
-	d, err := load.LoadWith(ctx, opts.Dir, lo)
+	d, err := opts.Loads.LoadWith(ctx, opts.Dir, lo)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,66 @@
+package load
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// Memo keeps the deployments one command loaded, by directory and load
+// options, so the renders of one selection share a load: an apply
+// evaluates its releases' identities first (to skip what did not move) and
+// renders them after, and loading twice cost a quarter of that render on a
+// 1 000-object release. Only the command that made a Memo uses it; a
+// Deployment, and so a Memo's, is for one goroutine at a time.
+type Memo struct {
+	mu   sync.Mutex
+	byID map[string]*Deployment
+}
+
+// NewMemo starts an empty memo.
+func NewMemo() *Memo { return &Memo{byID: map[string]*Deployment{}} }
+
+// LoadWith is the package's LoadWith through m: the deployment loaded
+// with the same directory and options before, or a new load remembered.
+// A load served from memory records the files the first one read into
+// opts.Reads, as a load of the same files would. A nil Memo loads.
+func (m *Memo) LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error) {
+	if m == nil {
+		return LoadWith(ctx, dir, opts)
+	}
+	id := memoID(dir, opts)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d, ok := m.byID[id]; ok {
+		if opts.Reads != nil && d.parsed != nil {
+			if err := d.parsed.record(opts.Reads); err != nil {
+				return nil, err
+			}
+		}
+		return d, nil
+	}
+	d, err := LoadWith(ctx, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	m.byID[id] = d
+	return d, nil
+}
+
+// memoID names a load by everything that changes what it evaluates.
+func memoID(dir string, opts Options) string {
+	h := sha256.New()
+	h.Write([]byte(dir + "\x00" + strconv.FormatBool(opts.RelaxedClosedness)))
+	for _, files := range []map[string][]byte{opts.Overlay, opts.Pruned} {
+		h.Write([]byte{0xff})
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			h.Write([]byte(name + "\x00" + strconv.Itoa(len(files[name])) + "\x00"))
+			h.Write(files[name])
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
