@@ -37,7 +37,10 @@ func cacheDir(sub string) string {
 	return filepath.Join(d, "opm", sub)
 }
 
-// cachedIdentity is what an entry holds.
+// cachedIdentity is what an entry holds: every field of a release that
+// an identity-only render sets, so a hit is that render. The reach
+// (namespaces the environment allows) is one: without it the fast path's
+// check of the recorded entries against the reach allowed everything.
 type cachedIdentity struct {
 	Key         string         `json:"key"`
 	Name        string         `json:"name"`
@@ -46,10 +49,21 @@ type cachedIdentity struct {
 	ReleaseID   string         `json:"releaseId"`
 	Module      render.Module  `json:"module"`
 	Cluster     render.Cluster `json:"cluster"`
+	Reach       *cachedReach   `json:"reach,omitempty"`
 }
 
+// cachedReach is render.Reach with what its JSON form leaves out.
+type cachedReach struct {
+	render.Reach
+	Explicit bool `json:"explicit,omitempty"`
+}
+
+// identityFormat names the entries' format in their file names: entries of
+// an older format (without the reach) are never read as this one's.
+const identityFormat = "v2-"
+
 func (c identityCache) path(fp string) string {
-	return filepath.Join(c.dir, strings.TrimPrefix(fp, "inputs-sha256-")+".json")
+	return filepath.Join(c.dir, identityFormat+strings.TrimPrefix(fp, "inputs-sha256-")+".json")
 }
 
 // get returns the identity of the render with fingerprint fp.
@@ -65,8 +79,13 @@ func (c identityCache) get(fp string) (*render.Release, bool) {
 	if json.Unmarshal(b, &e) != nil || e.ReleaseID == "" {
 		return nil, false
 	}
-	return &render.Release{Key: e.Key, Name: e.Name, Namespace: e.Namespace, Environment: e.Environment,
-		ReleaseID: e.ReleaseID, Module: e.Module, Cluster: e.Cluster, Fingerprint: fp}, true
+	r := &render.Release{Key: e.Key, Name: e.Name, Namespace: e.Namespace, Environment: e.Environment,
+		ReleaseID: e.ReleaseID, Module: e.Module, Cluster: e.Cluster, Fingerprint: fp}
+	if e.Reach != nil {
+		r.Reach = &e.Reach.Reach
+		r.Reach.Explicit = e.Reach.Explicit
+	}
+	return r, true
 }
 
 // put records r's identity under its fingerprint, atomically.
@@ -74,8 +93,12 @@ func (c identityCache) put(r *render.Release) {
 	if c.dir == "" || r.Fingerprint == "" {
 		return
 	}
-	b, err := json.Marshal(cachedIdentity{Key: r.Key, Name: r.Name, Namespace: r.Namespace, Environment: r.Environment,
-		ReleaseID: r.ReleaseID, Module: r.Module, Cluster: r.Cluster})
+	e := cachedIdentity{Key: r.Key, Name: r.Name, Namespace: r.Namespace, Environment: r.Environment,
+		ReleaseID: r.ReleaseID, Module: r.Module, Cluster: r.Cluster}
+	if r.Reach != nil {
+		e.Reach = &cachedReach{Reach: *r.Reach, Explicit: r.Reach.Explicit}
+	}
+	b, err := json.Marshal(e)
 	if err != nil {
 		return
 	}

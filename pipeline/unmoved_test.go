@@ -198,10 +198,13 @@ func TestIdentityCacheServesTheFastPath(t *testing.T) {
 	assert.NilError(t, err)
 	first := res.Releases[0]
 	_, c := latestChange(t, first)
-	entry := filepath.Join(cacheDir, "identities", strings.TrimPrefix(c.Inputs, "inputs-sha256-")+".json")
+	entry := filepath.Join(cacheDir, "identities", "v2-"+strings.TrimPrefix(c.Inputs, "inputs-sha256-")+".json")
 	b, err := os.ReadFile(entry)
 	assert.NilError(t, err, "the full apply cached the identity")
 	assert.Assert(t, strings.Contains(string(b), first.ReleaseID), string(b))
+	// The reach too: the fast path checks the recorded entries against it,
+	// and an identity without one allowed every namespace.
+	assert.Assert(t, strings.Contains(string(b), fmt.Sprintf(`"reach":{"environment":"dev","allowed":[%q]}`, ns)), string(b))
 	assert.Assert(t, !strings.Contains(string(b), "smoke-secret-value"), "no values in the cache")
 
 	res, err = pipeline.Apply(t.Context(), opts)
