@@ -3,7 +3,10 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
+	"reflect"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -93,16 +96,58 @@ func (c identityCache) put(r *render.Release) {
 	if c.dir == "" || r.Fingerprint == "" {
 		return
 	}
+	b, err := json.Marshal(cachedOf(r))
+	if err != nil {
+		return
+	}
+	_ = cachefile.Write(c.dir, filepath.Base(c.path(r.Fingerprint)), b) // no cache is a slower run, not a failure
+}
+
+// cachedOf is what the cache keeps of r.
+func cachedOf(r *render.Release) cachedIdentity {
 	e := cachedIdentity{Key: r.Key, Name: r.Name, Namespace: r.Namespace, Environment: r.Environment,
 		ReleaseID: r.ReleaseID, Module: r.Module, Cluster: r.Cluster}
 	if r.Reach != nil {
 		e.Reach = &cachedReach{Reach: *r.Reach, Explicit: r.Reach.Explicit}
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return
+	return e
+}
+
+// verifyIdentities, with OPM_VERIFY_SKIPS set, renders the identities the
+// cache served and fails loudly when one differs: the cache would have
+// given a wrong answer. Without it, nothing.
+func verifyIdentities(ctx context.Context, sel Selection, cached []*render.Release) error {
+	if os.Getenv(EnvVerifySkips) == "" {
+		return nil
 	}
-	_ = cachefile.Write(c.dir, filepath.Base(c.path(r.Fingerprint)), b) // no cache is a slower run, not a failure
+	ro := sel.renderOptions()
+	ro.IdentityOnly = true
+	rels, err := render.Render(ctx, ro)
+	if err != nil {
+		return fmt.Errorf("%s: verifying the cached identities: %w", EnvVerifySkips, err)
+	}
+	if len(rels) != len(cached) {
+		return fmt.Errorf("%s: the cache served %d identities, the render has %d", EnvVerifySkips, len(cached), len(rels))
+	}
+	for i, r := range rels {
+		if got, want := cachedOf(cached[i]), cachedOf(r); !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("%s: the cached identity of release %s is %+v, the render's %+v", EnvVerifySkips, r.Key, got, want)
+		}
+	}
+	return nil
+}
+
+// all returns the identities of every fingerprint (by release key),
+// sorted by key, when the cache has each one; hit is false otherwise.
+func (c identityCache) all(fps map[string]string) (out []*render.Release, hit bool) {
+	for _, k := range slices.Sorted(maps.Keys(fps)) {
+		r, ok := c.get(fps[k])
+		if !ok || r.Key != k {
+			return nil, false
+		}
+		out = append(out, r)
+	}
+	return out, true
 }
 
 // identities returns the selected releases' identities, sorted by key:
@@ -110,21 +155,7 @@ func (c identityCache) put(r *render.Release) {
 // (render's IdentityOnly), which fills the cache.
 func identities(ctx context.Context, sel Selection) ([]*render.Release, error) {
 	cache := newIdentityCache()
-	keys := make([]string, 0, len(sel.fingerprints))
-	for k := range sel.fingerprints {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	out := make([]*render.Release, 0, len(keys))
-	for _, k := range keys {
-		r, ok := cache.get(sel.fingerprints[k])
-		if !ok || r.Key != k {
-			out = nil
-			break
-		}
-		out = append(out, r)
-	}
-	if out != nil {
+	if out, hit := cache.all(sel.fingerprints); hit {
 		return out, nil
 	}
 	io := sel.renderOptions()

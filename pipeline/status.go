@@ -95,7 +95,12 @@ func Status(ctx context.Context, opts StatusOptions) (*StatusResult, error) {
 	if ok {
 		return statusFleet(ctx, opts, envs)
 	}
-	ds, err := resolveRendered(ctx, opts.Target, opts.ClusterOptions, true, opts.rendered)
+	var ds []*deployed
+	if opts.rendered != nil {
+		ds, err = resolveRendered(ctx, opts.Target, opts.ClusterOptions, true, opts.rendered)
+	} else {
+		ds, err = resolveCached(ctx, opts.Target, opts.ClusterOptions, true)
+	}
 	if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok {
 		return statusFleet(ctx, opts, envs)
 	}

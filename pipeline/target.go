@@ -77,9 +77,48 @@ func resolve(ctx context.Context, t Target, opts ClusterOptions, ghosts bool) ([
 	return resolveRendered(ctx, t, opts, ghosts, nil)
 }
 
-// resolveRendered is resolve for releases already rendered in full (an
-// apply waiting for what it applied), when rendered is not nil: the
-// deployment is not loaded and rendered again.
+// resolveCached is resolve for a reader (status): identities come from the
+// identity cache by input fingerprint when every selected release has an
+// entry, so nothing is evaluated, as for apply's fast path. An entry whose
+// release has no inventory where it says is not trusted: the identities
+// are rendered again and the answer is the render's.
+func resolveCached(ctx context.Context, t Target, opts ClusterOptions, ghosts bool) ([]*deployed, error) {
+	if t.ByName() {
+		return resolve(ctx, t, opts, ghosts)
+	}
+	sel := t.Selection
+	if sel.fingerprints = fingerprints(ctx, sel); sel.fingerprints == nil {
+		return resolve(ctx, t, opts, ghosts)
+	}
+	ids, hit := newIdentityCache().all(sel.fingerprints)
+	if !hit {
+		// identities renders them and fills the cache for the next reader.
+		var err error
+		if ids, err = identities(ctx, sel); err != nil {
+			return nil, err
+		}
+		return resolveRendered(ctx, t, opts, ghosts, ids)
+	}
+	if err := verifyIdentities(ctx, sel, ids); err != nil {
+		return nil, err
+	}
+	ds, err := resolveRendered(ctx, t, opts, ghosts, ids)
+	if err != nil {
+		return resolve(ctx, t, opts, ghosts)
+	}
+	for _, d := range ds {
+		if d.inv == nil {
+			return resolve(ctx, t, opts, ghosts)
+		}
+	}
+	return ds, nil
+}
+
+// resolveRendered is resolve for releases whose identities are known: when
+// rendered is not nil (an apply waiting for what it applied, or
+// identities a status read from the cache), the deployment is not loaded
+// and rendered again for them; the ghost check renders their objects only
+// when a release has none.
 func resolveRendered(ctx context.Context, t Target, opts ClusterOptions, ghosts bool, rendered []*render.Release) ([]*deployed, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
@@ -127,7 +166,7 @@ func resolveRendered(ctx context.Context, t Target, opts ClusterOptions, ghosts 
 			moduleID: r.Module.ID, cluster: cluster, reach: r.Reach.Recorded(),
 			renderObjects: func(ctx context.Context) ([]manifest.Resource, error) {
 				objs := r
-				if rendered == nil {
+				if rendered == nil || r.Resources == nil {
 					rels, err := render.Render(ctx, full)
 					if err != nil {
 						return nil, err

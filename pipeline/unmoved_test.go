@@ -221,6 +221,42 @@ func TestIdentityCacheServesTheFastPath(t *testing.T) {
 	assert.Equal(t, res.Releases[0].Counts.Unchanged, 3)
 }
 
+// Status reads the identities an apply cached, so it evaluates no CUE when
+// nothing moved; the skip is verified like apply's (OPM_VERIFY_SKIPS, on in
+// these tests, renders them and fails on a difference), and without the
+// verification an entry that finds no inventory where it says is not
+// trusted: status renders and answers for the real release.
+func TestStatusReadsTheCachedIdentities(t *testing.T) {
+	cacheDir := t.TempDir()
+	t.Setenv("OPM_CACHE_DIR", cacheDir)
+	ns, dir := devRelease(t)
+	sel := pipeline.Selection{Dir: dir, Environment: "dev"}
+	co := pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}
+	res, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: co})
+	assert.NilError(t, err)
+	_, c := latestChange(t, res.Releases[0])
+	entry := filepath.Join(cacheDir, "identities", "v2-"+strings.TrimPrefix(c.Inputs, "inputs-sha256-")+".json")
+	b, err := os.ReadFile(entry)
+	assert.NilError(t, err)
+	status := func() (*pipeline.StatusResult, error) {
+		return pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: co})
+	}
+	st, err := status()
+	assert.NilError(t, err)
+	assert.Equal(t, st.Releases[0].Namespace, ns)
+	assert.Equal(t, st.Releases[0].ReleaseID, res.Releases[0].ReleaseID)
+
+	assert.NilError(t, os.WriteFile(entry, []byte(strings.ReplaceAll(string(b), ns, "elsewhere")), 0o600))
+	_, err = status()
+	assert.ErrorContains(t, err, "the cached identity of release app", "the cache was read, and its entry checked")
+
+	t.Setenv(pipeline.EnvVerifySkips, "")
+	st, err = status()
+	assert.NilError(t, err)
+	assert.Equal(t, st.Releases[0].Namespace, ns, "an entry with no inventory behind it is rendered again")
+	assert.Equal(t, st.Releases[0].ReleaseID, res.Releases[0].ReleaseID)
+}
+
 // The inventory's newest change edited by hand — one entry removed — and
 // that object deleted: the skip must not trust the entries (they no
 // longer agree with the change's seal), and the full path re-creates the
