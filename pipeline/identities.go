@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"reflect"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
