@@ -8,6 +8,7 @@ import (
 	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/preview"
 	"github.com/opmodel/pipeline/engine/render"
 )
@@ -50,11 +51,15 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	cl := newClusters(opts.ClusterOptions)
 	// One key for the whole output: equal Secret values mask equally.
 	m := diff.NewMasker()
+	// The identities of the fast path and the render after it are of the
+	// same deployment: it is loaded once.
+	opts.Selection.loads = load.NewMemo()
 	sel := opts.Selection
 	unmoved, order, prefetched, err := diffUnmoved(ctx, cl, opts, m)
 	if err != nil {
 		return nil, err
 	}
+	needRender := true
 	if len(order) > 0 {
 		var rest []string
 		for _, k := range order {
@@ -62,10 +67,15 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 				rest = append(rest, k)
 			}
 		}
-		sel.Releases = rest
+		needRender = len(rest) > 0
+		if len(rest) < len(order) {
+			// Only what moved; the selection as given otherwise, so the
+			// render is of the load the identities made.
+			sel.Releases = rest
+		}
 	}
 	var rels []*render.Release
-	if len(order) == 0 || len(sel.Releases) > 0 {
+	if needRender {
 		var err error
 		rels, err = render.Render(ctx, sel.renderOptions())
 		if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok {
