@@ -283,7 +283,7 @@ func commentFor(name string) string {
 // FuzzSkipsAreSound generates a deployment, copies it, edits one file of
 // the copy, and checks the promise every skip rests on: wherever the two
 // sides' fingerprints are equal, their renders are byte-identical
-// (objects, digests, change IDs); and the fast review, from a cold or a
+// (objects, digests, change IDs, identities as cached); and the fast review, from a cold or a
 // warm render cache or as merged shards (dealt by count or split by the
 // plan), or after a second edit from the cache the first left, in
 // chunks, equals the review that renders every pair (--no-skip). The seed corpus runs in make test;
@@ -444,6 +444,13 @@ func fuzzRender(t *testing.T, dir, release, env string) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s\n", rels[0].ManifestDigest, rels[0].ChangeID)
+	// The identity as the identity cache keeps it by fingerprint (apply's
+	// fast path and status read it instead of rendering): the cluster and
+	// the reach are in no object, so they are compared here.
+	r := rels[0]
+	id, err := json.Marshal([]any{r.Key, r.Name, r.Namespace, r.Environment, r.ReleaseID, r.Module, r.Cluster, r.Reach})
+	assert.NilError(t, err)
+	b.Write(append(id, '\n'))
 	for _, res := range rels[0].Resources {
 		j, err := json.Marshal(res.Object.Object)
 		assert.NilError(t, err)
