@@ -110,9 +110,18 @@ test: kube-bin vet staticcheck daggercheck actionlint release-check race
 # a review (one chunk shared by both cores, chunks one per core, shards,
 # the cache read and written by concurrent reviews).
 RACE_TESTS := ^(TestReviewOfAGroup|TestReviewParallelEqualsSequential|TestReviewParallelEqualsSequentialOnEdgeCases|TestShardsMergeIntoTheReview|TestWarmCacheReviewsTheSame|TestChunkedReviewKeepsCachedPairs|TestConcurrentReviewsShareTheCache)$$
+#
+# Render's releases run on several goroutines, each with a CUE context of
+# its own. Sharing one context's values across goroutines races inside
+# cuelang.org/go v0.17.1's evaluator (its docs say values are safe for
+# concurrent use; rendering one release's components on two goroutines gave
+# 113 race reports in these three tests, docs/performance.md): they guard
+# whoever tries again.
+RENDER_RACE_TESTS := ^(TestParallelRenderEqualsSequential|TestEmbeddedBlueprint|TestReferencesAreChecked)$$
 race: kube-bin
 	KUBEBUILDER_ASSETS="$(BIN)" go test -race -count=1 -run '$(RACE_TESTS)' ./pipeline
 	go test -race -count=1 ./engine/rendercache ./engine/fingerprint ./engine/cachefile
+	go test -race -count=1 -run '$(RENDER_RACE_TESTS)' ./engine/render
 
 # The Dagger module as the pinned engine loads it (hack/daggercheck, its own
 # module so Dagger's dependencies stay out of go.mod). The Go SDK's code
