@@ -4,7 +4,6 @@ package pipeline
 
 import (
 	"context"
-	"github.com/opmodel/pipeline/engine/workers"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/rendercache"
+	"github.com/opmodel/pipeline/engine/workers"
 )
 
 // reviewCache is the render cache a review reads and writes: none with

@@ -8,7 +8,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"github.com/opmodel/pipeline/engine/workers"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/rendercache"
 	"github.com/opmodel/pipeline/engine/suggest"
+	"github.com/opmodel/pipeline/engine/workers"
 )
 
 // scanReviewSides parses both sides without evaluating them. ok is false

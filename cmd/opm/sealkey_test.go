@@ -1,16 +1,15 @@
 package main
 
 import (
-	"strings"
-
-	"github.com/opmodel/pipeline/engine/manifest"
-
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"gotest.tools/v3/assert"
+
+	"github.com/opmodel/pipeline/engine/manifest"
 )
 
 // OPM_SEAL_KEY wins; without it every run of this user gets the same key,

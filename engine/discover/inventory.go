@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/opmodel/pipeline/engine/workers"
 	"slices"
 	"sync"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/workers"
 )
 
 // Found is one inventory entry and what the cluster has for it.

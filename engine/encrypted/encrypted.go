@@ -24,8 +24,9 @@ import (
 	"github.com/getsops/sops/v3/config"
 	sopsjson "github.com/getsops/sops/v3/stores/json"
 	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
-	"github.com/opmodel/pipeline/engine/fault"
 	"sigs.k8s.io/yaml"
+
+	"github.com/opmodel/pipeline/engine/fault"
 )
 
 // Keys are decryption keys handed over in memory (a CI secret, a Dagger

@@ -1,18 +1,16 @@
 package inventory
 
 import (
-	"path"
-
-	"github.com/google/uuid"
-
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 

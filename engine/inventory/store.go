@@ -1,12 +1,9 @@
 package inventory
 
 import (
-	"strings"
-
-	"github.com/opmodel/pipeline/engine/redact"
-
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/redact"
 )
 
 // ConflictError says the Secret changed between read and write: another

@@ -1,17 +1,15 @@
 package redact
 
 import (
-	"reflect"
-
-	"github.com/google/go-cmp/cmp"
-
 	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 

@@ -2,7 +2,6 @@ package render_test
 
 import (
 	"context"
-	"github.com/opmodel/pipeline/engine/workers"
 	"runtime"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/workers"
 )
 
 const manyReleases = `

@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/opmodel/pipeline/engine/workers"
 	"io/fs"
 	"slices"
 	"strings"
@@ -34,6 +33,7 @@ import (
 	"github.com/opmodel/pipeline/engine/suggest"
 	"github.com/opmodel/pipeline/engine/taint"
 	"github.com/opmodel/pipeline/engine/values"
+	"github.com/opmodel/pipeline/engine/workers"
 )
 
 // Options select what to render.

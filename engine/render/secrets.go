@@ -2,24 +2,20 @@ package render
 
 import (
 	"bytes"
-	"regexp"
-
 	"cmp"
-	"github.com/pmezard/go-difflib/difflib"
-	"maps"
-	"slices"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"context"
 	"encoding/base64"
-
 	"encoding/json"
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
+	"github.com/pmezard/go-difflib/difflib"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/load"
