@@ -164,6 +164,7 @@ func directRelease(t *testing.T, name, ns string, docs ...string) *render.Releas
 // --prune-namespaces --wait returns once the namespace controller has
 // emptied and removed it.
 func TestDeleteWithPrunedNamespaceFinishes(t *testing.T) {
+	t.Parallel() // mostly waiting, in namespaces of its own: see TestMain
 	ns := env.Namespace(t)
 	data := ns + "-data"
 	t.Cleanup(func() {

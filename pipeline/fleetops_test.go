@@ -136,6 +136,7 @@ func envsOf(res *pipeline.RolloutResult) (out []pipeline.FleetEnvironment) {
 // rollout waits the soak out, re-checking, and a qa that breaks during
 // it stops the rollout with what broke and the exact rollback command.
 func TestSoakHoldsTheNextWave(t *testing.T) {
+	t.Parallel() // mostly waiting, in namespaces of its own: see TestMain
 	dir, nss := fleetDir(t, `soak: "1h"`, "")
 	qa := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "qa"}}
 	_, err := pipeline.Apply(t.Context(), qa)

@@ -15,6 +15,14 @@ var env *kubetest.Env
 // fingerprint does not cover (engine/reads), and every skip is checked
 // against a full render (OPM_VERIFY_SKIPS): fast path against full path
 // on every scenario the package tests.
+//
+// A test marked t.Parallel spends most of its time waiting on the API
+// server (a timeout it must run out, a soak, a rollout's health), in
+// namespaces of its own, and sets no environment variable (t.Setenv
+// refuses a parallel test; the CLI and pipeline read the process's
+// environment). Go runs such tests together after the sequential ones,
+// so their waits overlap: CPU-bound tests are left sequential, because
+// two cores are already shared with the next package's tests.
 func TestMain(m *testing.M) {
 	os.Setenv(pipeline.EnvVerifyInputs, "1")
 	os.Setenv(pipeline.EnvVerifySkips, "1")

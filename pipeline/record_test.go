@@ -164,6 +164,7 @@ func TestReapplyKeepsTheRecordAndTheHealthClock(t *testing.T) {
 // --gate-timeout waits its whole time: the last check is at the deadline,
 // and the refusal says how long it waited.
 func TestGateTimeoutWaitsItsWholeTime(t *testing.T) {
+	t.Parallel() // mostly waiting, in namespaces of its own: see TestMain
 	dir := twoServiceFleet(t)
 	start := time.Now()
 	_, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "canary"}, GateTimeout: 3 * time.Second})

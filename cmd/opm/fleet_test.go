@@ -163,6 +163,7 @@ releases: app: values: stamp: "1"
 // A gated apply that waits (--gate-timeout) says on stderr what it waits
 // for and how long is left, and then how long it waited.
 func TestGateWaitIsNarrated(t *testing.T) {
+	t.Parallel() // mostly waiting, in namespaces of its own: see TestMain
 	dir := gatedRepo(t)
 	code, out, errOut := runOpm(t, "apply", dir, "--env", "prod", "--gate-timeout", "5s", "--kubeconfig", env.Kubeconfig)
 	assert.Equal(t, code, 8, "%s%s", out, errOut)
@@ -175,6 +176,7 @@ func TestGateWaitIsNarrated(t *testing.T) {
 // environment's gates without applying it, exits 8 while they refuse and
 // 0 once the environments it follows run the commit healthy.
 func TestGatesCommandChecksWithoutApplying(t *testing.T) {
+	t.Parallel() // mostly waiting, in namespaces of its own: see TestMain
 	dir := gatedRepo(t)
 	kc := "--kubeconfig=" + env.Kubeconfig
 	code, out, errOut := runOpm(t, "gates", dir, "--env", "prod", "--gate-timeout", "3s", kc)

@@ -105,6 +105,7 @@ func TestContextMissingIsAConnectivityError(t *testing.T) {
 // object is not ready and why. Then the image is fixed and the same wait
 // succeeds once the controllers have rolled it out.
 func TestStatusWaitTimesOutOnAnImageThatNeverPulls(t *testing.T) {
+	t.Parallel() // mostly waiting, in namespaces of its own: see TestMain
 	ns := env.Namespace(t)
 	dir := deploytest.Dir(t, ns, `withSecret: false`)
 	kc := []string{"--kubeconfig", env.Kubeconfig}
@@ -146,6 +147,7 @@ func TestStatusWaitTimesOutOnAnImageThatNeverPulls(t *testing.T) {
 // what it waits for on stderr, and fails naming what the pods report. The
 // same apply of a good image waits and succeeds.
 func TestApplyWaitsForHealthByDefault(t *testing.T) {
+	t.Parallel() // mostly waiting, in namespaces of its own: see TestMain
 	ns := env.Namespace(t)
 	dir := deploytest.Dir(t, ns, `withSecret: false`)
 	kc := []string{"--kubeconfig", env.Kubeconfig}
