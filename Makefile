@@ -107,9 +107,10 @@ test: kube-bin vet staticcheck daggercheck actionlint release-check race
 # review's renders, chunks and cache lookups, and the caches they share. A
 # data race there once passed every test without it. The whole suite under
 # -race takes ten minutes here; these tests cover every concurrent path of
-# a review (one chunk shared by both cores, chunks one per core, shards,
-# the cache read and written by concurrent reviews).
-RACE_TESTS := ^(TestReviewOfAGroup|TestReviewParallelEqualsSequential|TestReviewParallelEqualsSequentialOnEdgeCases|TestShardsMergeIntoTheReview|TestWarmCacheReviewsTheSame|TestChunkedReviewKeepsCachedPairs|TestConcurrentReviewsShareTheCache)$$
+# a review (the head parsed while the base is read, one chunk shared by
+# both cores, chunks one per core, shards, the cache read and written by
+# concurrent reviews).
+RACE_TESTS := ^(TestScanAheadIsTheScan|TestReviewOfAGroup|TestReviewParallelEqualsSequential|TestReviewParallelEqualsSequentialOnEdgeCases|TestShardsMergeIntoTheReview|TestWarmCacheReviewsTheSame|TestChunkedReviewKeepsCachedPairs|TestConcurrentReviewsShareTheCache)$$
 #
 # Render's releases run on several goroutines, each with a CUE context of
 # its own. Sharing one context's values across goroutines races inside

@@ -121,8 +121,16 @@ type review struct {
 // tree, and the base's directory or, with BaseRefs, the merge base of the
 // first ref that resolves and HEAD (read from git's objects, or checked
 // out with NoSkip or when the objects cannot stand for a checkout).
-func openReview(ctx context.Context, opts ReviewOptions) (*review, error) {
+func openReview(ctx context.Context, opts ReviewOptions) (_ *review, err error) {
 	r := &review{opts: opts, head: worktreeSnapshot(opts.renderOptions().Dir)}
+	if !opts.NoSkip {
+		r.head.scanAhead(ctx, opts.cacheDir("environments"))
+		defer func() {
+			if err != nil {
+				r.head.wait()
+			}
+		}()
+	}
 	if len(opts.BaseRefs) == 0 {
 		r.base = worktreeSnapshot(opts.BaseDir)
 		return r, nil

@@ -37,7 +37,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -189,8 +188,13 @@ func (t *Tree) Of(ctx context.Context, key string, in Inputs) (string, error) {
 // Sum is the fingerprint of a list of inputs (Explain's).
 func Sum(inputs []Input) string {
 	h := sha256.New()
+	// One buffer and one write per input: a review sums every release in
+	// every environment on both sides, and formatting each input with fmt
+	// was most of that time.
+	var buf []byte
 	for _, in := range inputs {
-		writeField(h, in.Kind+" "+in.Name, []byte(in.Hash))
+		buf = appendInput(buf[:0], in)
+		_, _ = h.Write(buf)
 	}
 	return Prefix + hex.EncodeToString(h.Sum(nil))
 }
@@ -640,9 +644,16 @@ func (s *fileScan) refs(n ast.Node, key string) []*build.Instance {
 	return out
 }
 
-func writeField(h io.Writer, name string, b []byte) {
-	fmt.Fprintf(h, "%s\x00%d\x00", name, len(b))
-	_, _ = h.Write(b)
+// appendInput appends how an input is hashed to buf: its kind, a space,
+// its name, NUL, the length of its hash in decimal, NUL, the hash.
+func appendInput(buf []byte, in Input) []byte {
+	buf = append(buf, in.Kind...)
+	buf = append(buf, ' ')
+	buf = append(buf, in.Name...)
+	buf = append(buf, 0)
+	buf = strconv.AppendInt(buf, int64(len(in.Hash)), 10)
+	buf = append(buf, 0)
+	return append(buf, in.Hash...)
 }
 
 func sum(b []byte) string {

@@ -1,8 +1,11 @@
 package fingerprint_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -305,4 +308,24 @@ func TestPrunedRootThatDoesNotBuildFallsBackToTheWholeRoot(t *testing.T) {
 	assert.Assert(t, fingerprint.PrunedRoot(dir, []string{"web"}, nil) != nil, "the premise: web's selection is pruned")
 	r := renderOne(t, dir, "web", "prod")
 	assert.Assert(t, r.ManifestDigest != "")
+}
+
+// FuzzSumIsTheFormulaItReplaced: fingerprints are stored (inventories,
+// caches), so how Sum hashes an input must not move when its code does.
+// The reference is the formula as first written, with fmt.
+func FuzzSumIsTheFormulaItReplaced(f *testing.F) {
+	f.Add("package", "catalog@v0|a.cue", "3f2a", "values", "", "")
+	f.Add("", "", "", "x\x00y", "é 1", "\x00\x00")
+	f.Fuzz(func(t *testing.T, k1, n1, h1, k2, n2, h2 string) {
+		inputs := []fingerprint.Input{{Kind: k1, Name: n1, Hash: h1}, {Kind: k2, Name: n2, Hash: h2}}
+		h := sha256.New()
+		for _, in := range inputs {
+			fmt.Fprintf(h, "%s\x00%d\x00", in.Kind+" "+in.Name, len(in.Hash))
+			h.Write([]byte(in.Hash))
+		}
+		want := fingerprint.Prefix + hex.EncodeToString(h.Sum(nil))
+		if got := fingerprint.Sum(inputs); got != want {
+			t.Fatalf("Sum(%+v) = %s, the formula gives %s", inputs, got, want)
+		}
+	})
 }
