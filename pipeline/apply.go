@@ -56,6 +56,9 @@ type ApplyOptions struct {
 	// RunURL is the CI run applying the change, recorded in the
 	// inventory with the git state of the deployment directory.
 	RunURL string `json:"runUrl,omitempty"`
+	// Actor is who applies, as the change records it; Actor(os.Getenv)
+	// when empty.
+	Actor string `json:"actor,omitempty"`
 	// Progress receives one event per object as it is applied or pruned,
 	// never concurrently.
 	Progress func(ProgressEvent) `json:"-"`
@@ -196,7 +199,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		return res, err
 	}
 	ro := opts.reconcileOptions()
-	ro.Source = changeSource(ctx, opts.renderOptions().Dir, opts.RunURL)
+	ro.Source = changeSource(ctx, opts.renderOptions().Dir, opts.RunURL, cmp.Or(opts.Actor, Actor(os.Getenv)))
 	if len(gates.Gates) > 0 {
 		if opts.SkipGates {
 			if ro.Source == nil {
@@ -289,23 +292,24 @@ func renderedOf(releases []AppliedRelease) []*render.Release {
 
 // changeSource is where a change applied from dir comes from: the git
 // state of dir (nothing when it is not in a repository, or git is not
-// installed), the CI run, and who applied it.
-func changeSource(ctx context.Context, dir, runURL string) *inventory.Source {
-	src := &inventory.Source{RunURL: runURL, Actor: actor()}
+// installed), the CI run, and who applied it (actor).
+func changeSource(ctx context.Context, dir, runURL, actor string) *inventory.Source {
+	src := &inventory.Source{RunURL: runURL, Actor: actor}
 	if st, err := gitref.StateOf(ctx, dir); err == nil {
 		src.Commit, src.Ref, src.Dirty = st.Commit, st.Ref, st.Dirty
 	}
 	return src
 }
 
-// actor is who runs this apply, as the change records it: GitHub's actor
-// in GitHub Actions (the login that triggered the run), else the local
-// user and host as a lock holder is named.
-func actor() string {
-	if a := os.Getenv("GITHUB_ACTOR"); a != "" {
+// Actor is who runs an apply, as its change records it, with the
+// environment read through getenv: GitHub's actor in GitHub Actions (the
+// login that triggered the run), else the local user and host as a lock
+// holder is named. ApplyOptions.Actor, when empty, is Actor(os.Getenv).
+func Actor(getenv func(string) string) string {
+	if a := getenv("GITHUB_ACTOR"); a != "" {
 		return a
 	}
-	return lock.Holder()
+	return lock.HolderFrom(getenv)
 }
 
 // releaseOp runs one operation on one release.

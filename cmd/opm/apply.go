@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -99,12 +98,12 @@ decryption key or secret input is missing or wrong), 8 gate (a promotion gate re
 			}
 			opts.Progress = progressPrinter(cmd, output)
 			opts.ReleaseDone = summaryPrinter(cmd, output)
-			opts.RunURL = ciRunURL(os.Getenv)
+			opts.RunURL, opts.Actor = ciRunURL(getenv(cmd)), pipeline.Actor(getenv(cmd))
 			// Waits are narrated on stderr: minutes of silence read as a hang.
 			opts.GateWaiting = func(refusal error) { fmt.Fprintln(cmd.ErrOrStderr(), refusal) }
 			opts.HealthWaiting = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }
 			if opts.SkipGates {
-				opts.SkippedBy = whoSkipped(os.Getenv)
+				opts.SkippedBy = whoSkipped(getenv(cmd))
 			}
 			if ro.Smoke && ro.NoWait {
 				return usageError{fmt.Errorf("--smoke needs each wave to become healthy first: drop --no-wait")}

@@ -31,10 +31,11 @@ var env *kubetest.Env
 // A test marked t.Parallel spends most of its time waiting on the API
 // server (a timeout it must run out, a soak, a rollout's health), in
 // namespaces of its own, and sets no environment variable (t.Setenv
-// refuses a parallel test; the CLI and pipeline read the process's
-// environment). Go runs such tests together after the sequential ones,
-// so their waits overlap: CPU-bound tests are left sequential, because
-// two cores are already shared with the next package's tests.
+// refuses a parallel test): the CI facts a command records are given to
+// its run alone with withEnv, as TestAWeekOfAFleet does. Go runs such
+// tests together after the sequential ones, so their waits overlap:
+// CPU-bound tests are left sequential, because two cores are already
+// shared with the next package's tests.
 func TestMain(m *testing.M) {
 	os.Setenv(pipeline.EnvVerifyInputs, "1")
 	// The seal key opm creates for its user goes to a directory of this

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -35,7 +36,7 @@ func (l *lockFlags) locking(cmd *cobra.Command) (pipeline.Locking, error) {
 	}
 	w := cmd.ErrOrStderr()
 	return pipeline.Locking{
-		Holder: l.holder, LockTimeout: l.timeout, NoLockWait: l.timeout == 0, LeaseDuration: l.lease,
+		Holder: cmp.Or(l.holder, lock.HolderFrom(getenv(cmd))), LockTimeout: l.timeout, NoLockWait: l.timeout == 0, LeaseDuration: l.lease,
 		LockWaiting: func(h pipeline.LockHolder) {
 			fmt.Fprintf(w, "waiting for the release lock (Lease %s/%s): held by %s; waiting up to %s (--lock-timeout)\n", h.Namespace, h.Name, h, l.timeout)
 		},

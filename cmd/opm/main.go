@@ -42,7 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // runWithInput is run with stdin as the standard input (-f -).
 func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	red := redact.New(pipeline.NewSealer(sealKey(os.Getenv)))
+	red := redact.New(pipeline.NewSealer(sealKey(envOf(ctx))))
 	out, errOut := red.Writer(stdout), red.Writer(stderr)
 	defer func() {
 		_ = out.Flush()

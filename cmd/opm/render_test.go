@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,8 +21,13 @@ import (
 
 func runOpm(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runOpmIn(t.Context(), args...)
+}
+
+// runOpmIn runs opm with ctx (withEnv gives it an environment of its own).
+func runOpmIn(ctx context.Context, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	code = run(t.Context(), args, &out, &errb)
+	code = run(ctx, args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 

@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/opmodel/pipeline/engine/lock"
 	"github.com/opmodel/pipeline/pipeline"
 	"github.com/opmodel/pipeline/pipeline/report"
 )
@@ -75,7 +75,8 @@ was a rollback.`,
 			opts.ClusterOptions = cluster.options()
 			opts.Progress = progressPrinter(cmd, output)
 			opts.ReleaseDone = summaryPrinter(cmd, output)
-			opts.RunURL = ciRunURL(os.Getenv)
+			opts.RunURL, opts.Actor = ciRunURL(getenv(cmd)), pipeline.Actor(getenv(cmd))
+			opts.Holder = lock.HolderFrom(getenv(cmd))
 			envs, err := pipeline.Fleet(cmd.Context(), opts.Selection)
 			if err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -104,10 +105,17 @@ metadata: {apiVersion: "test.example/week/cron@v0", name: "cron", version: "1.0.
 // production; then, in the incident, the red button takes production back
 // to B although the worker and the CronJob did not change at B.
 func TestAWeekOfAFleet(t *testing.T) {
-	t.Setenv("GITHUB_ACTOR", "octocat")
-	t.Setenv("GITHUB_SERVER_URL", "https://github.example")
-	t.Setenv("GITHUB_REPOSITORY", "shop/deploy")
-	t.Setenv("GITHUB_RUN_ID", "1001")
+	t.Parallel() // mostly waiting, in namespaces of its own: see TestMain
+	// The deploy job's GitHub Actions environment, given to this test's
+	// commands alone (withEnv): the process's stays as it is.
+	ci := map[string]string{"GITHUB_ACTOR": "octocat", "GITHUB_SERVER_URL": "https://github.example", "GITHUB_REPOSITORY": "shop/deploy", "GITHUB_RUN_ID": "1001"}
+	jobCtx := withEnv(t.Context(), func(k string) string {
+		if v, ok := ci[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	})
+	job := func(args ...string) (int, string, string) { return runOpmIn(jobCtx, args...) }
 	base := env.Namespace(t)
 	envs := []string{"dev", "qa", "canary", "eu", "us"}
 	ns := map[string]string{}
@@ -151,7 +159,7 @@ releases: cron: {#module: cronmodule, values: image: "` + kubetest.JobImage + `"
 	// Monday: the platform team bootstraps each tenant as an
 	// administrator, then every apply runs as the environment's identity.
 	for _, e := range envs {
-		code, out, errOut := runOpm(t, "rbac", dir, "--env", e, "--bootstrap", kc)
+		code, out, errOut := job("rbac", dir, "--env", e, "--bootstrap", kc)
 		assert.Equal(t, code, 0, errOut)
 		applyAsAdmin(t, out)
 	}
@@ -165,9 +173,9 @@ releases: cron: {#module: cronmodule, values: image: "` + kubetest.JobImage + `"
 	// Commit A, group by group: each wave waits for health, eu and us
 	// wait out the canary's soak, which an HPA without metrics
 	// (ScalingActive=False after its first sync) must not restart.
-	code, out, errOut := runOpm(t, "apply", dir, "--group", "pre", kc, "--timeout", "2m")
+	code, out, errOut := job("apply", dir, "--group", "pre", kc, "--timeout", "2m")
 	assert.Equal(t, code, 0, "%s%s", out, errOut)
-	code, out, errOut = runOpm(t, "apply", dir, "--group", "production", kc, "--timeout", "2m")
+	code, out, errOut = job("apply", dir, "--group", "production", kc, "--timeout", "2m")
 	assert.Equal(t, code, 0, "the production rollout refused its own next wave: %s%s", out, errOut)
 	assert.Check(t, strings.Contains(errOut, "environment canary: healthy; soaking for 15s"), errOut)
 
@@ -183,12 +191,12 @@ releases: cron: {#module: cronmodule, values: image: "` + kubetest.JobImage + `"
 	gitIn(t, dir, "commit", "-qam", "B: debug logs")
 	commitB := gitIn(t, dir, "rev-parse", "HEAD")
 	for _, g := range []string{"pre", "production"} {
-		code, out, errOut = runOpm(t, "apply", dir, "--group", g, kc, "--timeout", "2m")
+		code, out, errOut = job("apply", dir, "--group", g, kc, "--timeout", "2m")
 		assert.Equal(t, code, 0, "%s%s", out, errOut)
 	}
 	// A no-op re-apply (what a gate's advice used to say) keeps the clock.
 	since = releaseSince(t, dir, "canary", "worker")
-	code, out, errOut = runOpm(t, "apply", dir, "--env", "canary", kc, "--timeout", "2m")
+	code, out, errOut = job("apply", dir, "--env", "canary", kc, "--timeout", "2m")
 	assert.Equal(t, code, 0, "%s%s", out, errOut)
 	assert.Equal(t, releaseSince(t, dir, "canary", "worker"), since, "a no-op re-apply restarted the health clock")
 
@@ -198,7 +206,7 @@ releases: cron: {#module: cronmodule, values: image: "` + kubetest.JobImage + `"
 	editFile(t, filepath.Join(dir, "deploy.cue"), `releases: api: {#module: apimodule, values: image: "`+kubetest.ReadyImage+`"}`, `releases: api: {#module: apimodule, values: image: "`+kubetest.FailingImage+`"}`)
 	gitIn(t, dir, "commit", "-qam", "C: a new API image")
 	start := time.Now()
-	code, out, errOut = runOpm(t, "apply", dir, "--env", "dev", kc, "--timeout", "45s")
+	code, out, errOut = job("apply", dir, "--env", "dev", kc, "--timeout", "45s")
 	assert.Assert(t, code != 0, "an image that never pulls went green: %s%s", out, errOut)
 	assert.Assert(t, time.Since(start) < 2*time.Minute, "took %s", time.Since(start))
 	assert.Check(t, regexp.MustCompile(`ErrImagePull|ImagePullBackOff`).MatchString(errOut), "the pods' reason is not named:\n%s", errOut)
@@ -207,13 +215,13 @@ releases: cron: {#module: cronmodule, values: image: "` + kubetest.JobImage + `"
 	assert.Check(t, strings.Contains(errOut, "next: opm rollback api "+dir+" --env dev --to change-"), errOut)
 	assert.Check(t, !strings.Contains(errOut, "opm rollback worker"), "the worker did not change: %s", errOut)
 	// qa's gate holds C back: dev does not run it healthy.
-	code, out, errOut = runOpm(t, "apply", dir, "--env", "qa", kc)
+	code, out, errOut = job("apply", dir, "--env", "qa", kc)
 	assert.Equal(t, code, 8, "%s%s", out, errOut)
 	assert.Check(t, strings.Contains(errOut, "is not healthy"), errOut)
 
 	// Thursday: a bad quantity is refused with the value's file and line.
 	editFile(t, filepath.Join(dir, "api-values.cue"), `memory: "64Mi"`, `memory: "64 Mi"`)
-	code, out, errOut = runOpm(t, "apply", dir, "--env", "dev", kc, "--no-wait")
+	code, out, errOut = job("apply", dir, "--env", "dev", kc, "--no-wait")
 	assert.Assert(t, code != 0, "%s%s", out, errOut)
 	assert.Check(t, strings.Contains(errOut, "api-values.cue:5"), "the refusal does not name the values file and line:\n%s", errOut)
 	editFile(t, filepath.Join(dir, "api-values.cue"), `memory: "64 Mi"`, `memory: "64Mi"`)
@@ -224,7 +232,7 @@ releases: cron: {#module: cronmodule, values: image: "` + kubetest.JobImage + `"
 	gitIn(t, dir, "commit", "-qam", "D: fix the image")
 	commitD := gitIn(t, dir, "rev-parse", "HEAD")
 	for _, g := range []string{"pre", "production"} {
-		code, out, errOut = runOpm(t, "apply", dir, "--group", g, kc, "--timeout", "2m")
+		code, out, errOut = job("apply", dir, "--group", g, kc, "--timeout", "2m")
 		assert.Equal(t, code, 0, "%s%s", out, errOut)
 	}
 	board := statusBoard(t, dir, kc)
@@ -233,7 +241,7 @@ releases: cron: {#module: cronmodule, values: image: "` + kubetest.JobImage + `"
 	// The incident: production back to B, the last wave first. The worker
 	// and the CronJob run the change they ran at B (first applied at A,
 	// seen at B and D): they are already there, and stay at D's sighting.
-	code, out, errOut = runOpm(t, "rollback", dir, "--group", "production", "--to", commitB[:10], kc, "--timeout", "2m")
+	code, out, errOut = job("rollback", dir, "--group", "production", "--to", commitB[:10], kc, "--timeout", "2m")
 	assert.Equal(t, code, 0, "the red button was refused: %s%s", out, errOut)
 	board = statusBoard(t, dir, kc)
 	for _, e := range []string{"canary", "eu", "us"} {
@@ -245,7 +253,7 @@ releases: cron: {#module: cronmodule, values: image: "` + kubetest.JobImage + `"
 	// History says who applied what, and when each change first ran: the
 	// worker's change was first applied at A by octocat from the run, and
 	// seen at B and D since.
-	code, out, errOut = runOpm(t, "history", "worker", dir, "--env", "eu", kc, "-o", "json")
+	code, out, errOut = job("history", "worker", dir, "--env", "eu", kc, "-o", "json")
 	assert.Equal(t, code, 0, errOut)
 	var h struct {
 		Releases []struct {
@@ -272,7 +280,7 @@ releases: cron: {#module: cronmodule, values: image: "` + kubetest.JobImage + `"
 		seen = append(seen, s.Commit)
 	}
 	assert.Check(t, strings.Contains(strings.Join(seen, " "), commitB) && strings.Contains(strings.Join(seen, " "), commitD), "seen at %v", seen)
-	code, out, errOut = runOpm(t, "history", "worker", dir, "--env", "eu", kc)
+	code, out, errOut = job("history", "worker", dir, "--env", "eu", kc)
 	assert.Equal(t, code, 0, errOut)
 	assert.Check(t, strings.Contains(out, "octocat"), out)
 }

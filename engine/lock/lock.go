@@ -112,8 +112,13 @@ func (e *HeldError) Error() string {
 // Holder is who this process is: the GitHub Actions run URL when
 // GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_RUN_ID are set, else
 // user@host.
-func Holder() string {
-	srv, repo, id := os.Getenv("GITHUB_SERVER_URL"), os.Getenv("GITHUB_REPOSITORY"), os.Getenv("GITHUB_RUN_ID")
+func Holder() string { return HolderFrom(os.Getenv) }
+
+// HolderFrom is Holder with the environment read through getenv: a front
+// door that runs commands for several callers in one process (the CLI's
+// tests) gives each its own.
+func HolderFrom(getenv func(string) string) string {
+	srv, repo, id := getenv("GITHUB_SERVER_URL"), getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID")
 	if srv != "" && repo != "" && id != "" {
 		return srv + "/" + repo + "/actions/runs/" + id
 	}
