@@ -48,6 +48,7 @@ func TestDaggerJSONNamesTheModule(t *testing.T) {
 // operation. Every other exported function is an operation, and the
 // Dagger module must offer it as the CLI and the Action do.
 var helpers = map[string]string{
+	"Actor":                "who applies, from a front door's environment (ApplyOptions.Actor's default)",
 	"BaseRef":              "the refs a --base names, given to Review, ReviewShard and PlanReview",
 	"ContainerKubeconfig":  "the kubeconfig a container reaches the host's cluster with (the Dagger module itself)",
 	"DeclaredEnvironments": "shell completion of --env",
