@@ -28,15 +28,7 @@ func Fleet(ctx context.Context, sel Selection) ([]FleetEnvironment, error) {
 			return []FleetEnvironment{{}}, nil
 		}
 	}
-	// The environments alone: every release blanked (where the syntax
-	// allows it), so what a fleet costs to read does not grow with the
-	// releases a repository holds.
-	dir := cmp.Or(sel.Dir, ".")
-	d, err := load.LoadWith(ctx, dir, load.Options{Pruned: fingerprint.EnvironmentsRoot(dir, nil)})
-	if err != nil {
-		return nil, err
-	}
-	f, err := fleet.Read(d)
+	f, err := readFleet(ctx, cmp.Or(sel.Dir, "."))
 	if err != nil {
 		return nil, err
 	}
@@ -44,6 +36,26 @@ func Fleet(ctx context.Context, sel Selection) ([]FleetEnvironment, error) {
 		return f.Select(sel.Group, true)
 	}
 	return f.Select(sel.Environment, false)
+}
+
+// readFleet reads the fleet dir declares from the environments its
+// fingerprints evaluate (and cache), so an apply that reads its fleet and
+// then fingerprints its releases evaluates the environments once, and a
+// re-run on the same inputs not at all. Where they cannot be read that
+// way, the environments alone are loaded and read (every release
+// blanked where the syntax allows it, so the cost does not grow with the
+// releases a repository holds), and that load reports what is wrong.
+func readFleet(ctx context.Context, dir string) (*fleet.Fleet, error) {
+	if tree, err := worktreeSnapshot(dir).scan(ctx, cacheDir("environments")); err == nil {
+		if f, err := tree.Fleet(ctx); !errors.Is(err, fingerprint.ErrUnsure) {
+			return f, err
+		}
+	}
+	d, err := load.LoadWith(ctx, dir, load.Options{Pruned: fingerprint.EnvironmentsRoot(dir, nil)})
+	if err != nil {
+		return nil, err
+	}
+	return fleet.Read(d)
 }
 
 // byWave groups a fleet selection by wave, in ascending order.

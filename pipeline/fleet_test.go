@@ -1,6 +1,8 @@
 package pipeline_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,4 +58,42 @@ releases: app: #module: appmodule
 		}
 		assert.DeepEqual(t, order, want)
 	}
+}
+
+// A review whose renders all come from the cache reads its fleet from the
+// environments its fingerprints evaluated (and cached), not from a load:
+// it reports in the same rollout order, with the same groups and waves,
+// as the review that rendered.
+func TestCachedReviewKeepsRolloutOrder(t *testing.T) {
+	// No Secret: a release holding one is never cached.
+	dir := deploytest.Write(t, map[string]string{"deploy.cue": `package deploy
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	appmodule "test.example/deploy/app"
+)
+
+environments: [Name=string]: core.#Environment & {metadata: name: Name}
+releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+environments: zeta: {namespace: "a", group: "staging"}
+environments: "prod-b": {namespace: "a", group: "production", rollout: {after: ["canary"]}}
+environments: "prod-a": {namespace: "a", group: "production", rollout: wave: 2}
+environments: canary: {namespace: "a", group: "production", rollout: {wave: 1, soak: "1m"}}
+releases: app: {#module: appmodule, values: withSecret: false}
+`})
+	opts := pipeline.ReviewOptions{Selection: pipeline.Selection{Dir: dir}, BaseDir: filepath.Join(t.TempDir(), "absent"), CacheDir: t.TempDir()}
+	cold, err := pipeline.Review(t.Context(), opts)
+	assert.NilError(t, err)
+	warm, err := pipeline.Review(t.Context(), opts)
+	assert.NilError(t, err)
+	renders, cached := warm.RenderCounts()
+	assert.Equal(t, cached, renders, "the second review rendered: %d of %d from the cache", cached, renders)
+	var order []string
+	for _, r := range warm.Releases {
+		order = append(order, fmt.Sprintf("%s %s %d", r.Environment, r.Group, r.Wave))
+	}
+	assert.DeepEqual(t, order, []string{"zeta staging 0", "canary production 1", "prod-a production 2", "prod-b production 2"})
+	want, _ := json.Marshal(cold)
+	got, _ := json.Marshal(warm)
+	assert.Equal(t, string(got), string(want))
 }

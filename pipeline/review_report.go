@@ -5,24 +5,33 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 
+	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/load"
 )
 
 // reviewFleet is the fleet the head (else the base) declares. When the
-// renders came from the cache and neither side was evaluated, the head's
-// environments alone are, so a review reads in rollout order whether its
-// renders were cached or not.
+// renders came from the cache and neither side was evaluated, it is read
+// from the head's environments as its fingerprints evaluated them (and
+// cached), else from those environments loaded alone, so a review reads
+// in rollout order whether its renders were cached or not.
 func reviewFleet(ctx context.Context, head, base *reviewSide) *fleet.Fleet {
 	if f := cmp.Or(declaredFleet(head.d), declaredFleet(base.d)); f != nil {
 		return f
 	}
 	if !head.present || head.err != nil || !head.nothingToRender {
 		return nil
+	}
+	if head.tree != nil {
+		f, err := head.tree.Fleet(ctx)
+		if !errors.Is(err, fingerprint.ErrUnsure) {
+			return f // nil when the fleet is wrong: the comment keeps plan order
+		}
 	}
 	d, err := head.snap.load(ctx, head.snap.environmentsOnly())
 	if err != nil {

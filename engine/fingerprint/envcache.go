@@ -13,6 +13,7 @@ import (
 	"cuelang.org/go/cue/build"
 
 	"github.com/opmodel/pipeline/engine/cachefile"
+	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/load"
 )
 
@@ -26,12 +27,18 @@ import (
 
 // envEntry is a cache entry: the evaluation's result, and the SHA-256 of
 // it as written, checked on read (a truncated or corrupt entry is a miss).
+// Positions in Fleet name files under Dir, the directory evaluated: the
+// same inputs in another directory (a review's checkout) share the entry,
+// and read it with their own directory's positions.
 type envEntry struct {
-	Key   string              `json:"key"`
-	Names []string            `json:"names"`
-	Files map[string][]string `json:"files"`
-	Bad   map[string]string   `json:"bad,omitempty"`
-	Sum   string              `json:"sum"`
+	Key      string              `json:"key"`
+	Dir      string              `json:"dir"`
+	Names    []string            `json:"names"`
+	Files    map[string][]string `json:"files"`
+	Bad      map[string]string   `json:"bad,omitempty"`
+	Fleet    []fleet.Declaration `json:"fleet"`
+	FleetBad bool                `json:"fleetBad,omitempty"`
+	Sum      string              `json:"sum"`
 }
 
 func (e *envEntry) digest() string {
@@ -74,7 +81,11 @@ func (t *Tree) cachedEnvironments(key string) (*environments, bool) {
 	if json.Unmarshal(b, &e) != nil || e.Key != key || e.Sum != e.digest() {
 		return nil, false
 	}
-	out := &environments{names: e.Names, files: e.Files, bad: map[string]error{}}
+	out := &environments{names: e.Names, files: e.Files, bad: map[string]error{}, fleetBad: e.FleetBad}
+	for _, d := range e.Fleet {
+		d.Pos, d.WavePos = rebase(d.Pos, e.Dir, t.dir), rebase(d.WavePos, e.Dir, t.dir)
+		out.fleet = append(out.fleet, d)
+	}
 	if out.files == nil {
 		out.files = map[string][]string{}
 	}
@@ -91,7 +102,8 @@ func (t *Tree) storeEnvironments(key string, e *environments) {
 	if t.cacheDir == "" || key == "" || e.err != nil {
 		return
 	}
-	entry := envEntry{Key: key, Names: slices.Clone(e.names), Files: e.files, Bad: map[string]string{}}
+	entry := envEntry{Key: key, Dir: t.dir, Names: slices.Clone(e.names), Files: e.files, Bad: map[string]string{},
+		Fleet: e.fleet, FleetBad: e.fleetBad}
 	for name, err := range e.bad {
 		entry.Bad[name] = strings.TrimSuffix(err.Error(), ": "+ErrUnsure.Error())
 	}
@@ -101,4 +113,12 @@ func (t *Tree) storeEnvironments(key string, e *environments) {
 		return
 	}
 	_ = cachefile.Write(t.cacheDir, key+".json", b) // no cache is a slower run, not a failure
+}
+
+// rebase is pos (file:line:col) with a file under from named under to.
+func rebase(pos, from, to string) string {
+	if from == to || !strings.HasPrefix(pos, from+string(filepath.Separator)) {
+		return pos
+	}
+	return to + pos[len(from):]
 }

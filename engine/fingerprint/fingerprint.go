@@ -49,6 +49,7 @@ import (
 	"cuelang.org/go/cue/build"
 
 	"github.com/opmodel/pipeline/buildinfo"
+	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/values"
 )
@@ -105,13 +106,17 @@ type pkgInputs struct {
 	err    error
 }
 
-// environments are the evaluated environments: their names and each one's
-// valuesFiles (nil slice: none), or why they could not be read.
+// environments are the evaluated environments: their names, each one's
+// valuesFiles (nil slice: none) and their fleet declarations, or why they
+// could not be read. fleetBad: a declaration is of the wrong type (the
+// load that reads the fleet says where).
 type environments struct {
-	names []string
-	files map[string][]string
-	bad   map[string]error
-	err   error
+	names    []string
+	files    map[string][]string
+	bad      map[string]error
+	fleet    []fleet.Declaration
+	fleetBad bool
+	err      error
 }
 
 // Scan parses what dir's root package declares (see load.ParseImports)
@@ -160,6 +165,22 @@ func (t *Tree) Environments(ctx context.Context) (names []string, ok bool) {
 		return nil, false
 	}
 	return slices.Clone(e.names), true
+}
+
+// Fleet is the fleet the environments declare, read from the evaluation
+// the fingerprints make (and cache), so reading it loads nothing more. An
+// ErrUnsure error when the environments could not be evaluated or a
+// declaration is of the wrong type: fleet.Read on a loaded deployment then
+// says where.
+func (t *Tree) Fleet(ctx context.Context) (*fleet.Fleet, error) {
+	e := t.evaluated(ctx)
+	switch {
+	case e.err != nil:
+		return nil, e.err
+	case e.fleetBad:
+		return nil, fmt.Errorf("reading the fleet of %s: %w", t.dir, ErrUnsure)
+	}
+	return fleet.New(e.fleet)
 }
 
 // Sure is nil when the scan could follow every declaration, else why not.
@@ -368,6 +389,9 @@ func (t *Tree) evaluateEnvironments(ctx context.Context, overlay map[string][]by
 			continue
 		}
 		e.files[name] = files
+	}
+	if e.fleet, err = fleet.Declare(t.dir, envs); err != nil {
+		e.fleet, e.fleetBad = nil, true
 	}
 	return e
 }

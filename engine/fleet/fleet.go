@@ -52,17 +52,44 @@ type Fleet struct {
 	groups       map[string][]string
 }
 
+// Declaration is an environment as its CUE declares it, before the
+// fleet's checks: what New reads, and what a cache of evaluated
+// environments keeps (engine/fingerprint), so a fleet is read without
+// loading the deployment again.
+type Declaration struct {
+	Name  string   `json:"name"`
+	Pos   string   `json:"pos"`
+	Group string   `json:"group,omitempty"`
+	After []string `json:"after,omitempty"`
+	// Wave is rollout.wave; WavePos where it is set ("" when it is not:
+	// the gate graph decides the wave).
+	Wave        int           `json:"wave,omitempty"`
+	WavePos     string        `json:"wavePos,omitempty"`
+	Soak        time.Duration `json:"soak,omitempty"`
+	KubeContext string        `json:"kubeContext,omitempty"`
+}
+
 // Read reads and checks the fleet of a loaded deployment directory.
 func Read(d *load.Deployment) (*Fleet, error) {
-	envs := d.Root.LookupPath(cue.ParsePath("environments"))
+	decl, err := Declare(d.Dir, d.Root.LookupPath(cue.ParsePath("environments")))
+	if err != nil {
+		return nil, err
+	}
+	return New(decl)
+}
+
+// Declare reads each environment of envs, the `environments` of the
+// deployment directory dir, as declared; a field of the wrong type is an
+// error at its position.
+func Declare(dir string, envs cue.Value) ([]Declaration, error) {
 	names, err := load.FieldNames(envs)
 	if err != nil {
-		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading the environments of %s:\n%s", d.Dir, load.Describe(err)))
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("reading the environments of %s:\n%s", dir, load.Describe(err)))
 	}
-	f := &Fleet{byName: map[string]int{}, groups: map[string][]string{}}
+	out := make([]Declaration, 0, len(names))
 	for _, n := range names {
 		v := envs.LookupPath(cue.MakePath(cue.Str(n)))
-		e := Environment{Name: n, Pos: v.Pos().String()}
+		e := Declaration{Name: n, Pos: v.Pos().String()}
 		e.Group, _ = v.LookupPath(cue.ParsePath("group")).String()
 		w := v.LookupPath(cue.ParsePath("rollout.wave"))
 		if dv, ok := w.Default(); ok {
@@ -73,7 +100,7 @@ func Read(d *load.Deployment) (*Fleet, error) {
 			if err != nil {
 				return nil, fault.Validationf("environment %q: rollout.wave must be a whole number ≥ 0 (at %s): %s", n, w.Pos(), load.Describe(err))
 			}
-			e.Wave, e.wavePos = int(i), w.Pos().String()
+			e.Wave, e.WavePos = int(i), w.Pos().String()
 		}
 		if a := v.LookupPath(cue.ParsePath("rollout.after")); a.Exists() {
 			if err := a.Decode(&e.After); err != nil {
@@ -94,9 +121,22 @@ func Read(d *load.Deployment) (*Fleet, error) {
 			e.Soak = d
 		}
 		e.KubeContext, _ = v.LookupPath(cue.ParsePath("cluster.kubeContext")).String()
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// New checks declared environments as a fleet: every rollout.after
+// names an environment or a group, no gate waits on itself, waves follow
+// the gates.
+func New(decl []Declaration) (*Fleet, error) {
+	f := &Fleet{byName: map[string]int{}, groups: map[string][]string{}}
+	for _, d := range decl {
+		e := Environment{Name: d.Name, Pos: d.Pos, Group: d.Group, Wave: d.Wave, wavePos: d.WavePos,
+			After: slices.Clone(d.After), Soak: d.Soak, KubeContext: d.KubeContext}
 		f.Environments = append(f.Environments, e)
 		if e.Group != "" {
-			f.groups[e.Group] = append(f.groups[e.Group], n)
+			f.groups[e.Group] = append(f.groups[e.Group], e.Name)
 		}
 	}
 	f.index()
