@@ -49,6 +49,7 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap
 			return nil, false
 		}
 		s.present, s.tree, s.releases, s.envs = true, t, t.Releases(), envs
+		s.index()
 		return s, true
 	}
 	// One side after the other: cue/load parses in parallel already.
@@ -103,6 +104,9 @@ type reviewSide struct {
 	err      error            // loading failed; every release on this side errs
 	releases []string
 	envs     []string
+	// declared is releases × envs as a set (unitKey), for declares: a
+	// review asks it for every pair, several times.
+	declared map[string]bool
 	// tree is the side as parsed, when its fingerprints can be trusted.
 	tree *fingerprint.Tree
 	// pruned prunes the side to the releases that are rendered
@@ -165,12 +169,24 @@ func loadReviewSide(ctx context.Context, name string, snap *snapshot, required b
 	if s.envs, err = load.FieldNames(d.Root.LookupPath(cue.ParsePath("environments"))); err != nil {
 		s.err = fault.Wrap(fault.Validation, fmt.Errorf("reading the %s's environments:\n%s", name, load.Describe(err)))
 	}
+	s.index()
 	return s
+}
+
+// index fills declared from releases and envs.
+func (s *reviewSide) index() {
+	s.declared = make(map[string]bool, len(s.releases)*(len(s.envs)+1))
+	for _, key := range s.releases {
+		s.declared[unitKey("", key)] = true
+		for _, env := range s.envs {
+			s.declared[unitKey(env, key)] = true
+		}
+	}
 }
 
 // declares reports whether the side declares release key in env.
 func (s *reviewSide) declares(key, env string) bool {
-	return s.present && s.err == nil && slices.Contains(s.releases, key) && (env == "" || slices.Contains(s.envs, env))
+	return s.present && s.err == nil && s.declared[unitKey(env, key)]
 }
 
 func reviewEnvironments(opts ReviewOptions, head, base *reviewSide) ([]string, error) {
@@ -272,21 +288,33 @@ func identicalUnits(ctx context.Context, opts ReviewOptions, head, base *reviewS
 		return nil
 	}
 	ro := opts.Selection.renderOptions()
-	var out []UnchangedRelease
-	head.identical = map[string]bool{}
+	type pair struct {
+		env, key  string
+		identical bool
+	}
+	var pairs []pair
 	for _, env := range envs {
 		for _, key := range keys {
-			if !head.declares(key, env) || !base.declares(key, env) {
-				continue
+			if head.declares(key, env) && base.declares(key, env) {
+				pairs = append(pairs, pair{env: env, key: key})
 			}
-			in := fingerprint.Inputs{Environment: env, ValuesFiles: ro.ValuesFiles, Values: ro.Values}
-			h, herr := head.tree.Of(ctx, key, in)
-			b, berr := base.tree.Of(ctx, key, in)
-			if herr != nil || berr != nil || h != b {
-				continue
-			}
-			head.identical[unitKey(env, key)] = true
-			out = append(out, UnchangedRelease{Release: key, Environment: env})
+		}
+	}
+	// Two fingerprints per pair, for every pair of a monorepo: on every
+	// core (a Tree is safe for concurrent use).
+	workers.Run(ctx, workers.Count(len(pairs), opts.Parallelism), len(pairs), func(i int) {
+		p := &pairs[i]
+		in := fingerprint.Inputs{Environment: p.env, ValuesFiles: ro.ValuesFiles, Values: ro.Values}
+		h, herr := head.tree.Of(ctx, p.key, in)
+		b, berr := base.tree.Of(ctx, p.key, in)
+		p.identical = herr == nil && berr == nil && h == b
+	})
+	var out []UnchangedRelease
+	head.identical = map[string]bool{}
+	for _, p := range pairs {
+		if p.identical {
+			head.identical[unitKey(p.env, p.key)] = true
+			out = append(out, UnchangedRelease{Release: p.key, Environment: p.env})
 		}
 	}
 	return out
