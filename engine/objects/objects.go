@@ -57,7 +57,13 @@ const (
 	pollInterval       = 100 * time.Millisecond
 )
 
-// Action is what happened (or, in a dry run, would happen) to an object.
+// Action is what a write did to an object (in a dry run, what it would
+// do): the applier's verbs, as fluxcd/pkg/ssa's Action. What a comparison
+// finds without writing is engine/preview's Class (added, modified,
+// stale, ghost): a stale object is one an apply may or may not prune, a
+// ghost one no write of this release made. They stay two types so that
+// neither JSON vocabulary (`action` in apply results, `change` in diffs
+// and reviews) can carry a word the other's operation never produces.
 type Action string
 
 // Actions.

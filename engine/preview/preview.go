@@ -30,7 +30,9 @@ import (
 	"github.com/opmodel/pipeline/engine/render"
 )
 
-// Class is what would happen to an object.
+// Class is what comparing a render with the inventory and the cluster
+// (or with another commit's render) finds for an object. What an apply
+// did to it is engine/objects' Action, a separate vocabulary (see there).
 type Class string
 
 // Classes.
