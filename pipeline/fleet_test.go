@@ -66,15 +66,7 @@ releases: app: #module: appmodule
 // as the review that rendered.
 func TestCachedReviewKeepsRolloutOrder(t *testing.T) {
 	// No Secret: a release holding one is never cached.
-	dir := deploytest.Write(t, map[string]string{"deploy.cue": `package deploy
-
-import (
-	core "github.com/opmodel/pipeline/catalog@v0"
-	appmodule "test.example/deploy/app"
-)
-
-environments: [Name=string]: core.#Environment & {metadata: name: Name}
-releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+	dir := deploytest.Write(t, map[string]string{"deploy.cue": deploytest.Header + `
 environments: zeta: {namespace: "a", group: "staging"}
 environments: "prod-b": {namespace: "a", group: "production", rollout: {after: ["canary"]}}
 environments: "prod-a": {namespace: "a", group: "production", rollout: wave: 2}

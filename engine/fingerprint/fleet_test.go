@@ -18,17 +18,7 @@ import (
 	"github.com/opmodel/pipeline/internal/deploytest"
 )
 
-const fleetHeader = `package deploy
-
-import (
-	core "github.com/opmodel/pipeline/catalog@v0"
-	appmodule "test.example/deploy/app"
-)
-
-environments: [Name=string]: core.#Environment & {metadata: name: Name}
-releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
-releases: app: #module: appmodule
-`
+const fleetHeader = deploytest.Header + "releases: app: #module: appmodule\n"
 
 // generatedFleet is n environments with random groups, gates (earlier
 // environments and groups mostly, sometimes later ones: cycles and

@@ -15,17 +15,7 @@ import (
 	"github.com/opmodel/pipeline/internal/deploytest"
 )
 
-const header = `package deploy
-
-import (
-	core "github.com/opmodel/pipeline/catalog@v0"
-	appmodule "test.example/deploy/app"
-)
-
-environments: [Name=string]: core.#Environment & {metadata: name: Name}
-releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
-releases: app: #module: appmodule
-`
+const header = deploytest.Header + "releases: app: #module: appmodule\n"
 
 func read(t *testing.T, envs string) (*fleet.Fleet, error) {
 	t.Helper()

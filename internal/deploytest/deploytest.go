@@ -187,7 +187,13 @@ metadata: {
 // its path.
 func HealthyDir(t testing.TB, body string) string {
 	t.Helper()
-	return Write(t, map[string]string{"app/app.cue": HealthyModule, "deploy.cue": `package deploy
+	return Write(t, map[string]string{"app/app.cue": HealthyModule, "deploy.cue": Header + "\n" + body})
+}
+
+// Header opens a deploy.cue: the package, the catalog and the app module
+// imported (as appmodule), every environment and release typed by the
+// catalog. A test adds its environments and releases.
+const Header = `package deploy
 
 import (
 	core "github.com/opmodel/pipeline/catalog@v0"
@@ -196,6 +202,4 @@ import (
 
 environments: [Name=string]: core.#Environment & {metadata: name: Name}
 releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
-
-` + body})
-}
+`
