@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -117,6 +118,9 @@ type harness struct {
 	srv    *fakegithub.Server
 	env    map[string]string
 	stdout bytes.Buffer
+	// tee, when set, also gets what a run writes, as it writes it (a test
+	// waits on a line there instead of on the clock).
+	tee io.Writer
 }
 
 // newHarness prepares a run for the event in testdata/events/<event>.json,
@@ -174,7 +178,11 @@ func (h *harness) runErr() error {
 			return err
 		}
 	}
-	ctx, action, flush := newAction(h.t.Context(), func(k string) string { return h.env[k] }, &h.stdout)
+	var w io.Writer = &h.stdout
+	if h.tee != nil {
+		w = io.MultiWriter(w, h.tee)
+	}
+	ctx, action, flush := newAction(h.t.Context(), func(k string) string { return h.env[k] }, w)
 	err := run(ctx, action, h.srv.Client())
 	return errors.Join(err, flush())
 }

@@ -212,15 +212,28 @@ releases: app: #module: appmodule
 	assert.Equal(t, len(m.Include), 5)
 
 	// Every deploy at once: its gate job, then, once that passed, its
-	// apply job (where a reviewer would be asked to approve).
+	// apply job (where a reviewer would be asked to approve). The
+	// reviewers approve once every later wave's gate job has said it
+	// waits (or ended): a gate job that starts after its gates were
+	// applied has nothing to wait for, and on a busy machine the first
+	// wave could otherwise finish before a later gate job looked.
 	n := len(m.Include)
 	gateLogs, logs := make([]string, n), make([]string, n)
 	errs := make([]error, n)
 	applyJobs := make([]*harness, n)
 	approvalAsked := make([]time.Time, n)
+	said := make([]*seen, n)
+	var waiting []*seen
+	for i, e := range m.Include {
+		said[i] = newSeen("waiting for its promotion gates")
+		if e.Wave > 0 {
+			waiting = append(waiting, said[i])
+		}
+	}
 	var wg sync.WaitGroup
 	for i, e := range m.Include {
 		gate := newHarness(t, r, "push", "push.json")
+		gate.tee = said[i]
 		gate.env["INPUT_PATH"] = "."
 		gate.env["INPUT_MODE"] = gateWith["mode"]
 		gate.env["INPUT_KUBECONFIG"] = string(kc)
@@ -239,9 +252,13 @@ releases: app: #module: appmodule
 		go func() {
 			defer wg.Done()
 			errs[i] = gate.runErr()
+			said[i].end()
 			gateLogs[i] = gate.stdout.String()
 			if errs[i] != nil {
 				return
+			}
+			for _, w := range waiting {
+				<-w.ch
 			}
 			approvalAsked[i] = time.Now()
 			errs[i] = job.runErr()
@@ -317,3 +334,27 @@ releases: app: #module: appmodule
 		assert.Check(t, runs(env) == want, "%s runs %s, want %s", env, runs(env), want)
 	}
 }
+
+// seen closes ch once what is written to it contains want, or once end
+// is called: a goroutine waits on a line of a running job's log.
+type seen struct {
+	want string
+	ch   chan struct{}
+	once sync.Once
+	mu   sync.Mutex
+	buf  strings.Builder
+}
+
+func newSeen(want string) *seen { return &seen{want: want, ch: make(chan struct{})} }
+
+func (s *seen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Write(p)
+	if strings.Contains(s.buf.String(), s.want) {
+		s.end()
+	}
+	return len(p), nil
+}
+
+func (s *seen) end() { s.once.Do(func() { close(s.ch) }) }
