@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 )
 
@@ -28,3 +29,6 @@ func ReviewInChunks(ctx context.Context, opts ReviewOptions, n int) (*ChangeSet,
 func ReviewPart(ctx context.Context, opts ReviewOptions) (*PartialReview, error) {
 	return reviewPart(ctx, opts, "generated")
 }
+
+// IdentityEntry is the identity cache's file name for an input fingerprint.
+func IdentityEntry(inputs string) string { return filepath.Base(identityCache{}.path(inputs)) }

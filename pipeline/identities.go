@@ -52,18 +52,13 @@ type cachedIdentity struct {
 	ReleaseID   string         `json:"releaseId"`
 	Module      render.Module  `json:"module"`
 	Cluster     render.Cluster `json:"cluster"`
-	Reach       *cachedReach   `json:"reach,omitempty"`
-}
-
-// cachedReach is render.Reach with what its JSON form leaves out.
-type cachedReach struct {
-	render.Reach
-	Explicit bool `json:"explicit,omitempty"`
+	Reach       *render.Reach  `json:"reach,omitempty"`
 }
 
 // identityFormat names the entries' format in their file names: entries of
-// an older format (without the reach) are never read as this one's.
-const identityFormat = "v2-"
+// an older format (v1 without the reach, v2 with its namespaces under
+// "allowed") are never read as this one's.
+const identityFormat = "v3-"
 
 func (c identityCache) path(fp string) string {
 	return filepath.Join(c.dir, identityFormat+strings.TrimPrefix(fp, "inputs-sha256-")+".json")
@@ -84,10 +79,7 @@ func (c identityCache) get(fp string) (*render.Release, bool) {
 	}
 	r := &render.Release{Key: e.Key, Name: e.Name, Namespace: e.Namespace, Environment: e.Environment,
 		ReleaseID: e.ReleaseID, Module: e.Module, Cluster: e.Cluster, Fingerprint: fp}
-	if e.Reach != nil {
-		r.Reach = &e.Reach.Reach
-		r.Reach.Explicit = e.Reach.Explicit
-	}
+	r.Reach = e.Reach
 	return r, true
 }
 
@@ -106,10 +98,7 @@ func (c identityCache) put(r *render.Release) {
 // cachedOf is what the cache keeps of r.
 func cachedOf(r *render.Release) cachedIdentity {
 	e := cachedIdentity{Key: r.Key, Name: r.Name, Namespace: r.Namespace, Environment: r.Environment,
-		ReleaseID: r.ReleaseID, Module: r.Module, Cluster: r.Cluster}
-	if r.Reach != nil {
-		e.Reach = &cachedReach{Reach: *r.Reach, Explicit: r.Reach.Explicit}
-	}
+		ReleaseID: r.ReleaseID, Module: r.Module, Cluster: r.Cluster, Reach: r.Reach}
 	return e
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/render"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestCachedIdentityKeepsTheReach(t *testing.T) {
 	c := identityCache{dir: t.TempDir()}
 	want := &render.Release{Key: "app", Name: "app", Namespace: "team-a-web", Environment: "prod", ReleaseID: "id-1",
-		Fingerprint: "inputs-sha256-abc", Reach: &render.Reach{Environment: "prod", Allowed: []string{"team-a-*"}, ClusterScoped: true, Explicit: true}}
+		Fingerprint: "inputs-sha256-abc", Reach: &render.Reach{Reach: inventory.Reach{Namespaces: []string{"team-a-*"}, ClusterScoped: true}, Environment: "prod", Explicit: true}}
 	c.put(want)
 	got, ok := c.get(want.Fingerprint)
 	assert.Assert(t, ok)

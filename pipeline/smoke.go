@@ -647,7 +647,7 @@ func smokePrefix(given string, rel *render.Release) (string, error) {
 		return prefix, nil
 	}
 	if given == "" {
-		for _, glob := range rel.Reach.Allowed {
+		for _, glob := range rel.Reach.Namespaces {
 			if start, ok := strings.CutSuffix(glob, "*"); ok && !strings.ContainsAny(start, "*?[") {
 				if p := start + "smoke"; probe(p) {
 					return p, nil
@@ -656,7 +656,7 @@ func smokePrefix(given string, rel *render.Release) (string, error) {
 		}
 	}
 	return "", fault.Validationf("environment %q lets release %s write only into %s, and a smoke test's throwaway namespace %s-%s-… is none of them: add a pattern for throwaway namespaces to its namespaces.allowed, e.g. %q, or pass a --namespace-prefix one of them admits",
-		rel.Environment, rel.Name, strings.Join(rel.Reach.Allowed, ", "), prefix, rel.Name, rel.Namespace+"-smoke-*")
+		rel.Environment, rel.Name, strings.Join(rel.Reach.Namespaces, ", "), prefix, rel.Name, rel.Namespace+"-smoke-*")
 }
 
 func createSmokeNamespace(ctx context.Context, cl *kube.Cluster, prefix, release string) (string, error) {

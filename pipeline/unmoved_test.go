@@ -198,13 +198,13 @@ func TestIdentityCacheServesTheFastPath(t *testing.T) {
 	assert.NilError(t, err)
 	first := res.Releases[0]
 	_, c := latestChange(t, first)
-	entry := filepath.Join(cacheDir, "identities", "v2-"+strings.TrimPrefix(c.Inputs, "inputs-sha256-")+".json")
+	entry := filepath.Join(cacheDir, "identities", pipeline.IdentityEntry(c.Inputs))
 	b, err := os.ReadFile(entry)
 	assert.NilError(t, err, "the full apply cached the identity")
 	assert.Assert(t, strings.Contains(string(b), first.ReleaseID), string(b))
 	// The reach too: the fast path checks the recorded entries against it,
 	// and an identity without one allowed every namespace.
-	assert.Assert(t, strings.Contains(string(b), fmt.Sprintf(`"reach":{"environment":"dev","allowed":[%q]}`, ns)), string(b))
+	assert.Assert(t, strings.Contains(string(b), fmt.Sprintf(`"reach":{"namespaces":[%q],"environment":"dev"}`, ns)), string(b))
 	assert.Assert(t, !strings.Contains(string(b), "smoke-secret-value"), "no values in the cache")
 
 	res, err = pipeline.Apply(t.Context(), opts)
@@ -235,7 +235,7 @@ func TestStatusReadsTheCachedIdentities(t *testing.T) {
 	res, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: co})
 	assert.NilError(t, err)
 	_, c := latestChange(t, res.Releases[0])
-	entry := filepath.Join(cacheDir, "identities", "v2-"+strings.TrimPrefix(c.Inputs, "inputs-sha256-")+".json")
+	entry := filepath.Join(cacheDir, "identities", pipeline.IdentityEntry(c.Inputs))
 	b, err := os.ReadFile(entry)
 	assert.NilError(t, err)
 	status := func() (*pipeline.StatusResult, error) {

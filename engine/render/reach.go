@@ -12,23 +12,22 @@ import (
 )
 
 // Reach is where an environment lets its releases write: the namespaces
-// (names and globs) and whether cluster-scoped objects may be rendered. A
+// (names and globs) and whether cluster-scoped objects may be rendered,
+// as an inventory records them (inventory.Reach, embedded: one type for
+// the policy wherever it is held), with the environment it is from. A
 // release rendered without an environment has none (nil: no limit).
 //
 // The render checks it on what it renders; the pipeline checks it again on
 // what will be applied, once the cluster has said which kinds are
 // namespaced (engine/scope), immediately before any write.
 type Reach struct {
+	// Namespaces: unset in the environment, the release's own namespace.
+	inventory.Reach
 	// Environment names the environment the reach is from.
 	Environment string `json:"environment"`
-	// Allowed are namespace names and globs (team-a-*); unset in the
-	// environment, the release's own namespace.
-	Allowed []string `json:"allowed"`
-	// ClusterScoped lets releases write cluster-scoped objects.
-	ClusterScoped bool `json:"clusterScoped,omitempty"`
 	// Explicit: the environment sets namespaces.allowed; otherwise
-	// Allowed is the release's own namespace, wherever that is.
-	Explicit bool `json:"-"`
+	// Namespaces is the release's own namespace, wherever that is.
+	Explicit bool `json:"explicit,omitempty"`
 }
 
 // reachOf reads namespaces of an environment as declared (env is the
@@ -38,7 +37,7 @@ func reachOf(env cue.Value, envName, releaseNS string) (*Reach, error) {
 	if envName == "" {
 		return nil, nil
 	}
-	r := &Reach{Environment: envName, Allowed: []string{releaseNS}}
+	r := &Reach{Reach: inventory.Reach{Namespaces: []string{releaseNS}}, Environment: envName}
 	ns := env.LookupPath(cue.ParsePath("namespaces"))
 	if !ns.Exists() {
 		return r, nil
@@ -48,7 +47,7 @@ func reachOf(env cue.Value, envName, releaseNS string) (*Reach, error) {
 		if err := a.Decode(&allowed); err != nil {
 			return nil, fmt.Errorf("environment %q: namespaces.allowed: %w", envName, err)
 		}
-		r.Allowed, r.Explicit = allowed, true
+		r.Namespaces, r.Explicit = allowed, true
 	}
 	if cs := ns.LookupPath(cue.ParsePath("clusterScoped")); cs.Exists() {
 		if d, ok := cs.Default(); ok {
@@ -70,15 +69,17 @@ func (r *Reach) Recorded() *inventory.Reach {
 	if r == nil {
 		return &inventory.Reach{Namespaces: []string{"*"}, ClusterScoped: true}
 	}
-	return &inventory.Reach{Namespaces: slices.Clone(r.Allowed), ClusterScoped: r.ClusterScoped}
+	return &inventory.Reach{Namespaces: slices.Clone(r.Namespaces), ClusterScoped: r.ClusterScoped}
 }
 
 // Allows reports whether namespace ns is one the releases may write to.
+// It hides the embedded inventory.Reach's Allows (of an entry), which a
+// nil Reach could not call: entries are checked against Recorded().
 func (r *Reach) Allows(ns string) bool {
 	if r == nil {
 		return true
 	}
-	return inventory.NamespaceMatches(r.Allowed, ns)
+	return inventory.NamespaceMatches(r.Namespaces, ns)
 }
 
 // Check says why res may not be written in this environment, or "".
@@ -96,7 +97,7 @@ func (r *Reach) Check(res manifest.Resource, releaseNS string) string {
 	case ns == "" && !r.ClusterScoped:
 		return fmt.Sprintf("renders %s, a cluster-scoped object, which environment %q does not allow: set `namespaces: clusterScoped: true` in environment %s if this release may write outside its namespace", id, r.Environment, r.Environment)
 	case ns != "" && !r.Allows(ns):
-		msg := fmt.Sprintf("renders %s into namespace %q, which environment %q does not allow (namespaces.allowed: %s)", id, ns, r.Environment, strings.Join(r.Allowed, ", "))
+		msg := fmt.Sprintf("renders %s into namespace %q, which environment %q does not allow (namespaces.allowed: %s)", id, ns, r.Environment, strings.Join(r.Namespaces, ", "))
 		if ns == "default" && releaseNS != "default" {
 			msg += fmt.Sprintf("; the release's namespace is %q: a transformer that writes `namespace: #context.namespace | *\"default\"` gets \"default\", because CUE takes the marked default of that disjunction whatever the context says — fix the provider, or add \"default\" to namespaces.allowed if it is meant", releaseNS)
 		}
