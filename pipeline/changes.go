@@ -5,28 +5,28 @@ import (
 	"strings"
 
 	"github.com/opmodel/pipeline/engine/manifest"
-	"github.com/opmodel/pipeline/engine/preview"
 )
 
-// Change classifies one object in a diff or review: engine/preview's
-// classes, so a diff against the cluster and a review of two commits
-// speak one vocabulary (what apply did is engine/objects' Action).
-type Change = preview.Class
+// Change is what a diff or a review finds for an object: manifest.Action,
+// the one vocabulary of apply results, diffs and reviews, with the words
+// of a comparison (below), so a diff against the cluster and a review of
+// two commits speak the same.
+type Change = manifest.Action
 
-// Object change classes.
+// What a diff or review finds.
 const (
 	// Added: rendered, not on the cluster (or not in the base ref).
-	Added = preview.Added
+	Added = manifest.Added
 	// Modified: rendered and present, with differences.
-	Modified = preview.Modified
+	Modified = manifest.Modified
 	// Unchanged: rendered and present, no differences.
-	Unchanged = preview.Unchanged
+	Unchanged = manifest.Unchanged
 	// Stale: recorded in the inventory (or rendered by the base ref) but no
 	// longer rendered, after the component-rename check: apply would prune it.
-	Stale = preview.Stale
+	Stale = manifest.Stale
 	// Ghost: carries the release's labels on the cluster but is in neither
 	// the inventory nor the render (a failed apply left it, RFC scenario F).
-	Ghost = preview.Ghost
+	Ghost = manifest.Ghost
 )
 
 // ObjectRef names one Kubernetes object and the component that made it:

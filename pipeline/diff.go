@@ -9,6 +9,7 @@ import (
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/preview"
 	"github.com/opmodel/pipeline/engine/render"
 )
@@ -159,9 +160,9 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 			rc.Sensitive = rc.Sensitive || (o.ID.Group == "" && o.ID.Kind == "Secret")
 			oc := ObjectChange{
 				Object: ObjectRef{Group: o.ID.Group, Version: o.Version, Kind: o.ID.Kind, Namespace: o.ID.Namespace, Name: o.ID.Name, Component: o.Component},
-				Change: o.Class, Diff: o.Diff, Warning: o.Warning,
+				Change: o.Change, Diff: o.Diff, Warning: o.Warning,
 			}
-			if o.Class == preview.Ghost {
+			if o.Change == manifest.Ghost {
 				rc.Warnings = append(rc.Warnings, fmt.Sprintf("ghost %s: carries this release's labels but is in neither the inventory nor the render", o.ID))
 			}
 			rc.Objects = append(rc.Objects, oc)
@@ -206,18 +207,18 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 	for _, o := range pv.Objects {
 		oc := ObjectChange{
 			Object:  ObjectRef{Group: o.ID.Group, Version: o.Version, Kind: o.ID.Kind, Namespace: o.ID.Namespace, Name: o.ID.Name, Component: o.Component},
-			Change:  o.Class,
+			Change:  o.Change,
 			Diff:    o.Diff,
 			Warning: o.Warning,
 		}
-		if o.Class == preview.Stale {
+		if o.Change == manifest.Stale {
 			e := inventory.Entry{ID: o.ID, V: o.Version, Component: o.Component}
 			if w, relWarn := opts.Protection.warnings(e); w != "" {
 				oc.Warning = joinWarnings(w, oc.Warning)
 				rc.Warnings = append(rc.Warnings, relWarn)
 			}
 		}
-		if o.Class == preview.Ghost {
+		if o.Change == manifest.Ghost {
 			rc.Warnings = append(rc.Warnings, fmt.Sprintf("ghost %s: carries this release's labels but is in neither the inventory nor the render", o.ID))
 		}
 		rc.Objects = append(rc.Objects, oc)

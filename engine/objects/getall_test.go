@@ -44,7 +44,7 @@ func TestGetAllListsGroupsAndGetsWhatExists(t *testing.T) {
 		rs = append(rs, configMap(t, ns, n, "rendered"))
 	}
 	// cm-0 and cm-1 exist already, cm-1 with other data.
-	assert.Equal(t, c.Apply(t.Context(), rs[0], nil, false).Action, Created)
+	assert.Equal(t, c.Apply(t.Context(), rs[0], nil, false).Action, manifest.Created)
 	_, err := cluster(t).Clientset.CoreV1().ConfigMaps(ns).Create(t.Context(), configMapObj(ns, "cm-1", "theirs"), metav1.CreateOptions{})
 	assert.NilError(t, err)
 	rs = append(rs,

@@ -57,27 +57,6 @@ const (
 	pollInterval       = 100 * time.Millisecond
 )
 
-// Action is what a write did to an object (in a dry run, what it would
-// do): the applier's verbs, as fluxcd/pkg/ssa's Action. What a comparison
-// finds without writing is engine/preview's Class (added, modified,
-// stale, ghost): a stale object is one an apply may or may not prune, a
-// ghost one no write of this release made. They stay two types so that
-// neither JSON vocabulary (`action` in apply results, `change` in diffs
-// and reviews) can carry a word the other's operation never produces.
-type Action string
-
-// Actions.
-const (
-	Created    Action = "created"
-	Configured Action = "configured"
-	Unchanged  Action = "unchanged"
-	// Recreated: deleted and created again to change an immutable field.
-	Recreated Action = "recreated"
-	Deleted   Action = "deleted"
-	Skipped   Action = "skipped"
-	Failed    Action = "failed"
-)
-
 // Options tune a Client.
 type Options struct {
 	// FieldManager is the server-side apply manager; FieldManager when empty.
@@ -134,7 +113,7 @@ type Result struct {
 	// Version is the API version used.
 	Version   string
 	Component string
-	Action    Action
+	Action    manifest.Action
 	// Reason explains skipped and failed objects and notes on others.
 	Reason string
 	// Err is set when Action is Failed.
@@ -298,7 +277,7 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 	obj := manifest.NormalizeSecret(r.Object)
 	res := Result{ID: r.ID(), Version: obj.GroupVersionKind().Version, Component: r.Component}
 	fail := func(err error) Result {
-		res.Action, res.Err = Failed, err
+		res.Action, res.Err = manifest.Failed, err
 		return res
 	}
 	ri, _, err := c.resource(obj.GroupVersionKind(), obj.GetNamespace())
@@ -323,7 +302,7 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 		if err != nil {
 			return fail(fmt.Errorf("apply %s: %w", res.ID, err))
 		}
-		res.Action = Created
+		res.Action = manifest.Created
 		res.setWritten(c.writtenVersion(out), out)
 		return res
 	}
@@ -341,7 +320,7 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 		return fail(fmt.Errorf("apply %s: %w", res.ID, err))
 	}
 	if own.none() && sameObject(live, dry) {
-		res.Action = Unchanged
+		res.Action = manifest.Unchanged
 		res.setWritten(live.GetResourceVersion(), live)
 		return res
 	}
@@ -364,7 +343,7 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 			return fail(fmt.Errorf("apply %s: %w", res.ID, err))
 		}
 	}
-	res.Action = Configured
+	res.Action = manifest.Configured
 	return res
 }
 
@@ -494,12 +473,12 @@ func (c *Client) apply(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 // is gone and creates it again (in a dry run it only reports that).
 func (c *Client) recreate(ctx context.Context, ri dynamic.ResourceInterface, r manifest.Resource, live *unstructured.Unstructured, ie *ImmutableError, res Result) Result {
 	if c.opts.Force && isPVC(res.ID) && !c.opts.RecreatePVCs {
-		res.Action = Failed
+		res.Action = manifest.Failed
 		res.Err = ie // its message names --force --prune-pvcs
 		return res
 	}
 	if !c.opts.Force {
-		res.Action, res.Err = Failed, ie
+		res.Action, res.Err = manifest.Failed, ie
 		return res
 	}
 	fields := "immutable fields"
@@ -508,7 +487,7 @@ func (c *Client) recreate(ctx context.Context, ri dynamic.ResourceInterface, r m
 	}
 	res.Reason = "immutable " + fields + " changed: deleted and re-created (--force)"
 	if c.opts.DryRun {
-		res.Action = Recreated
+		res.Action = manifest.Recreated
 		return res
 	}
 	uid := live.GetUID()
@@ -518,18 +497,18 @@ func (c *Client) recreate(ctx context.Context, ri dynamic.ResourceInterface, r m
 		Preconditions:     &metav1.Preconditions{UID: &uid},
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
-		res.Action, res.Err = Failed, fmt.Errorf("recreate %s: delete: %w", res.ID, err)
+		res.Action, res.Err = manifest.Failed, fmt.Errorf("recreate %s: delete: %w", res.ID, err)
 		return res
 	}
 	if err := c.waitGone(ctx, ri, r.Object.GetName(), uid); err != nil {
-		res.Action, res.Err = Failed, fmt.Errorf("recreate %s: %w", res.ID, err)
+		res.Action, res.Err = manifest.Failed, fmt.Errorf("recreate %s: %w", res.ID, err)
 		return res
 	}
 	if _, err := c.apply(ctx, ri, manifest.NormalizeSecret(r.Object), false, true); err != nil {
-		res.Action, res.Err = Failed, fmt.Errorf("recreate %s: create: %w", res.ID, err)
+		res.Action, res.Err = manifest.Failed, fmt.Errorf("recreate %s: create: %w", res.ID, err)
 		return res
 	}
-	res.Action = Recreated
+	res.Action = manifest.Recreated
 	return res
 }
 
@@ -601,7 +580,7 @@ func (c *Client) DeleteOwned(ctx context.Context, id manifest.ID, releaseID stri
 		return c.failed(res, fmt.Errorf("delete %s: get: %w", id, err))
 	}
 	if got := live.GetLabels()[manifest.LabelReleaseUUID]; got != releaseID {
-		res.Action, res.NotOurs = Skipped, true
+		res.Action, res.NotOurs = manifest.Skipped, true
 		res.Reason = fmt.Sprintf("%s (its %s label is %q, not this release's %s)", NotOursReason, manifest.LabelReleaseUUID, got, releaseID)
 		return res, nil
 	}
@@ -613,7 +592,7 @@ func (c *Client) DeleteOwned(ctx context.Context, id manifest.ID, releaseID stri
 // is false (and res already "already gone") when the kind is no longer
 // served.
 func (c *Client) forDelete(id manifest.ID) (ri dynamic.ResourceInterface, res Result, served bool, err error) {
-	res = Result{ID: id, Action: Deleted}
+	res = Result{ID: id, Action: manifest.Deleted}
 	m, err := c.Mapping(id.GroupKind(), "")
 	if meta.IsNoMatchError(err) {
 		res.Reason = "already gone (its kind is no longer served)"
@@ -651,7 +630,7 @@ func (c *Client) deleteNow(ctx context.Context, ri dynamic.ResourceInterface, re
 }
 
 func (c *Client) failed(res Result, err error) (Result, error) {
-	res.Action, res.Err = Failed, err
+	res.Action, res.Err = manifest.Failed, err
 	return res, err
 }
 

@@ -87,7 +87,7 @@ func TestApplyCreatedConfiguredUnchanged(t *testing.T) {
 	r := configMap(t, ns, "settings", "a")
 	got := c.Apply(ctx, r, nil, false)
 	assert.NilError(t, got.Err)
-	assert.Equal(t, got.Action, Created)
+	assert.Equal(t, got.Action, manifest.Created)
 	live, err := get(t, c, r)
 	assert.NilError(t, err)
 	rv := live.GetResourceVersion()
@@ -95,14 +95,14 @@ func TestApplyCreatedConfiguredUnchanged(t *testing.T) {
 
 	got = c.Apply(ctx, configMap(t, ns, "settings", "a"), nil, false)
 	assert.NilError(t, got.Err)
-	assert.Equal(t, got.Action, Unchanged)
+	assert.Equal(t, got.Action, manifest.Unchanged)
 	live, err = get(t, c, r)
 	assert.NilError(t, err)
 	assert.Equal(t, live.GetResourceVersion(), rv, "an unchanged object is not written")
 
 	got = c.Apply(ctx, configMap(t, ns, "settings", "b"), nil, false)
 	assert.NilError(t, got.Err)
-	assert.Equal(t, got.Action, Configured)
+	assert.Equal(t, got.Action, manifest.Configured)
 	live, err = get(t, c, r)
 	assert.NilError(t, err)
 	assert.Assert(t, live.GetResourceVersion() != rv)
@@ -118,7 +118,7 @@ func TestApplyDryRunWritesNothing(t *testing.T) {
 
 	got := dry.Apply(ctx, configMap(t, ns, "new", "a"), nil, false)
 	assert.NilError(t, got.Err)
-	assert.Equal(t, got.Action, Created)
+	assert.Equal(t, got.Action, manifest.Created)
 	_, err := get(t, real, configMap(t, ns, "new", "a"))
 	assert.Assert(t, apierrors.IsNotFound(err), "dry run must not create: %v", err)
 
@@ -126,8 +126,8 @@ func TestApplyDryRunWritesNothing(t *testing.T) {
 	before, err := get(t, real, configMap(t, ns, "old", "a"))
 	assert.NilError(t, err)
 	got = dry.Apply(ctx, configMap(t, ns, "old", "b"), nil, false)
-	assert.Equal(t, got.Action, Configured)
-	assert.Equal(t, dry.Apply(ctx, configMap(t, ns, "old", "a"), nil, false).Action, Unchanged)
+	assert.Equal(t, got.Action, manifest.Configured)
+	assert.Equal(t, dry.Apply(ctx, configMap(t, ns, "old", "a"), nil, false).Action, manifest.Unchanged)
 	after, err := get(t, real, configMap(t, ns, "old", "a"))
 	assert.NilError(t, err)
 	assert.Equal(t, after.GetResourceVersion(), before.GetResourceVersion())
@@ -148,7 +148,7 @@ data: {key: a}
 	assert.NilError(t, c.cluster.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns).Delete(ctx, "held", metav1.DeleteOptions{}))
 
 	got := c.Apply(ctx, r, nil, false)
-	assert.Equal(t, got.Action, Failed)
+	assert.Equal(t, got.Action, manifest.Failed)
 	var te *TerminatingError
 	assert.Assert(t, errors.As(got.Err, &te))
 	assert.ErrorContains(t, got.Err, "is being deleted")
@@ -192,7 +192,7 @@ func TestImmutableFieldIsReportedWithTheField(t *testing.T) {
 	assert.NilError(t, c.Apply(ctx, deployment(t, ns, "a"), nil, false).Err)
 
 	got := c.Apply(ctx, deployment(t, ns, "b"), nil, false)
-	assert.Equal(t, got.Action, Failed)
+	assert.Equal(t, got.Action, manifest.Failed)
 	var ie *ImmutableError
 	assert.Assert(t, errors.As(got.Err, &ie), "%v", got.Err)
 	assert.DeepEqual(t, ie.Fields, []string{"spec.selector"})
@@ -211,14 +211,14 @@ func TestImmutableFieldWithForceRecreates(t *testing.T) {
 	// A dry run says what would happen and does nothing.
 	got := newClient(t, Options{Force: true, DryRun: true}).Apply(ctx, deployment(t, ns, "b"), nil, false)
 	assert.NilError(t, got.Err)
-	assert.Equal(t, got.Action, Recreated)
+	assert.Equal(t, got.Action, manifest.Recreated)
 	same, err := get(t, newClient(t, Options{}), deployment(t, ns, "a"))
 	assert.NilError(t, err)
 	assert.Equal(t, same.GetUID(), before.GetUID())
 
 	got = newClient(t, Options{Force: true}).Apply(ctx, deployment(t, ns, "b"), nil, false)
 	assert.NilError(t, got.Err)
-	assert.Equal(t, got.Action, Recreated)
+	assert.Equal(t, got.Action, manifest.Recreated)
 	assert.Assert(t, strings.Contains(got.Reason, "spec.selector"), got.Reason)
 	after, err := get(t, newClient(t, Options{}), deployment(t, ns, "b"))
 	assert.NilError(t, err)
@@ -263,7 +263,7 @@ func TestDeleteUsesPreferredVersion(t *testing.T) {
 
 	got, err := c.Delete(ctx, d.ID())
 	assert.NilError(t, err)
-	assert.Equal(t, got.Action, Deleted)
+	assert.Equal(t, got.Action, manifest.Deleted)
 	assert.Equal(t, got.Version, "v1")
 	assert.Equal(t, got.Reason, "")
 	_, err = get(t, c, d)
@@ -275,7 +275,7 @@ func TestDeleteUsesPreferredVersion(t *testing.T) {
 
 	got, err = c.Delete(ctx, manifest.ID{Group: "example.com", Kind: "Gone", Namespace: ns, Name: "x"})
 	assert.NilError(t, err, "a kind no longer served has no objects left")
-	assert.Equal(t, got.Action, Deleted)
+	assert.Equal(t, got.Action, manifest.Deleted)
 }
 
 func TestDeleteDryRun(t *testing.T) {
@@ -286,7 +286,7 @@ func TestDeleteDryRun(t *testing.T) {
 	assert.NilError(t, c.Apply(ctx, r, nil, false).Err)
 	got, err := newClient(t, Options{DryRun: true}).Delete(ctx, r.ID())
 	assert.NilError(t, err)
-	assert.Equal(t, got.Action, Deleted)
+	assert.Equal(t, got.Action, manifest.Deleted)
 	_, err = get(t, c, r)
 	assert.NilError(t, err, "still there")
 }
@@ -338,7 +338,7 @@ spec: {size: 3}
 	dry, err := newClient(t, Options{DryRun: true}).ApplyAll(ctx, rs, ApplyOptions{})
 	assert.NilError(t, err)
 	assert.Equal(t, len(dry), 3)
-	assert.Equal(t, dry[2].Action, Created)
+	assert.Equal(t, dry[2].Action, manifest.Created)
 	assert.Assert(t, strings.Contains(dry[2].Reason, "CustomResourceDefinition"), dry[2].Reason)
 
 	var events []Result
@@ -349,7 +349,7 @@ spec: {size: 3}
 	assert.Equal(t, len(events), 3)
 	for i, r := range got {
 		assert.Equal(t, r.ID, rs[i].ID(), "results in input order")
-		assert.Equal(t, r.Action, Created)
+		assert.Equal(t, r.Action, manifest.Created)
 	}
 	assert.Equal(t, events[0].ID.Kind, "CustomResourceDefinition", "CRDs are applied first")
 	live, err := get(t, c, cr)
@@ -401,7 +401,7 @@ func TestApplyAllBoundedConcurrency(t *testing.T) {
 	got, err = c.ApplyAll(ctx, rs, ApplyOptions{})
 	assert.NilError(t, err)
 	for _, r := range got {
-		assert.Equal(t, r.Action, Unchanged)
+		assert.Equal(t, r.Action, manifest.Unchanged)
 	}
 }
 
@@ -439,8 +439,8 @@ func TestApplyAllDryRunIntoNewNamespace(t *testing.T) {
 	}
 	got, err := newClient(t, Options{DryRun: true}).ApplyAll(t.Context(), rs, ApplyOptions{})
 	assert.NilError(t, err)
-	assert.Equal(t, got[0].Action, Created)
-	assert.Equal(t, got[1].Action, Created)
+	assert.Equal(t, got[0].Action, manifest.Created)
+	assert.Equal(t, got[1].Action, manifest.Created)
 	assert.Assert(t, is.Contains(got[1].Reason, "its Namespace is created by this apply"))
 
 	// Without the Namespace in the set, the missing namespace is an error.
@@ -471,7 +471,7 @@ func TestForceRecreatesPVCsOnlyWhenAllowed(t *testing.T) {
 	assert.Assert(t, errors.As(got.Err, &ie), "a PVC spec change is an immutable change: %v", got.Err)
 
 	got = newClient(t, Options{Force: true}).Apply(ctx, pvc(t, ns, "fast"), nil, false)
-	assert.Equal(t, got.Action, Failed)
+	assert.Equal(t, got.Action, manifest.Failed)
 	assert.ErrorContains(t, got.Err, "--prune-pvcs")
 	same, err := get(t, newClient(t, Options{}), pvc(t, ns, "slow"))
 	assert.NilError(t, err)
@@ -481,7 +481,7 @@ func TestForceRecreatesPVCsOnlyWhenAllowed(t *testing.T) {
 	// its deletion starts (no pod uses it), and the re-create waits for it.
 	got = newClient(t, Options{Force: true, RecreatePVCs: true, WaitTimeout: 30 * time.Second}).Apply(ctx, pvc(t, ns, "fast"), nil, false)
 	assert.NilError(t, got.Err)
-	assert.Equal(t, got.Action, Recreated)
+	assert.Equal(t, got.Action, manifest.Recreated)
 	after, err := get(t, newClient(t, Options{}), pvc(t, ns, "fast"))
 	assert.NilError(t, err)
 	assert.Assert(t, after.GetUID() != before.GetUID(), "re-created")

@@ -99,22 +99,22 @@ func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts Appl
 			g.Go(func() error {
 				r := rs[i]
 				var res Result
-				if p, ok := opts.Planned[r.ID()]; ok && p.Action == Unchanged {
+				if p, ok := opts.Planned[r.ID()]; ok && p.Action == manifest.Unchanged {
 					res = p
 				} else if c.opts.DryRun && defined[r.ID().GroupKind()] {
 					res = c.dryRunPendingCR(gctx, r, opts.Live)
 				} else {
 					live, known := opts.Live[r.ID()]
 					res = c.Apply(gctx, r, live, known)
-					if c.opts.DryRun && res.Action == Failed && apierrors.IsNotFound(res.Err) {
+					if c.opts.DryRun && res.Action == manifest.Failed && apierrors.IsNotFound(res.Err) {
 						if namespaces[r.ID().Namespace] {
-							res = Result{ID: res.ID, Version: res.Version, Component: res.Component, Action: Created,
+							res = Result{ID: res.ID, Version: res.Version, Component: res.Component, Action: manifest.Created,
 								Reason: "its Namespace is created by this apply; the server cannot check it in a dry run"}
 						} else if role, ok := roleRef(r); ok && newRoles[role] {
-							res = Result{ID: res.ID, Version: res.Version, Component: res.Component, Action: Created,
+							res = Result{ID: res.ID, Version: res.Version, Component: res.Component, Action: manifest.Created,
 								Reason: "its role is created by this apply; the server checks the binding when it is applied"}
 							if live != nil {
-								res.Action = Configured
+								res.Action = manifest.Configured
 							}
 						}
 					}
@@ -131,7 +131,7 @@ func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts Appl
 		}
 		_ = g.Wait()
 		for _, i := range stage {
-			if res := results[i]; res != nil && res.Action == Created && isRole(res.ID) {
+			if res := results[i]; res != nil && res.Action == manifest.Created && isRole(res.ID) {
 				newRoles[res.ID] = true
 			}
 		}
@@ -229,7 +229,7 @@ func (c *Client) dryRunPendingCR(ctx context.Context, r manifest.Resource, liveK
 		live, known := liveKnown[r.ID()]
 		return c.Apply(ctx, r, live, known)
 	}
-	return Result{ID: r.ID(), Version: r.GVK().Version, Component: r.Component, Action: Created,
+	return Result{ID: r.ID(), Version: r.GVK().Version, Component: r.Component, Action: manifest.Created,
 		Reason: "its CustomResourceDefinition is created by this apply; the server cannot check it in a dry run"}
 }
 

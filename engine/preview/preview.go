@@ -30,20 +30,6 @@ import (
 	"github.com/opmodel/pipeline/engine/render"
 )
 
-// Class is what comparing a render with the inventory and the cluster
-// (or with another commit's render) finds for an object. What an apply
-// did to it is engine/objects' Action, a separate vocabulary (see there).
-type Class string
-
-// Classes.
-const (
-	Added     Class = "added"
-	Modified  Class = "modified"
-	Unchanged Class = "unchanged"
-	Stale     Class = "stale"
-	Ghost     Class = "ghost"
-)
-
 // Options tune a preview.
 type Options struct {
 	// Ghosts scans the cluster by label for ghosts (one LIST per type and
@@ -64,7 +50,7 @@ type Object struct {
 	ID        manifest.ID
 	Version   string
 	Component string
-	Class     Class
+	Change    manifest.Action
 	// Diff is a unified YAML diff, Secret values masked; for an added
 	// object every line is added, for a stale one every line removed.
 	Diff string
@@ -232,7 +218,7 @@ func liveObjects(ctx context.Context, cl *kube.Cluster, current []inventory.Entr
 // addGhosts adds what carries the release's labels but none of known.
 func (res *Result) addGhosts(labelled []*unstructured.Unstructured, m *diff.Masker, known ...[]manifest.ID) error {
 	for _, u := range discover.Ghosts(labelled, known...) {
-		o := Object{ID: discover.IDOf(u), Version: u.GroupVersionKind().Version, Component: u.GetLabels()[manifest.LabelComponentName], Class: Ghost,
+		o := Object{ID: discover.IDOf(u), Version: u.GroupVersionKind().Version, Component: u.GetLabels()[manifest.LabelComponentName], Change: manifest.Ghost,
 			Warning: "carries this release's labels but is in neither the inventory nor the render (left by a failed apply?); apply --prune-ghosts or prune --ghosts deletes it"}
 		if m == nil {
 			o.Warning = joinWarning(o.Warning, Withheld)
@@ -277,7 +263,7 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		if !inventory.Untouched(e, live[i].Object) {
 			return nil, false, nil
 		}
-		res.Objects = append(res.Objects, Object{ID: e.ID, Version: e.V, Component: e.Component, Class: Unchanged})
+		res.Objects = append(res.Objects, Object{ID: e.ID, Version: e.V, Component: e.Component, Change: manifest.Unchanged})
 	}
 	if opts.Ghosts {
 		labelled, stats, err := discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers})
@@ -308,27 +294,27 @@ func previewObject(ctx context.Context, client *objects.Client, r manifest.Resou
 	var ce *objects.ConflictError
 	switch {
 	case errors.As(err, &ie):
-		o.Class = Modified
+		o.Change = manifest.Modified
 		o.Warning = ie.Error()
 		o.Diff, err = diff.Unified(p.Live, r.Object, diff.Options{FromFile: "live", ToFile: "rendered", Masker: m})
 		return o, err
 	case errors.As(err, &ce):
-		o.Class = Modified
+		o.Change = manifest.Modified
 		o.Warning = ce.Error()
 		o.Diff, err = diff.Unified(p.Live, r.Object, diff.Options{FromFile: "live", ToFile: "rendered", Masker: m})
 		return o, err
 	case err != nil:
 		return o, err
 	case p.Live == nil:
-		o.Class = Added
+		o.Change = manifest.Added
 		o.Diff, err = diff.Unified(nil, p.Object, diff.Options{FromFile: "live", ToFile: "planned", Masker: m})
 		return o, err
 	}
 	o.Diff, err = diff.Unified(p.Live, p.Object, diff.Options{FromFile: "live", ToFile: "planned", Masker: m})
-	o.Class = Modified
+	o.Change = manifest.Modified
 	o.Warning = p.Ownership
 	if o.Diff == "" && !p.TakesOwnership {
-		o.Class = Unchanged
+		o.Change = manifest.Unchanged
 	}
 	return o, err
 }
@@ -340,7 +326,7 @@ func previewStale(ctx context.Context, client *objects.Client, stale []inventory
 	g.SetLimit(workers)
 	for i, e := range stale {
 		g.Go(func() error {
-			o := Object{ID: e.ID, Version: e.V, Component: e.Component, Class: Stale}
+			o := Object{ID: e.ID, Version: e.V, Component: e.Component, Change: manifest.Stale}
 			live, err := client.Get(gctx, e.ID.GroupKind().WithVersion(""), e.Namespace, e.Name)
 			if err == nil && (e.Secret || e.SecretName) {
 				o.Warning = joinWarning(o.Warning, Withheld)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/preview"
 	"github.com/opmodel/pipeline/engine/render"
@@ -149,7 +150,7 @@ func TestApplyTakesOverWhatOtherToolsWrote(t *testing.T) {
 				if tc.edited && o.Kind != "ConfigMap" {
 					continue
 				}
-				assert.Check(t, o.Action != objects.Unchanged, "%s/%s was adopted without taking ownership: %+v", o.Kind, o.Name, o)
+				assert.Check(t, o.Action != manifest.Unchanged, "%s/%s was adopted without taking ownership: %+v", o.Kind, o.Name, o)
 			}
 			cm := live(t, "v1", "ConfigMap", ns, "settings")
 			assert.DeepEqual(t, cm.Object["data"], map[string]any{"kept": "1", "dropped": "2"})
@@ -165,7 +166,7 @@ func TestApplyTakesOverWhatOtherToolsWrote(t *testing.T) {
 			p, err := preview.Release(t.Context(), cluster(t), after, preview.Options{})
 			assert.NilError(t, err)
 			for _, o := range p.Objects {
-				assert.Check(t, is.Equal(o.Class, preview.Unchanged), "%s: %s\n%s", o.ID, o.Warning, o.Diff)
+				assert.Check(t, is.Equal(o.Change, manifest.Unchanged), "%s: %s\n%s", o.ID, o.Warning, o.Diff)
 			}
 			// The re-apply that changes nothing writes nothing.
 			res, err = Apply(t.Context(), cluster(t), after, Options{})
@@ -233,7 +234,7 @@ func TestApplyRefusesConflictsWithOtherManagers(t *testing.T) {
 
 	p, err := preview.Release(t.Context(), cl, rel, preview.Options{})
 	assert.NilError(t, err)
-	assert.Equal(t, p.Objects[0].Class, preview.Modified)
+	assert.Equal(t, p.Objects[0].Change, manifest.Modified)
 	assert.Check(t, is.Contains(p.Objects[0].Warning, `owned by "some-operator"`))
 
 	res, err := Apply(t.Context(), cl, rel, Options{ForceConflicts: true})
@@ -257,7 +258,7 @@ func TestPreviewShowsWhatTakeOverRemoves(t *testing.T) {
 	p, err := preview.Release(t.Context(), cluster(t), after, preview.Options{})
 	assert.NilError(t, err)
 	o := p.Objects[0]
-	assert.Equal(t, o.Class, preview.Modified)
+	assert.Equal(t, o.Change, manifest.Modified)
 	assert.Check(t, is.Contains(o.Diff, `-  dropped: "2"`))
 	assert.Check(t, is.Contains(o.Warning, "would take ownership"))
 	assert.Check(t, is.Contains(o.Warning, "kubectl-client-side-apply"))

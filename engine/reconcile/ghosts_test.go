@@ -37,7 +37,7 @@ func TestPruneGhosts(t *testing.T) {
 	assert.NilError(t, err)
 	var diffGhosts []string
 	for _, o := range pv.Objects {
-		if o.Class == preview.Ghost {
+		if o.Change == manifest.Ghost {
 			diffGhosts = append(diffGhosts, o.ID.Kind+"/"+o.ID.Name)
 		}
 	}

@@ -389,8 +389,8 @@ func (r *run) nothingApplied() string {
 // created reports the Namespace ensureNamespace created as created, not as
 // the unchanged object the staged apply then found.
 func (r *run) created(res objects.Result) objects.Result {
-	if res.ID == r.createdNS && res.Action == objects.Unchanged {
-		res.Action = objects.Created
+	if res.ID == r.createdNS && res.Action == manifest.Unchanged {
+		res.Action = manifest.Created
 	}
 	return res
 }
@@ -462,9 +462,9 @@ func (r *run) plan(ctx context.Context, resources []manifest.Resource, unchanged
 		// set apart without a dry run).
 		for _, res := range r.sortedWith(results, unchanged) {
 			switch res.Action {
-			case objects.Failed, objects.Unchanged:
+			case manifest.Failed, manifest.Unchanged:
 			default:
-				res.Action, res.Reason = objects.Skipped, "not applied: the server would refuse another object of this apply"
+				res.Action, res.Reason = manifest.Skipped, "not applied: the server would refuse another object of this apply"
 			}
 			r.res.Applied = append(r.res.Applied, objectOf(res))
 			r.res.Counts.add(res.Action)
@@ -476,7 +476,7 @@ func (r *run) plan(ctx context.Context, resources []manifest.Resource, unchanged
 	planned := make(map[manifest.ID]objects.Result, len(results))
 	for _, res := range results {
 		planned[res.ID] = res
-		if res.Action == objects.Recreated {
+		if res.Action == manifest.Recreated {
 			why := strings.TrimSuffix(res.Reason, ": deleted and re-created (--force)")
 			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s will be deleted and re-created (--force): %s", res.ID, why))
 		}
@@ -626,7 +626,7 @@ func (r *run) ensureNamespace(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("%s: create the release's Namespace %s: %w", r.where(), r.rel.Namespace, err)
 	}
 	r.res.NamespaceCreated = true
-	r.emit(PhaseApply, Object{Ref: manifest.Ref{Version: "v1", Kind: "Namespace", Name: r.rel.Namespace}, Action: objects.Created,
+	r.emit(PhaseApply, Object{Ref: manifest.Ref{Version: "v1", Kind: "Namespace", Name: r.rel.Namespace}, Action: manifest.Created,
 		Reason: "the release's namespace (not recorded, never pruned)"})
 	return true, nil
 }
@@ -671,7 +671,7 @@ func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted
 		mu.Lock()
 		defer mu.Unlock()
 		switch o.Action {
-		case objects.Deleted:
+		case manifest.Deleted:
 			r.res.Pruned = append(r.res.Pruned, o)
 		default:
 			r.res.Skipped = append(r.res.Skipped, o)
@@ -694,7 +694,7 @@ func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted
 		for _, e := range stage {
 			o := objectOfEntry(e)
 			if reason := r.protected(e); reason != "" {
-				o.Action, o.Reason = objects.Skipped, reason
+				o.Action, o.Reason = manifest.Skipped, reason
 				record(e, o, true, nil)
 				continue
 			}
@@ -714,7 +714,7 @@ func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted
 				case err == nil:
 					record(e, o, false, nil)
 				case apierrors.IsForbidden(err):
-					o.Action, o.Reason = objects.Skipped, "delete forbidden: "+err.Error()
+					o.Action, o.Reason = manifest.Skipped, "delete forbidden: "+err.Error()
 					mu.Lock()
 					r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s was not pruned: the delete was forbidden (RBAC); it stays in the inventory", e.ID))
 					mu.Unlock()

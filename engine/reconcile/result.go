@@ -20,7 +20,7 @@ const (
 // Object is one object and what happened to it.
 type Object struct {
 	manifest.Ref
-	Action objects.Action `json:"action,omitempty"`
+	Action manifest.Action `json:"action,omitempty"`
 	// Reason explains a skipped or failed object, or notes a dry run.
 	Reason string `json:"reason,omitempty"`
 }
@@ -69,21 +69,21 @@ type Counts struct {
 	Ghosts int `json:"ghosts,omitempty"`
 }
 
-func (c *Counts) add(a objects.Action) {
+func (c *Counts) add(a manifest.Action) {
 	switch a {
-	case objects.Created:
+	case manifest.Created:
 		c.Created++
-	case objects.Configured:
+	case manifest.Configured:
 		c.Configured++
-	case objects.Unchanged:
+	case manifest.Unchanged:
 		c.Unchanged++
-	case objects.Recreated:
+	case manifest.Recreated:
 		c.Recreated++
-	case objects.Deleted:
+	case manifest.Deleted:
 		c.Deleted++
-	case objects.Skipped:
+	case manifest.Skipped:
 		c.Skipped++
-	case objects.Failed:
+	case manifest.Failed:
 		c.Failed++
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/lock"
-	"github.com/opmodel/pipeline/engine/objects"
+	"github.com/opmodel/pipeline/engine/manifest"
 )
 
 // A key renamed in a Secret's stringData leaves no old key (and no old
@@ -190,7 +190,7 @@ func TestFirstApplyReportsItsNamespaceCreated(t *testing.T) {
 	opts := Options{Lock: &lock.Options{Holder: "test"}}
 	res := mustApply(t, rel, opts)
 	for _, o := range res.Applied {
-		assert.Check(t, is.Equal(o.Action, objects.Created), "%s/%s", o.Kind, o.Name)
+		assert.Check(t, is.Equal(o.Action, manifest.Created), "%s/%s", o.Kind, o.Name)
 	}
 	res = mustApply(t, rel, opts)
 	assert.Equal(t, res.Counts.Unchanged, 2, "%+v", res.Applied)

@@ -38,7 +38,7 @@ func (r *run) splitUnchanged(ctx context.Context, prevEntries []inventory.Entry,
 		obj := found[i].Object
 		id := res.ID()
 		if inventory.UnchangedSinceApplied(applied[id], res, obj) {
-			unchanged[id] = objects.Result{ID: id, Version: res.GVK().Version, Component: res.Component, Action: objects.Unchanged, ResourceVersion: obj.GetResourceVersion(), Live: obj}
+			unchanged[id] = objects.Result{ID: id, Version: res.GVK().Version, Component: res.Component, Action: manifest.Unchanged, ResourceVersion: obj.GetResourceVersion(), Live: obj}
 			continue
 		}
 		// Discovery reads the server's preferred version; only an object

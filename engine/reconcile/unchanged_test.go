@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/preview"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/internal/kubetest"
@@ -61,14 +62,14 @@ spec:
 
 // classes previews rel and returns each rendered object's class by name,
 // and how many PATCH requests (dry runs) the preview sent.
-func classes(t *testing.T, rel *render.Release) (map[string]preview.Class, int64) {
+func classes(t *testing.T, rel *render.Release) (map[string]manifest.Action, int64) {
 	t.Helper()
 	cl, n := countingCluster(t)
 	pv, err := preview.Release(t.Context(), cl, rel, preview.Options{})
 	assert.NilError(t, err)
-	out := map[string]preview.Class{}
+	out := map[string]manifest.Action{}
 	for _, o := range pv.Objects {
-		out[o.ID.Kind+"/"+o.ID.Name] = o.Class
+		out[o.ID.Kind+"/"+o.ID.Name] = o.Change
 	}
 	return out, n.Load()
 }
@@ -111,7 +112,7 @@ func TestUnchangedSinceAppliedSkipsDryRunButSeesDrift(t *testing.T) {
 
 	// Nothing moved: no PATCH at all, neither for diff nor for apply.
 	got, patches := classes(t, rel)
-	assert.DeepEqual(t, got, map[string]preview.Class{"Deployment/web": preview.Unchanged, "ConfigMap/cfg": preview.Unchanged})
+	assert.DeepEqual(t, got, map[string]manifest.Action{"Deployment/web": manifest.Unchanged, "ConfigMap/cfg": manifest.Unchanged})
 	assert.Equal(t, patches, int64(0))
 	res, patches := applyCounting(t, rel)
 	assert.DeepEqual(t, names(res.Applied), []string{"ConfigMap/cfg=unchanged", "Deployment/web=unchanged"})
@@ -147,8 +148,8 @@ func TestUnchangedSinceAppliedSkipsDryRunButSeesDrift(t *testing.T) {
 	} {
 		edit("kubectl-edit", tc.change)
 		got, _ := classes(t, rel)
-		assert.Equal(t, got["Deployment/web"], preview.Modified, "diff after a %s edit", tc.name)
-		assert.Equal(t, got["ConfigMap/cfg"], preview.Unchanged)
+		assert.Equal(t, got["Deployment/web"], manifest.Modified, "diff after a %s edit", tc.name)
+		assert.Equal(t, got["ConfigMap/cfg"], manifest.Unchanged)
 		res, _ := applyCounting(t, rel)
 		assert.DeepEqual(t, names(res.Applied), []string{"ConfigMap/cfg=unchanged", "Deployment/web=configured"})
 		u := live(t, "apps/v1", "Deployment", ns, "web")
@@ -175,7 +176,7 @@ func TestUnchangedSinceAppliedSkipsDryRunButSeesDrift(t *testing.T) {
 		assert.NilError(t, err)
 		assert.Assert(t, st.GetResourceVersion() != u.GetResourceVersion())
 		got, patches = classes(t, rel)
-		assert.Equal(t, got["Deployment/web"], preview.Unchanged)
+		assert.Equal(t, got["Deployment/web"], manifest.Unchanged)
 		assert.Equal(t, patches, int64(0), "status update %d: nothing is dry-run", gen)
 		res, patches = applyCounting(t, rel)
 		assert.DeepEqual(t, names(res.Applied), []string{"ConfigMap/cfg=unchanged", "Deployment/web=unchanged"})
@@ -188,15 +189,15 @@ func TestUnchangedSinceAppliedSkipsDryRunButSeesDrift(t *testing.T) {
 		assert.NilError(t, unstructured.SetNestedField(u.Object, int64(9), "spec", "replicas"))
 	})
 	got, _ = classes(t, rel)
-	assert.Equal(t, got["Deployment/web"], preview.Modified, "diff after an edit that follows status updates")
+	assert.Equal(t, got["Deployment/web"], manifest.Modified, "diff after an edit that follows status updates")
 	res, _ = applyCounting(t, rel)
 	assert.DeepEqual(t, names(res.Applied), []string{"ConfigMap/cfg=unchanged", "Deployment/web=configured"})
 
 	// A different render is never skipped.
 	rel2 := direct(t, "skip", ns, skipDeploymentDoc, `{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: NS}, data: {key: other}}`)
 	got, _ = classes(t, rel2)
-	assert.Equal(t, got["ConfigMap/cfg"], preview.Modified)
-	assert.Equal(t, got["Deployment/web"], preview.Unchanged)
+	assert.Equal(t, got["ConfigMap/cfg"], manifest.Modified)
+	assert.Equal(t, got["Deployment/web"], manifest.Unchanged)
 
 	// Older changes do not carry the record; the inventory stays readable
 	// by code that knows only the RFC's fields.

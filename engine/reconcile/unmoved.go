@@ -9,7 +9,7 @@ import (
 	"github.com/opmodel/pipeline/engine/discover"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
-	"github.com/opmodel/pipeline/engine/objects"
+	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/render"
 )
 
@@ -67,7 +67,7 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	r.res.Inventory.ChangeIDs = append([]string{}, prev.Index...)
 	for _, e := range entries {
 		o := objectOfEntry(e)
-		o.Action = objects.Unchanged
+		o.Action = manifest.Unchanged
 		r.res.Applied = append(r.res.Applied, o)
 		r.res.Counts.Unchanged++
 	}
