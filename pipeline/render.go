@@ -14,7 +14,14 @@
 //     Prune, Delete, Rollback and RollbackFleet, Smoke (in a throwaway
 //     namespace), Repair (an inventory), Unlock (a release lock);
 //   - reading the cluster: Status, History, Gates (does a gating
-//     environment run a commit healthy).
+//     environment run a commit healthy);
+//   - what the front doors share around those, so none reads its inputs
+//     its own way: BaseRef (a review's base, with its remote-tracking
+//     fallback), ParseShard, ReadSplit and MergeReviewFiles (a review's
+//     shard files), Actor (who a change record names), NewSealer (sealed
+//     identifiers), ContainerKubeconfig (a cluster reached from a
+//     container), DefaultTakeOver (the take-over set apply's help
+//     prints) and SmokeSteps (the steps a smoke report lists).
 //
 // Data flows one way: front door → pipeline → engine → Kubernetes.
 package pipeline
