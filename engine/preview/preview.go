@@ -50,11 +50,13 @@ type Object struct {
 	ID        manifest.ID
 	Version   string
 	Component string
-	Change    manifest.Action
+	// Change is what the comparison finds: added, modified, unchanged,
+	// stale or ghost (a write's words never appear here).
+	Change manifest.Action
 	// Diff is a unified YAML diff, Secret values masked; for an added
 	// object every line is added, for a stale one every line removed.
 	Diff string
-	// Warning says why apply would not act as the class suggests (an
+	// Warning says why apply would not act as the change suggests (an
 	// immutable field, a stale object already gone, a ghost).
 	Warning string
 }
