@@ -89,7 +89,7 @@ func (r *runner) applyOptions(env string) (opts pipeline.ApplyOptions, closeGrou
 		Selection:      r.selection(env),
 		ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
 		NoPrune:        r.cfg.noPrune, Force: r.cfg.force, ForceConflicts: r.cfg.forceConflicts, TakeOver: r.cfg.takeOver, MaxHistory: r.cfg.maxHistory, RunURL: r.runURL(), PruneGhosts: r.cfg.pruneGhosts,
-		Protection:  pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
+		Protection:  r.cfg.protection(),
 		GateTimeout: r.cfg.gateTimeout,
 		Wait:        r.cfg.wait, WaitTimeout: r.cfg.timeout,
 		HealthWaiting: func(waiting string) { r.infof("%s", waiting) },

@@ -21,7 +21,7 @@ func (r *runner) drift(ctx context.Context) error {
 	opts := pipeline.DiffOptions{
 		Selection:       r.selection(""),
 		ClusterOptions:  pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
-		Protection:      pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
+		Protection:      r.cfg.protection(),
 		AllEnvironments: len(r.cfg.environments) == 0,
 		Environments:    r.cfg.environments,
 	}

@@ -82,6 +82,7 @@ type config struct {
 	takeOver        []string
 	pruneNamespaces bool
 	prunePVCs       bool
+	pruneCRDs       bool
 	lockTimeout     time.Duration
 	gateTimeout     time.Duration
 	waveTimeout     time.Duration
@@ -106,6 +107,11 @@ type config struct {
 	sopsAgeKey   string
 	sealKey      string
 	cacheKey     string
+}
+
+// protection is what the prune-* inputs lift.
+func (c *config) protection() pipeline.Protection {
+	return pipeline.Protection{PruneNamespaces: c.pruneNamespaces, PrunePVCs: c.prunePVCs, PruneCRDs: c.pruneCRDs}
 }
 
 // run is the whole Action: read inputs and the event, do the mode's work,
@@ -272,6 +278,7 @@ func readConfig(a *githubactions.Action) (config, error) {
 		{"wait", true, &cfg.wait},
 		{"prune-namespaces", false, &cfg.pruneNamespaces},
 		{"prune-pvcs", false, &cfg.prunePVCs},
+		{"prune-crds", false, &cfg.pruneCRDs},
 		{"prune-ghosts", false, &cfg.pruneGhosts},
 		{"allow-different-digest", false, &cfg.allowDifferentDigest},
 		{"issue", true, &cfg.issue},

@@ -89,7 +89,7 @@ func (r *runner) reviewOptions(refs []string) pipeline.ReviewOptions {
 		Selection:    r.selection(""),
 		Environments: r.cfg.environments,
 		BaseRefs:     refs,
-		Protection:   pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
+		Protection:   r.cfg.protection(),
 	}
 	if r.cfg.cacheKey != "" {
 		opts.CacheKey = []byte(r.cfg.cacheKey)
@@ -221,7 +221,7 @@ func (r *runner) clusterDiff(ctx context.Context) (*pipeline.ChangeSet, error) {
 		cs, err := pipeline.Diff(ctx, pipeline.DiffOptions{
 			Selection:      r.selection(env),
 			ClusterOptions: pipeline.ClusterOptions{KubeconfigData: r.cfg.kubeconfig, Context: r.cfg.context},
-			Protection:     pipeline.Protection{PruneNamespaces: r.cfg.pruneNamespaces, PrunePVCs: r.cfg.prunePVCs},
+			Protection:     r.cfg.protection(),
 		})
 		if cs == nil {
 			name := strings.Join(r.cfg.releases, ",")

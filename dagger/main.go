@@ -325,6 +325,10 @@ func (m *Opm) Apply(
 	pruneNamespaces bool,
 	// +optional
 	prunePvcs bool,
+	// Let prune delete stale CustomResourceDefinitions, and every custom
+	// resource of their kinds, cluster-wide.
+	// +optional
+	pruneCrds bool,
 	// +optional
 	force bool,
 	// +optional
@@ -389,7 +393,7 @@ func (m *Opm) Apply(
 	// Routed as the CLI routes it: one environment applied and waited for,
 	// a fleet wave by wave (its waves' table in Rollout).
 	res, err := pipeline.Deploy(ctx, pipeline.RolloutOptions{ApplyOptions: pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun, NoPrune: noPrune,
-		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Adopt: adopt, TakeOver: takeOver, ForceConflicts: forceConflicts, MaxHistory: maxHistory,
+		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs, PruneCRDs: pruneCrds}, Force: force, Adopt: adopt, TakeOver: takeOver, ForceConflicts: forceConflicts, MaxHistory: maxHistory,
 		PruneGhosts: pruneGhosts, Locking: lk, SkipGates: skipGates, SkippedBy: "dagger opm module"}, ParallelEnvironments: 4, Timeout: wait, NoWait: noWait})
 	switch {
 	case res == nil:
@@ -665,6 +669,10 @@ func (m *Opm) Prune(
 	pruneNamespaces bool,
 	// +optional
 	prunePvcs bool,
+	// Let prune delete stale CustomResourceDefinitions, and every custom
+	// resource of their kinds, cluster-wide.
+	// +optional
+	pruneCrds bool,
 	// +optional
 	force bool,
 	// Also prune ghosts: objects carrying the release's id that it neither
@@ -692,7 +700,7 @@ func (m *Opm) Prune(
 		return nil, err
 	}
 	res, err := pipeline.Prune(ctx, pipeline.PruneOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun,
-		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Force: force, Ghosts: ghosts, Locking: lk})
+		Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs, PruneCRDs: pruneCrds}, Force: force, Ghosts: ghosts, Locking: lk})
 	return applied(ctx, res, err)
 }
 
@@ -800,6 +808,10 @@ func (m *Opm) Delete(
 	pruneNamespaces bool,
 	// +optional
 	prunePvcs bool,
+	// Let prune delete stale CustomResourceDefinitions, and every custom
+	// resource of their kinds, cluster-wide.
+	// +optional
+	pruneCrds bool,
 	// Who this run is, shown to runs waiting for the release's lock (e.g.
 	// the CI run URL); default "dagger opm module on <container>".
 	// +optional
@@ -821,7 +833,7 @@ func (m *Opm) Delete(
 		return nil, err
 	}
 	res, err := pipeline.Delete(ctx, pipeline.DeleteOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: co,
-		DryRun: dryRun, Wait: wait, Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}, Locking: lk})
+		DryRun: dryRun, Wait: wait, Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs, PruneCRDs: pruneCrds}, Locking: lk})
 	if res == nil {
 		return nil, err
 	}
@@ -918,6 +930,10 @@ func (m *Opm) Rollback(
 	pruneNamespaces bool,
 	// +optional
 	prunePvcs bool,
+	// Let prune delete stale CustomResourceDefinitions, and every custom
+	// resource of their kinds, cluster-wide.
+	// +optional
+	pruneCrds bool,
 	// +optional
 	// +default=10
 	maxHistory int,
@@ -930,7 +946,7 @@ func (m *Opm) Rollback(
 	}
 	res, err := pipeline.Rollback(ctx, pipeline.RollbackOptions{
 		ApplyOptions: pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, DryRun: dryRun, MaxHistory: maxHistory,
-			Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs}},
+			Protection: pipeline.Protection{PruneNamespaces: pruneNamespaces, PrunePVCs: prunePvcs, PruneCRDs: pruneCrds}},
 		To: to, AllowDifferentDigest: allowDifferentDigest,
 	})
 	if res == nil {

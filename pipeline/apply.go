@@ -165,7 +165,7 @@ type ClusterRef struct {
 
 func (o ApplyOptions) reconcileOptions() reconcile.Options {
 	return reconcile.Options{
-		DryRun: o.DryRun, NoPrune: o.NoPrune, PruneNamespaces: o.PruneNamespaces, PrunePVCs: o.PrunePVCs,
+		DryRun: o.DryRun, NoPrune: o.NoPrune, PruneNamespaces: o.PruneNamespaces, PrunePVCs: o.PrunePVCs, PruneCRDs: o.PruneCRDs,
 		Force: o.Force, Adopt: o.Adopt, TakeOver: o.TakeOver, ForceConflicts: o.ForceConflicts, MaxHistory: o.MaxHistory, Concurrency: o.Concurrency, Progress: o.Progress,
 		PruneGhosts: o.PruneGhosts,
 		Lock:        o.Locking.options(),

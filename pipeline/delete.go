@@ -106,7 +106,7 @@ func Delete(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
 		}
 		rel := &render.Release{Name: d.name, Namespace: d.namespace, ReleaseID: d.releaseID, Environment: d.environment}
 		r, err := reconcile.Delete(ctx, d.cluster, rel, d.inv, entries, reconcile.DeleteOptions{
-			Options: reconcile.Options{DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs, Progress: opts.Progress, Lock: opts.Locking.options()},
+			Options: reconcile.Options{DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs, PruneCRDs: opts.PruneCRDs, Progress: opts.Progress, Lock: opts.Locking.options()},
 			Wait:    opts.Wait,
 			Reach:   d.reach,
 		})

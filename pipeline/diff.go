@@ -213,7 +213,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 		}
 		if o.Change == manifest.Stale {
 			e := inventory.Entry{ID: o.ID, V: o.Version, Component: o.Component}
-			if w, relWarn := opts.Protection.warnings(e); w != "" {
+			if w, relWarn := opts.Protection.warnings(e, o.KeptBy); w != "" {
 				oc.Warning = joinWarnings(w, oc.Warning)
 				rc.Warnings = append(rc.Warnings, relWarn)
 			}

@@ -71,7 +71,7 @@ func pruneFleet(ctx context.Context, opts PruneOptions, envs []FleetEnvironment)
 
 func prune(ctx context.Context, opts PruneOptions) (*ApplyResult, error) {
 	ro := reconcile.Options{
-		DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs,
+		DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs, PruneCRDs: opts.PruneCRDs,
 		Force: opts.Force, Concurrency: opts.Concurrency, Progress: opts.Progress,
 		Lock: opts.Locking.options(), PruneGhosts: opts.Ghosts,
 	}

@@ -55,8 +55,10 @@ not written.
 
 Objects the release has not recorded yet (all of them on its first apply) must not
 exist without the release's labels (use --adopt to take them over) nor be being
-deleted; otherwise nothing is applied. Stale Namespaces and PersistentVolumeClaims are kept unless
---prune-namespaces / --prune-pvcs; kept objects stay in the inventory. An empty
+deleted; otherwise nothing is applied. Stale Namespaces, PersistentVolumeClaims and
+CustomResourceDefinitions are kept unless --prune-namespaces / --prune-pvcs /
+--prune-crds, and so is any object annotated helm.sh/resource-policy=keep (or
+opmodel.dev/resource-policy=keep); kept objects stay in the inventory. An empty
 render of a release that has objects is refused unless --force.
 
 Prints one line per object as it is applied or pruned, then a summary per release.
@@ -141,6 +143,7 @@ func registerApplyGuards(fs *pflag.FlagSet, opts *pipeline.ApplyOptions) {
 	fs.BoolVar(&opts.NoPrune, "no-prune", false, "do not delete stale objects (they stay in the inventory); the existence checks still run")
 	fs.BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "allow pruning stale Namespaces, and everything in them")
 	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "allow pruning stale PersistentVolumeClaims, and their data")
+	fs.BoolVar(&opts.PruneCRDs, "prune-crds", false, "allow pruning stale CustomResourceDefinitions, and every custom resource of their kinds")
 	fs.BoolVar(&opts.Force, "force", false, "re-create objects whose immutable fields change; allow an empty render to prune everything")
 	fs.BoolVar(&opts.Adopt, "adopt", false, "take over existing objects that lack this release's labels")
 	fs.StringSliceVar(&opts.TakeOver, "take-over", pipeline.DefaultTakeOver(), "field managers whose fields apply takes over from objects they wrote (names, or prefixes ending in *)")

@@ -24,9 +24,10 @@ func newDeleteCmd() *cobra.Command {
 		Short: "Delete releases: their objects, then their inventory",
 		Long: `Delete the objects a release's inventory records, in reverse apply order, then the
 inventory Secret. Without an inventory, the objects found by the release's labels are
-deleted instead. Namespaces and PersistentVolumeClaims are kept unless
---prune-namespaces / --prune-pvcs, as for apply; the inventory then stays with just
-them. A second delete finds nothing and says so.
+deleted instead. Namespaces, PersistentVolumeClaims and CustomResourceDefinitions
+are kept unless --prune-namespaces / --prune-pvcs / --prune-crds, and objects
+annotated helm.sh/resource-policy=keep always, as for apply; the inventory then
+stays with just them. A second delete finds nothing and says so.
 
 Select releases with a deployment directory ([DIR] --env --release) or with
 --namespace and --name and/or --release-id.`,
@@ -72,5 +73,6 @@ Select releases with a deployment directory ([DIR] --env --release) or with
 	cmd.Flags().BoolVar(&opts.Wait, "wait", false, "wait until the deleted objects are gone")
 	cmd.Flags().BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "also delete Namespaces the release recorded (and everything in them)")
 	cmd.Flags().BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "also delete PersistentVolumeClaims (their data)")
+	cmd.Flags().BoolVar(&opts.PruneCRDs, "prune-crds", false, "also delete CustomResourceDefinitions (every custom resource of their kinds)")
 	return cmd
 }

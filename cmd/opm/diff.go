@@ -71,6 +71,7 @@ more for errors, as kubectl diff.`,
 	cmd.Flags().BoolVar(&wantCode, "exit-code", false, "exit 1 when there are differences (0 none, 2+ errors)")
 	cmd.Flags().BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "diff as apply --prune-namespaces would prune")
 	cmd.Flags().BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "diff as apply --prune-pvcs would prune")
+	cmd.Flags().BoolVar(&opts.PruneCRDs, "prune-crds", false, "diff as apply --prune-crds would prune")
 	cmd.Flags().BoolVar(&opts.NoGhosts, "no-ghosts", false, "skip the label scan that finds ghosts")
 	cmd.Flags().BoolVar(&opts.NoSkip, "no-skip", false, "render every release, even one whose inputs are those of its recorded change with nothing on the cluster moved")
 	cmd.Flags().BoolVar(&opts.AllEnvironments, "all-environments", false, "diff every declared environment against its cluster (a drift check)")

@@ -20,8 +20,10 @@ func newPruneCmd() *cobra.Command {
 		Short:   "Delete what releases no longer render, without applying",
 		Long: `Render the releases of a deployment directory (default ".") and delete each one's
 stale set: the objects its inventory Secret records that the render no longer
-produces. Nothing is applied. Stale Namespaces and PersistentVolumeClaims are kept
-unless --prune-namespaces / --prune-pvcs, a forbidden delete is a warning, and
+produces. Nothing is applied. Stale Namespaces, PersistentVolumeClaims and
+CustomResourceDefinitions are kept unless --prune-namespaces / --prune-pvcs /
+--prune-crds, objects annotated helm.sh/resource-policy=keep always, a forbidden
+delete is a warning, and
 the inventory is rewritten without the deleted objects (kept ones stay recorded).
 An empty render of a release that has objects is refused unless --force.
 
@@ -50,6 +52,7 @@ decryption key or secret input is missing or wrong).`,
 	fs.BoolVar(&opts.Ghosts, "ghosts", false, "also prune ghosts: objects carrying this release's id that it neither records nor renders")
 	fs.BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "allow pruning stale Namespaces, and everything in them")
 	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "allow pruning stale PersistentVolumeClaims, and their data")
+	fs.BoolVar(&opts.PruneCRDs, "prune-crds", false, "allow pruning stale CustomResourceDefinitions, and every custom resource of their kinds")
 	fs.BoolVar(&opts.Force, "force", false, "allow an empty render to prune everything the release recorded")
 	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd

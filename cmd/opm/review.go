@@ -106,6 +106,7 @@ or more for errors, as diff.`,
 	fs.BoolVar(&wantCode, "exit-code", false, "exit 1 when there are differences (0 none, 2+ errors)")
 	fs.BoolVar(&opts.PruneNamespaces, "prune-namespaces", false, "review as apply --prune-namespaces would prune")
 	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "review as apply --prune-pvcs would prune")
+	fs.BoolVar(&opts.PruneCRDs, "prune-crds", false, "review as apply --prune-crds would prune")
 	fs.BoolVar(&opts.NoSkip, "no-skip", false, "render every release on both sides, even those whose input fingerprints are equal")
 	fs.BoolVar(&opts.NoCache, "no-cache", false, "neither read nor write the render cache")
 	fs.StringVar(&shard, "shard", "", "review only part I of N (\"2/8\") and print it as a partial review for opm review merge")

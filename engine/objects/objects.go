@@ -43,6 +43,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/kube"
@@ -70,6 +71,9 @@ type Options struct {
 	// RecreatePVCs lets Force recreate PersistentVolumeClaims too, which
 	// deletes their data; without it they fail like any immutable change.
 	RecreatePVCs bool
+	// RecreateCRDs lets Force recreate CustomResourceDefinitions, which
+	// deletes every custom resource of their kind.
+	RecreateCRDs bool
 	// WaitTimeout bounds waiting for CRDs and deletions; DefaultWaitTimeout when zero.
 	WaitTimeout time.Duration
 	// TakeOver are the field managers whose fields apply takes over
@@ -130,6 +134,9 @@ type Result struct {
 	// NotOurs is set when DeleteOwned kept an object that does not carry
 	// the release's id.
 	NotOurs bool
+	// KeptBy is the annotation that made DeleteOwned keep the object
+	// (manifest.KeptBy), or "".
+	KeptBy string
 	// Forced are the conflicting fields of other managers taken with
 	// ForceConflicts.
 	Forced []Conflict
@@ -204,9 +211,10 @@ func (e *ImmutableError) Error() string {
 	if len(e.Fields) > 0 {
 		fields = strings.Join(e.Fields, ", ")
 	}
-	if isPVC(e.ID) {
-		// Re-creating a claim deletes its data: --force alone never does.
-		return fmt.Sprintf("%s: cannot change immutable %s; re-run with --force --prune-pvcs to delete and re-create it (deleting its data): %v", e.ID, fields, e.Err)
+	if g, ok := recreateGuard(e.ID); ok {
+		// Re-creating a claim deletes its data, a CRD its custom
+		// resources: --force alone never does.
+		return fmt.Sprintf("%s: cannot change immutable %s; re-run with --force %s to delete and re-create it (deleting %s): %v", e.ID, fields, g.Flag, g.Loses, e.Err)
 	}
 	return fmt.Sprintf("%s: cannot change immutable %s; re-run with --force to delete and re-create it: %v", e.ID, fields, e.Err)
 }
@@ -387,23 +395,36 @@ func (c *Client) dryRun(ctx context.Context, ri dynamic.ResourceInterface, id ma
 type ownershipChange struct {
 	takeOver *takeOver
 	fields   fieldOwnership
-	// gained are the fields opm's apply entry gains besides a take-over
-	// (fields it newly declares that others own with the same value).
-	gained int
+	// gained are the fields opm's apply entry takes besides a take-over
+	// (fields it newly declares that others own with the same value);
+	// dropped those it no longer declares (removed from the object unless
+	// another manager owns them too). changed is set when the entry
+	// changes at all: also when it only declares fields new to the object.
+	gained, dropped int
+	changed         bool
 }
 
-func (o ownershipChange) none() bool { return o.takeOver == nil && o.gained == 0 }
+func (o ownershipChange) none() bool { return o.takeOver == nil && !o.changed }
 
 func (o ownershipChange) reason(dryRun bool) string {
-	switch {
-	case o.takeOver != nil:
+	if o.takeOver != nil {
 		return o.takeOver.reason(dryRun, o.fields.before)
-	case o.gained > 0 && dryRun:
-		return fmt.Sprintf("would take ownership of %d field(s)", o.gained)
-	case o.gained > 0:
-		return fmt.Sprintf("took ownership of %d field(s)", o.gained)
 	}
-	return ""
+	if !o.changed {
+		return ""
+	}
+	take, drop := "took", "dropped"
+	if dryRun {
+		take, drop = "would take", "would drop"
+	}
+	var parts []string
+	if o.gained > 0 {
+		parts = append(parts, fmt.Sprintf("%s ownership of %d field(s)", take, o.gained))
+	}
+	if o.dropped > 0 {
+		parts = append(parts, fmt.Sprintf("%s %d field(s) it no longer declares", drop, o.dropped))
+	}
+	return strings.Join(parts, ", and ")
 }
 
 // ownership compares live with the dry run: the take-over it needs, and
@@ -419,7 +440,16 @@ func (c *Client) ownership(live, dry *unstructured.Unstructured) (ownershipChang
 	}
 	o := ownershipChange{takeOver: to, fields: f}
 	if to == nil && !f.before.Equals(f.after) {
-		o.gained = max(1, f.after.Difference(f.before).Leaves().Size())
+		o.changed = true
+		// Of the fields opm newly declares, those another manager owns
+		// now are taken; the others are new to the object, which the
+		// diff shows.
+		others := &fieldpath.Set{}
+		for _, m := range f.others {
+			others = others.Union(m.fields)
+		}
+		o.gained = f.after.Difference(f.before).Intersection(others).Leaves().Size()
+		o.dropped = f.before.Difference(f.after).Leaves().Size()
 	}
 	return o, nil
 }
@@ -472,9 +502,9 @@ func (c *Client) apply(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 // the fields named; with Force it deletes the live object, waits until it
 // is gone and creates it again (in a dry run it only reports that).
 func (c *Client) recreate(ctx context.Context, ri dynamic.ResourceInterface, r manifest.Resource, live *unstructured.Unstructured, ie *ImmutableError, res Result) Result {
-	if c.opts.Force && isPVC(res.ID) && !c.opts.RecreatePVCs {
+	if g, ok := recreateGuard(res.ID); c.opts.Force && ok && !(manifest.Unguarded{PVCs: c.opts.RecreatePVCs, CRDs: c.opts.RecreateCRDs}).Allows(g) {
 		res.Action = manifest.Failed
-		res.Err = ie // its message names --force --prune-pvcs
+		res.Err = ie // its message names --force and the guard's flag
 		return res
 	}
 	if !c.opts.Force {
@@ -557,12 +587,18 @@ func sameObject(live, dry *unstructured.Unstructured) bool {
 // NotOursReason starts the reason of an object DeleteOwned kept.
 const NotOursReason = "recorded but not ours: kept"
 
+// KeptReason is the reason of an object kept by its annotation a.
+func KeptReason(a string) string {
+	return fmt.Sprintf("kept: its %s annotation is %q (remove the annotation to let prune delete it)", a, manifest.ResourcePolicyKeep)
+}
+
 // DeleteOwned deletes an object with background propagation and does not
 // wait for finalizers, resolving its kind to the server's preferred
 // version (RFC 004 edge case 6; a missing object or a kind no longer
 // served counts as deleted, Reason "already gone"), but only if the live object
 // carries releaseID in its module-release.opmodel.dev/uuid label:
-// otherwise it is Skipped with NotOurs set. An inventory is just a Secret,
+// otherwise it is Skipped with NotOurs set. An object annotated to be kept
+// (manifest.KeptBy) is Skipped with KeptBy set. An inventory is just a Secret,
 // and whoever can write one must not be able to make a pipeline's
 // credentials delete objects that are not the release's. The delete is
 // conditional on the UID that was checked.
@@ -582,6 +618,11 @@ func (c *Client) DeleteOwned(ctx context.Context, id manifest.ID, releaseID stri
 	if got := live.GetLabels()[manifest.LabelReleaseUUID]; got != releaseID {
 		res.Action, res.NotOurs = manifest.Skipped, true
 		res.Reason = fmt.Sprintf("%s (its %s label is %q, not this release's %s)", NotOursReason, manifest.LabelReleaseUUID, got, releaseID)
+		return res, nil
+	}
+	if a := manifest.KeptBy(live.GetAnnotations()); a != "" {
+		res.Action, res.KeptBy = manifest.Skipped, a
+		res.Reason = KeptReason(a)
 		return res, nil
 	}
 	uid := live.GetUID()
@@ -634,9 +675,13 @@ func (c *Client) failed(res Result, err error) (Result, error) {
 	return res, err
 }
 
-// isPVC reports whether id is a PersistentVolumeClaim, whose deletion
-// deletes data.
-func isPVC(id manifest.ID) bool { return id.Group == "" && id.Kind == "PersistentVolumeClaim" }
+// recreateGuard is the guard of a kind whose re-creation deletes more
+// than the object: a PersistentVolumeClaim's data, a CRD's custom
+// resources. (A Namespace has no immutable field to re-create it for.)
+func recreateGuard(id manifest.ID) (manifest.Guard, bool) {
+	g, ok := manifest.GuardOf(id.GroupKind())
+	return g, ok && g.Kind != "Namespace"
+}
 
 // setWritten records the object's state after this result: rv and, when
 // rv is known, the object holding it.

@@ -59,6 +59,9 @@ type Object struct {
 	// Warning says why apply would not act as the change suggests (an
 	// immutable field, a stale object already gone, a ghost).
 	Warning string
+	// KeptBy is the annotation that keeps a stale object from prune
+	// (manifest.KeptBy), or "".
+	KeptBy string
 }
 
 // Result is the preview of one release.
@@ -136,6 +139,10 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		<-scan
 		return nil, fmt.Errorf("reading the live objects of release %s: %w", rel.Name, err)
 	}
+	recorded := make(map[manifest.ID]bool, len(previous))
+	for _, e := range previous {
+		recorded[e.ID] = true
+	}
 	rendered := make([]Object, len(rel.Resources))
 	applied := recordedApplied(inv)
 	g, gctx := errgroup.WithContext(ctx)
@@ -152,6 +159,10 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 				om = m.ForObject(rel.SecretFields[i])
 			}
 			o, err := previewObject(gctx, client, r, live[i].Object, om)
+			if lv := live[i].Object; err == nil && lv != nil && !recorded[r.ID()] && !manifest.Tracks(lv.GetLabels(), rel.Name, rel.ReleaseID) {
+				// Apply's pre-apply check refuses it: say so now.
+				o.Warning = joinWarning(o.Warning, "exists without this release's labels, so apply refuses it unless --adopt: "+manifest.AdoptHint(r.ID()))
+			}
 			if err == nil && o.Diff != "" && carriedSecret[r.ID()] && (i >= len(rel.SecretFields) || len(rel.SecretFields[i]) == 0) {
 				// A secret reached the applied object and no longer
 				// reaches the render: only the live side holds it, at
@@ -330,6 +341,17 @@ func previewStale(ctx context.Context, client *objects.Client, stale []inventory
 		g.Go(func() error {
 			o := Object{ID: e.ID, Version: e.V, Component: e.Component, Change: manifest.Stale}
 			live, err := client.Get(gctx, e.ID.GroupKind().WithVersion(""), e.Namespace, e.Name)
+			if err == nil {
+				o.KeptBy = manifest.KeptBy(live.GetAnnotations())
+			}
+			if err == nil && manifest.IsCRD(e.ID) {
+				// What a prune of it would take with it.
+				n, cerr := client.CustomResources(gctx, e.Name)
+				if cerr != nil {
+					return cerr
+				}
+				o.Warning = joinWarning(o.Warning, fmt.Sprintf("serves %d custom resource(s) in the cluster", n))
+			}
 			if err == nil && (e.Secret || e.SecretName) {
 				o.Warning = joinWarning(o.Warning, Withheld)
 			} else if err == nil {

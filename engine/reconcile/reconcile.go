@@ -61,6 +61,9 @@ type Options struct {
 	PruneNamespaces bool
 	// PrunePVCs allows deleting stale PersistentVolumeClaims (their data).
 	PrunePVCs bool
+	// PruneCRDs allows deleting stale CustomResourceDefinitions (every
+	// custom resource of their kind, cluster-wide).
+	PruneCRDs bool
 	// Force allows an empty render to prune a whole release, and recreates
 	// objects whose immutable fields change.
 	Force bool
@@ -128,7 +131,7 @@ func newRun(cl *kube.Cluster, rel *render.Release, opts Options) *run {
 	return &run{
 		cl: cl, rel: rel, opts: opts,
 		client: objects.New(cl, objects.Options{
-			Concurrency: opts.Concurrency, DryRun: opts.DryRun, Force: opts.Force, RecreatePVCs: opts.PrunePVCs, WaitTimeout: opts.WaitTimeout,
+			Concurrency: opts.Concurrency, DryRun: opts.DryRun, Force: opts.Force, RecreatePVCs: opts.PrunePVCs, RecreateCRDs: opts.PruneCRDs, WaitTimeout: opts.WaitTimeout,
 			TakeOver: opts.TakeOver, ForceConflicts: opts.ForceConflicts,
 		}),
 		res: &Result{
@@ -331,6 +334,13 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 		return r.res, errors.Join(err, pruneErr)
 	}
 	inventory.DropApplied(inv)
+	for i := range kept {
+		// Kept, not applied: a later apply of the same inputs (with the
+		// flag that prunes it, or once its annotation is gone) must take
+		// the full path, which the fast path only skips when every entry
+		// was applied.
+		kept[i].Applied = nil
+	}
 	entries := append(rendered, kept...)
 	inv.Record(rel.ChangeID, r.change(entries), opts.now(), opts.MaxHistory)
 	r.res.Inventory.Name = inv.Name()
@@ -643,8 +653,8 @@ func (r *run) preApplyCheck(rs []manifest.Resource, live map[manifest.ID]*unstru
 		case obj.GetDeletionTimestamp() != nil:
 			errs = append(errs, &objects.TerminatingError{ID: id})
 		case !r.owns(obj) && !r.opts.Adopt:
-			errs = append(errs, fmt.Errorf("%s already exists but is not tracked by release %s (it lacks the labels %s=%s and %s=%s): delete it, or pass --adopt to take ownership",
-				id, r.rel.Name, manifest.LabelManagedBy, manifest.ManagedByOPM, manifest.LabelReleaseUUID, r.rel.ReleaseID))
+			errs = append(errs, fmt.Errorf("%s already exists but is not tracked by release %s (it lacks the labels %s=%s and %s=%s): %s",
+				id, r.rel.Name, manifest.LabelManagedBy, manifest.ManagedByOPM, manifest.LabelReleaseUUID, r.rel.ReleaseID, manifest.AdoptHint(id)))
 		}
 	}
 	if len(errs) == 0 {
@@ -655,9 +665,7 @@ func (r *run) preApplyCheck(rs []manifest.Resource, live map[manifest.ID]*unstru
 
 // owns reports whether obj carries this release's OPM labels.
 func (r *run) owns(obj *unstructured.Unstructured) bool {
-	l := obj.GetLabels()
-	return l[manifest.LabelManagedBy] == manifest.ManagedByOPM &&
-		(l[manifest.LabelReleaseUUID] == r.rel.ReleaseID || l[manifest.LabelReleaseName] == r.rel.Name)
+	return manifest.Tracks(obj.GetLabels(), r.rel.Name, r.rel.ReleaseID)
 }
 
 // prune deletes the stale set in reverse weight order (one weight at a
@@ -695,6 +703,13 @@ func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted
 			o := objectOfEntry(e)
 			if reason := r.protected(e); reason != "" {
 				o.Action, o.Reason = manifest.Skipped, reason
+				if manifest.IsCRD(e.ID) && !r.opts.NoPrune {
+					w := r.keptCRD(ctx, e)
+					o.Reason += "; " + w
+					mu.Lock()
+					r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s is no longer rendered: %s (pass --prune-crds to delete it and them)", e.ID, w))
+					mu.Unlock()
+				}
 				record(e, o, true, nil)
 				continue
 			}
@@ -705,6 +720,11 @@ func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted
 					o.Version = res.Version
 				}
 				switch {
+				case res.KeptBy != "":
+					mu.Lock()
+					r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s is no longer rendered but its %s annotation is %q: kept (and still recorded)", e.ID, res.KeptBy, manifest.ResourcePolicyKeep))
+					mu.Unlock()
+					record(e, o, true, nil)
 				case res.NotOurs:
 					mu.Lock()
 					r.res.Counts.NotOurs++
@@ -745,15 +765,27 @@ func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted
 
 // protected says why a stale entry must not be deleted, or "".
 func (r *run) protected(e inventory.Entry) string {
-	switch {
-	case r.opts.NoPrune:
+	if r.opts.NoPrune {
 		return "pruning is off (--no-prune)"
-	case e.Group == "" && e.Kind == "Namespace" && !r.opts.PruneNamespaces:
-		return "Namespaces are pruned only with --prune-namespaces (deleting one deletes everything in it)"
-	case e.Group == "" && e.Kind == "PersistentVolumeClaim" && !r.opts.PrunePVCs:
-		return "PersistentVolumeClaims are pruned only with --prune-pvcs (deleting one deletes its data)"
+	}
+	if g, ok := manifest.GuardOf(e.ID.GroupKind()); ok && !r.opts.unguarded().Allows(g) {
+		return fmt.Sprintf("%ss are pruned only with %s (deleting one deletes %s)", g.Kind, g.Flag, g.Loses)
 	}
 	return ""
+}
+
+func (o Options) unguarded() manifest.Unguarded {
+	return manifest.Unguarded{Namespaces: o.PruneNamespaces, PVCs: o.PrunePVCs, CRDs: o.PruneCRDs}
+}
+
+// keptCRD says what a kept CRD still serves: the custom resources that
+// deleting it would have deleted.
+func (r *run) keptCRD(ctx context.Context, e inventory.Entry) string {
+	n, err := r.client.CustomResources(ctx, e.Name)
+	if err != nil {
+		return fmt.Sprintf("kept, with the custom resources it serves (they could not be counted: %v)", err)
+	}
+	return fmt.Sprintf("kept, with the %d custom resource(s) it still serves cluster-wide", n)
 }
 
 // deleteStages groups entries (already in delete order) by weight.
