@@ -119,6 +119,31 @@ let c = {image: #config.image, ports: http: containerPort: 8080}
 			spec: limits: [{type: "Container", default: memory: "256Mi"}]
 		}]
 	}
+	// helm template output as it is: several documents in one file, RBAC
+	// names with ":".
+	chart: {
+		core.#Manifests
+		spec: manifests: "chart/templates/rbac.yaml": """
+			---
+			# Source: chart/templates/rbac.yaml
+			apiVersion: rbac.authorization.k8s.io/v1
+			kind: ClusterRole
+			metadata:
+			  name: every-kind:reader
+			rules:
+			  - apiGroups: [""]
+			    resources: ["configmaps"]
+			    verbs: ["get"]
+			---
+			# Source: chart/templates/rbac.yaml
+			apiVersion: rbac.authorization.k8s.io/v1
+			kind: Role
+			metadata:
+			  name: every-kind:leaderelection
+			rules: []
+			---
+			"""
+	}
 	db: {
 		core.#Workload
 		core.#Service
@@ -156,6 +181,11 @@ func TestCatalogRendersEveryKindTheAPIServerAccepts(t *testing.T) {
 		"CustomResourceDefinition", "LimitRange"} {
 		assert.Check(t, slices.Contains(kinds, k), "no %s rendered: %v", k, kinds)
 	}
+	var names []string
+	for _, r := range res {
+		names = append(names, r.Object.GetName())
+	}
+	assert.Check(t, slices.Contains(names, "every-kind:reader") && slices.Contains(names, "every-kind:leaderelection"), "%v", names)
 	p, err := pipeline.Render(t.Context(), pipeline.RenderOptions{Selection: pipeline.Selection{Dir: dir}})
 	assert.NilError(t, err)
 	y, err := p.YAML()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -18,8 +20,9 @@ func newHistoryCmd() *cobra.Command {
 		output         string
 	)
 	cmd := &cobra.Command{
-		Use: "history RELEASE [DIR] | history RELEASE -n NS | history [DIR] --group G",
+		Use: "history RELEASE [DIR] | history DIR | history RELEASE -n NS | history [DIR] --group G",
 		Example: `  opm history blog examples --env staging
+  opm history examples --env staging
   opm history examples --group production`,
 		Short: "List the changes recorded in a release's inventory",
 		Long: `List the changes the release's inventory Secret records, newest first (the current
@@ -27,7 +30,9 @@ one marked *): change id, when it was applied, manifest digest, object count and
 where it came from (git ref, commit, whether the deployment directory was dirty, and
 the CI run). The release is RELEASE of the deployment directory DIR (default ".") in
 --env, or, with --namespace, the release named RELEASE in that namespace (no
-directory needed). A release that was never applied is not found (exit 5).
+directory needed). A lone argument that is a deployment directory (it holds
+cue.mod/) lists every release of --env in it. A release that was never applied is
+not found (exit 5).
 
 --group lists every release of each environment of the group, in wave order; an
 --env naming a group or a comma list lists RELEASE in each of its environments.`,
@@ -54,6 +59,10 @@ directory needed). A release that was never applied is not found (exit 5).
 				t = pipeline.Target{Selection: (&selectionFlags{group: group}).selection(args)}
 			case namespace != "":
 				t = pipeline.Target{Name: args[0], Namespace: namespace}
+			case len(args) == 1 && isDeploymentDir(args[0]):
+				// `opm history . --env production`: a directory, not a
+				// release name; every release of the environment.
+				t = pipeline.Target{Selection: (&selectionFlags{env: env}).selection(args)}
 			default:
 				t = pipeline.Target{Selection: (&selectionFlags{env: env, releases: args[:1]}).selection(args[1:])}
 			}
@@ -80,4 +89,12 @@ directory needed). A release that was never applied is not found (exit 5).
 	cluster.register(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return cmd
+}
+
+// isDeploymentDir reports whether arg names a deployment directory (one
+// holding cue.mod/) rather than a release: release names cannot contain
+// "/" or be ".", and a directory of that name is taken as meant.
+func isDeploymentDir(arg string) bool {
+	fi, err := os.Stat(filepath.Join(arg, "cue.mod"))
+	return err == nil && fi.IsDir()
 }

@@ -20,8 +20,12 @@ func Describe(err error) string {
 }
 
 // DescribeWith is Describe with a hook that may rewrite each problem's path
-// and add positions (for example where a value was set).
-func DescribeWith(err error, rewrite func(path []string) (string, []token.Pos)) string {
+// and add positions (for example where a value was set). The hook sees the
+// problem's own positions too. Positions without a file (in text CUE
+// decoded itself, such as YAML a module embeds and unmarshals) are shown
+// only when the hook did not rewrite the path: a hook that knows the file
+// says it in the path.
+func DescribeWith(err error, rewrite func(path []string, pos []token.Pos) (string, []token.Pos)) string {
 	var b strings.Builder
 	all := errors.Errors(err)
 	mistyped := wrongTypes(all)
@@ -39,7 +43,7 @@ func DescribeWith(err error, rewrite func(path []string) (string, []token.Pos)) 
 			w.said = true
 			path := strings.Join(e.Path(), ".")
 			if rewrite != nil {
-				if p, _ := rewrite(e.Path()); p != "" {
+				if p, _ := rewrite(e.Path(), errors.Positions(e)); p != "" {
 					path = p
 				}
 			}
@@ -68,16 +72,18 @@ func DescribeWith(err error, rewrite func(path []string) (string, []token.Pos)) 
 		path := strings.Join(e.Path(), ".")
 		msg := strings.TrimPrefix(e.Error(), path+": ")
 		var extra []token.Pos
+		own := errors.Positions(e)
 		if rewrite != nil {
-			if p, pos := rewrite(e.Path()); p != "" {
+			if p, pos := rewrite(e.Path(), own); p != "" {
 				path, extra = p, pos
+				own = slices.DeleteFunc(slices.Clone(own), func(p token.Pos) bool { return p.Filename() == "" })
 			}
 		}
 		if path != "" {
 			msg = path + ": " + msg
 		}
 		b.WriteString("  " + msg)
-		for _, p := range userPositions(append(extra, errors.Positions(e)...)) {
+		for _, p := range userPositions(append(extra, own...)) {
 			b.WriteString("\n      " + p)
 		}
 	}

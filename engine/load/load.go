@@ -252,6 +252,9 @@ func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error
 		if hints := shadowedImports(insts, err); len(hints) > 0 {
 			msg = strings.Join(hints, "\n") + "\n  CUE says:\n" + msg
 		}
+		if hints := streamedEmbeds(err); len(hints) > 0 {
+			msg += "\n" + strings.Join(hints, "\n")
+		}
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("evaluating %s:\n%s", dir, msg))
 	}
 	d := &Deployment{Dir: abs, ModulePath: modulePath(insts[0]), Root: vals[0], Catalog: vals[1], Context: cctx, RelaxedClosedness: opts.RelaxedClosedness, Overlay: opts.Overlay, files: insts[0].Files, parsed: p}

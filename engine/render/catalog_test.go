@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -250,12 +251,6 @@ func TestSchemaMisuseNamesPathValueAndPosition(t *testing.T) {
 			want: []string{`component "web"`, "spec.objects.0.kind", "app/app.cue:13"},
 		},
 		{
-			name: "object in another namespace",
-			component: `	core.#Objects
-	spec: objects: [{apiVersion: "v1", kind: "ConfigMap", metadata: {name: "x", namespace: "elsewhere"}}]`,
-			want: []string{`component "web"`, "output.0.metadata.namespace", `"elsewhere"`, `"shop"`, "app/app.cue:13"},
-		},
-		{
 			name: "cluster-scoped object with a namespace",
 			component: `	core.#Objects
 	spec: objects: [{apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: {name: "x", namespace: "shop"}}]`,
@@ -327,4 +322,106 @@ metadata: {apiVersion: "test.example/deploy/app@v0", name: "app", version: "1.0.
 	}
 	assert.Check(t, labels["module-release.opmodel.dev/uuid"] != "")
 	assert.Equal(t, r.Resources[0].Object.Object["data"].(map[string]any)["key"], "value")
+}
+
+// An object that names another namespace keeps it (helm template puts
+// leader-election Roles in kube-system); the environment's
+// namespaces.allowed decides, and its refusal says where to allow it.
+func TestRawObjectInAnotherNamespace(t *testing.T) {
+	module := `package app
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+core.#Module
+
+metadata: {apiVersion: "test.example/deploy/app@v0", name: "app", version: "1.0.0"}
+
+#config: {}
+
+#components: web: {
+	core.#Objects
+	spec: objects: [{apiVersion: "v1", kind: "ConfigMap", metadata: {name: "x", namespace: "elsewhere"}}, {apiVersion: "v1", kind: "ConfigMap", metadata: name: "y"}]
+}
+`
+	refused := deployment(t, `environments: staging: namespace: "shop"
+releases: app: #module: _app`, "app/app.cue", module)
+	err := renderErr(t, refused, "staging")
+	assert.Check(t, is.Contains(err.Error(), `renders ConfigMap x into namespace "elsewhere", which environment "staging" does not allow`))
+	assert.Check(t, is.Contains(err.Error(), `add "elsewhere" to `+"`namespaces: allowed:`"+` in environment staging`))
+
+	allowed := deployment(t, `environments: staging: {namespace: "shop", namespaces: allowed: ["shop", "elsewhere"]}
+releases: app: #module: _app`, "app/app.cue", module)
+	rel := renderOne(t, allowed, "staging")
+	got := map[string]string{}
+	for _, r := range rel.Resources {
+		got[r.Object.GetName()] = r.Object.GetNamespace()
+	}
+	assert.DeepEqual(t, got, map[string]string{"x": "elsewhere", "y": "shop"})
+}
+
+// helm template output as it is: several documents per file, RBAC names
+// with ":", empty documents; a problem names the file, line and column.
+func TestManifestsTakeHelmTemplateOutput(t *testing.T) {
+	module := `@extern(embed)
+
+package app
+
+import core "github.com/opmodel/pipeline/catalog@v0"
+
+core.#Module
+
+metadata: {apiVersion: "test.example/deploy/app@v0", name: "app", version: "1.0.0"}
+
+#config: {}
+
+#components: web: {
+	core.#Manifests
+	spec: manifests: _chart
+}
+
+_chart: _ @embed(glob="chart/*.yaml", type=text)
+`
+	rbac := `---
+# Source: web/templates/rbac.yaml
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: web-webhook:subjectaccessreviews
+rules: []
+---
+# Source: web/templates/rbac.yaml
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: web:leaderelection
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: "web:leaderelection"}
+subjects: []
+---
+`
+	cm := "---\n# Source: web/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata: {a: b}\n"
+	dir := deployment(t, `environments: staging: {namespace: "shop", namespaces: clusterScoped: true}
+releases: app: #module: _app`, "app/app.cue", module, "app/chart/rbac.yaml", rbac, "app/chart/cm.yaml", cm)
+	rel := renderOne(t, dir, "staging")
+	var names []string
+	for _, r := range rel.Resources {
+		names = append(names, r.Object.GetKind()+"/"+r.Object.GetName())
+	}
+	slices.Sort(names)
+	assert.DeepEqual(t, names, []string{"ClusterRole/web-webhook:subjectaccessreviews", "ConfigMap/web", "RoleBinding/web:leaderelection"})
+
+	bad := deployment(t, `environments: staging: {namespace: "shop", namespaces: clusterScoped: true}
+releases: app: #module: _app`, "app/app.cue", module, "app/chart/rbac.yaml", rbac,
+		"app/chart/cm.yaml", strings.Replace(cm, "name: web", "name: Web_Settings", 1))
+	err := renderErr(t, bad, "staging")
+	assert.Check(t, is.Contains(err.Error(), `chart/cm.yaml:6:9 (document 1 of the file): metadata.name: invalid value "Web_Settings"`), err.Error())
+
+	// Embedded as values, a file with several documents is CUE's
+	// "streaming not implemented": opm names the file and the fix.
+	asValues := deployment(t, `environments: staging: {namespace: "shop", namespaces: clusterScoped: true}
+releases: app: #module: _app`, "app/app.cue", strings.Replace(strings.Replace(module, ", type=text", "", 1), "core.#Manifests\n\tspec: manifests: _chart", "core.#Objects\n\tspec: objects: [for _, o in _chart {o}]", 1),
+		"app/chart/rbac.yaml", rbac, "app/chart/cm.yaml", cm)
+	err = renderErr(t, asValues, "staging")
+	assert.Check(t, is.Contains(err.Error(), "streaming not implemented"))
+	assert.Check(t, is.Contains(err.Error(), "reads chart/rbac.yaml (2 documents), which CUE embeds only as text"), err.Error())
+	assert.Check(t, is.Contains(err.Error(), "core.#Manifests"))
 }

@@ -475,7 +475,7 @@ func authorPos(v cue.Value) token.Pos {
 	for seen := 0; len(queue) > 0 && seen < 64; seen++ {
 		x := queue[0]
 		queue = queue[1:]
-		if p := x.Pos(); p.IsValid() && !strings.HasPrefix(p.Filename(), load.EmbeddedRoot) {
+		if p := x.Pos(); p.IsValid() && p.Filename() != "" && !strings.HasPrefix(p.Filename(), load.EmbeddedRoot) {
 			return p
 		}
 		if it, err := x.Fields(); err == nil {
@@ -617,7 +617,7 @@ func authorPosAt(root cue.Value, sub []string) token.Pos {
 // describeComponent describes an error about a component's value, adding
 // where the author set the offending value.
 func describeComponent(err error, comps cue.Value) string {
-	return load.DescribeWith(err, func(path []string) (string, []token.Pos) {
+	return load.DescribeWith(err, func(path []string, _ []token.Pos) (string, []token.Pos) {
 		i := slices.Index(path, "#components")
 		if i < 0 {
 			return "", nil
@@ -644,11 +644,38 @@ func describeOutput(err error, comp cue.Value) string {
 		return load.Describe(err)
 	}
 	where := authorPos(comp)
-	return load.DescribeWith(kept, func(path []string) (string, []token.Pos) {
+	return load.DescribeWith(kept, func(path []string, pos []token.Pos) (string, []token.Pos) {
+		if i := slices.Index(path, "#documents"); i >= 0 && i+2 < len(path) {
+			// The file is in the path; the component's own position
+			// would be the catalog's.
+			return describeDocument(path[i+1:], pos), nil
+		}
 		i := slices.Index(path, "output")
 		if i < 0 {
 			return "", nil
 		}
 		return strings.Join(path[i:], "."), []token.Pos{where}
 	})
+}
+
+// describeDocument names a problem in a Manifests component's YAML file
+// (the path below the transformer's #documents: file, document index,
+// field): the file, with the line and column in it where CUE knows them,
+// the document's place, and the field.
+func describeDocument(path []string, pos []token.Pos) string {
+	file := path[0]
+	if f, err := strconv.Unquote(file); err == nil {
+		file = f
+	}
+	for _, p := range pos {
+		if p.IsValid() && p.Filename() == "" {
+			file = fmt.Sprintf("%s:%d:%d", file, p.Line(), p.Column())
+			break
+		}
+	}
+	doc := path[1]
+	if n, err := strconv.Atoi(doc); err == nil {
+		doc = strconv.Itoa(n + 1)
+	}
+	return fmt.Sprintf("%s (document %s of the file): %s", file, doc, strings.Join(path[2:], "."))
 }

@@ -97,7 +97,8 @@ func (r *Reach) Check(res manifest.Resource, releaseNS string) string {
 	case ns == "" && !r.ClusterScoped:
 		return fmt.Sprintf("renders %s, a cluster-scoped object, which environment %q does not allow: set `namespaces: clusterScoped: true` in environment %s if this release may write outside its namespace", id, r.Environment, r.Environment)
 	case ns != "" && !r.Allows(ns):
-		msg := fmt.Sprintf("renders %s into namespace %q, which environment %q does not allow (namespaces.allowed: %s)", id, ns, r.Environment, strings.Join(r.Namespaces, ", "))
+		msg := fmt.Sprintf("renders %s into namespace %q, which environment %q does not allow (namespaces.allowed: %s): add %q to `namespaces: allowed:` in environment %s if this release may write there",
+			id, ns, r.Environment, strings.Join(r.Namespaces, ", "), ns, r.Environment)
 		if ns == "default" && releaseNS != "default" {
 			msg += fmt.Sprintf("; the release's namespace is %q: a transformer that writes `namespace: #context.namespace | *\"default\"` gets \"default\", because CUE takes the marked default of that disjunction whatever the context says — fix the provider, or add \"default\" to namespaces.allowed if it is meant", releaseNS)
 		}

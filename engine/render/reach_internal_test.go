@@ -99,7 +99,7 @@ func TestEnvironmentNamespacesLimitOtherProviders(t *testing.T) {
 	where := "transformer opmodel.dev/providers/kubernetes@v0#ServiceTransformer (provider kubernetes) (declared at "
 	for name, c := range map[string]struct{ expr, namespaces, want string }{
 		"own namespace":          {"#context.namespace", "", ""},
-		"another by default":     {`"kube-system"`, "", `renders Service web into namespace "kube-system", which environment "staging" does not allow (namespaces.allowed: staging)`},
+		"another by default":     {`"kube-system"`, "", `renders Service web into namespace "kube-system", which environment "staging" does not allow (namespaces.allowed: staging): add "kube-system" to ` + "`namespaces: allowed:`" + ` in environment staging`},
 		"a glob":                 {`"staging-jobs"`, `namespaces: allowed: ["staging", "staging-*"]`, ""},
 		"outside the glob":       {`"team-b"`, `namespaces: allowed: ["staging", "staging-*"]`, `into namespace "team-b", which environment "staging" does not allow (namespaces.allowed: staging, staging-*)`},
 		"OPM's default":          {`#context.namespace | *"default"`, "", "the release's namespace is \"staging\": a transformer that writes `namespace: #context.namespace | *\"default\"` gets \"default\""},

@@ -607,7 +607,7 @@ func shownValues(d *load.Deployment, effective cue.Value, set *values.Set, deriv
 // describeValues names value paths as users write them (values.x.y) and
 // says which source set each offending value and where.
 func describeValues(err error, set *values.Set, config cue.Value) string {
-	return load.DescribeWith(err, func(path []string) (string, []token.Pos) {
+	return load.DescribeWith(err, func(path []string, _ []token.Pos) (string, []token.Pos) {
 		p := valuePath(path)
 		if p == "" {
 			return "", nil
@@ -629,7 +629,7 @@ func describeValues(err error, set *values.Set, config cue.Value) string {
 // describeRelease turns the catalog's hidden environment type check into
 // the environment's own path and position.
 func describeRelease(err error, rel cue.Value, envName string) string {
-	return load.DescribeWith(err, func(path []string) (string, []token.Pos) {
+	return load.DescribeWith(err, func(path []string, _ []token.Pos) (string, []token.Pos) {
 		i := slices.Index(path, "_envValuesTypeCheck")
 		if i < 0 || envName == "" {
 			// A component's schema error: add where the author set it.
