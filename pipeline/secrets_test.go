@@ -116,6 +116,31 @@ func TestValuesFilesErrorsNameTheEntry(t *testing.T) {
 		assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
 		assert.ErrorContains(t, err, "MAC mismatch")
 	})
+	t.Run("mac removed", func(t *testing.T) {
+		// sops' own no_mac.yaml: read as plaintext before, its sops map
+		// and ENC[…] strings became values.
+		dir := deploytest.SopsDir(t, "prod", "")
+		p := filepath.Join(dir, "secrets/production.sops.yaml")
+		b, err := os.ReadFile(p)
+		assert.NilError(t, err)
+		var kept []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(l), "mac:") {
+				kept = append(kept, l)
+			}
+		}
+		assert.NilError(t, os.WriteFile(p, []byte(strings.Join(kept, "\n")), 0o644))
+		_, err = renderProduction(t, pipeline.Selection{Dir: dir, AgeKeys: []string{deploytest.SopsAgeKey()}})
+		assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
+		assert.ErrorContains(t, err, "secrets/production.sops.yaml carries sops metadata but no MAC")
+	})
+	t.Run("plaintext named as sops", func(t *testing.T) {
+		dir := deploytest.SopsDir(t, "prod", "")
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, "secrets/production.sops.yaml"), []byte("secret: in-the-clear\n"), 0o644))
+		_, err := renderProduction(t, pipeline.Selection{Dir: dir})
+		assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
+		assert.ErrorContains(t, err, "is not encrypted, but its name ends in .sops.yaml")
+	})
 }
 
 // A secret value that does not satisfy #config is reported by path and

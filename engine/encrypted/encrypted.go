@@ -3,7 +3,8 @@
 // and the sops CLI share, so a file encrypted by any of them reads here.
 //
 // A file is recognised by its sops metadata (a top-level "sops" map with a
-// "mac"), never by its name. The plaintext is returned to the caller and
+// "mac" or a "lastmodified" stamp), never by its name; one whose MAC is
+// missing is refused, as sops refuses it. The plaintext is returned to the caller and
 // never written anywhere; errors name the file, the key types it accepts and
 // where keys were looked for, never a value. The MAC check is not optional:
 // a file edited without sops fails with a message saying so.
@@ -22,6 +23,8 @@ import (
 	"github.com/getsops/sops/v3/aes"
 	"github.com/getsops/sops/v3/age"
 	"github.com/getsops/sops/v3/config"
+	"github.com/getsops/sops/v3/keyservice"
+	"github.com/getsops/sops/v3/pgp"
 	sopsjson "github.com/getsops/sops/v3/stores/json"
 	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 	"sigs.k8s.io/yaml"
@@ -49,18 +52,21 @@ const (
 )
 
 // Is reports whether data is a SOPS-encrypted YAML or JSON document: it
-// holds a top-level "sops" map with a "mac". A file that fails to parse is
-// not one (the values loader reports its syntax error).
+// holds a top-level "sops" map with sops' metadata (its "mac", or the
+// "lastmodified" stamp every sops version writes). A file whose MAC was
+// deleted is still one, and Decrypt refuses it. A file that fails to
+// parse is not one (the values loader reports its syntax error).
 func Is(data []byte) bool {
 	var doc struct {
 		Sops *struct {
-			MAC string `json:"mac"`
+			MAC          *string `json:"mac"`
+			LastModified *string `json:"lastmodified"`
 		} `json:"sops"`
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return false
 	}
-	return doc.Sops != nil && doc.Sops.MAC != ""
+	return doc.Sops != nil && (doc.Sops.MAC != nil || doc.Sops.LastModified != nil)
 }
 
 // formatOf tells JSON from YAML by the first non-blank byte, as sops
@@ -80,9 +86,19 @@ type store interface {
 // Decrypt returns the plaintext of the SOPS file data, named name in errors,
 // in the same format. Failures are fault.Configuration (a key is missing
 // or wrong) or fault.Validation (the file is malformed or was tampered
-// with); none of them carries a value.
-func Decrypt(name string, data []byte, keys Keys) ([]byte, Format, error) {
-	format := formatOf(data)
+// with); none of them carries a value. The sops library's own log lines
+// are never printed (they quote file content past every redactor).
+func Decrypt(name string, data []byte, keys Keys) (plain []byte, format Format, err error) {
+	quiet()
+	defer func() {
+		// The library panics on some tampered files (a type tag flipped
+		// from str to bytes); its message may quote a value.
+		if r := recover(); r != nil {
+			plain, format = nil, ""
+			err = fault.Validationf("values file %s: sops could not read it (the file was edited without sops, or is damaged); restore it from git or re-encrypt it with `sops`", name)
+		}
+	}()
+	format = formatOf(data)
 	var st store = sopsyaml.NewStore(&config.YAMLStoreConfig{})
 	if format == JSON {
 		st = sopsjson.NewStore(&config.JSONStoreConfig{})
@@ -91,10 +107,20 @@ func Decrypt(name string, data []byte, keys Keys) ([]byte, Format, error) {
 	if err != nil {
 		return nil, "", fault.Validationf("values file %s: reading its sops metadata: %v", name, err)
 	}
+	if tree.Metadata.MessageAuthenticationCode == "" {
+		return nil, "", fault.Validationf("values file %s carries sops metadata but no MAC (sops.mac is missing or empty), so nothing proves its values are the ones sops encrypted: sops refuses it too (\"File has no MAC\"); restore it from git or re-encrypt it with `sops`", name)
+	}
+	if n := len(tree.Branches); n > 1 {
+		return nil, "", fault.Validationf("values file %s holds %d YAML documents (separated by ---); a values file is one document holding one struct: merge them, or split them into one file each and pass each with -f", name, n)
+	}
 	key, err := dataKey(tree.Metadata, keys)
 	if err != nil {
-		return nil, "", fault.Wrap(fault.Configuration, fmt.Errorf("values file %s is encrypted with sops and no key here opens it:\n  the file accepts: %s\n  looked for: %s\n  cause: %v\n  hint: export the age key as SOPS_AGE_KEY (CI: a secret; the Action's sops-age-key input; Dagger's --sops-age-key env://NAME), or SOPS_AGE_KEY_FILE",
-			name, accepted(tree.Metadata), lookedFor(keys), err))
+		cause, hint := keyTrouble(tree.Metadata, keys)
+		if cause == "" {
+			cause = err.Error()
+		}
+		return nil, "", fault.Wrap(fault.Configuration, fmt.Errorf("values file %s is encrypted with sops and no key here opens it:\n  the file accepts: %s\n  looked for: %s\n  cause: %s\n  hint: %s",
+			name, accepted(tree.Metadata), lookedFor(tree.Metadata, keys), cause, hint))
 	}
 	cipher := aes.NewCipher()
 	mac, err := tree.Decrypt(key, cipher)
@@ -109,40 +135,27 @@ func Decrypt(name string, data []byte, keys Keys) ([]byte, Format, error) {
 		// plaintext, which someone could test guesses against.
 		return nil, "", fault.Validationf("values file %s failed sops' integrity check (MAC mismatch): the file was changed without sops (tampered, or merged by hand); restore it from git or edit it with `sops %s`", name, name)
 	}
-	plain, err := st.EmitPlainFile(tree.Branches)
+	plain, err = st.EmitPlainFile(tree.Branches)
 	if err != nil {
 		return nil, "", fault.Validationf("values file %s: writing its decrypted values: %v", name, errors.Unwrap(err))
 	}
 	return plain, format, nil
 }
 
-// dataKey opens the file's data key: with the given age identities first
-// (applied to the file's age keys directly, so nothing goes through the
-// process environment), else the way the sops CLI does.
+// dataKey opens the file's data key: with the given age identities (and
+// every other key type as the sops CLI would), through a key service that
+// hands the identities to sops directly, so nothing goes through the
+// process environment and any number of key groups works; else the way
+// the sops CLI does.
 func dataKey(md sops.Metadata, keys Keys) ([]byte, error) {
-	if len(keys.AgeIdentities) > 0 && len(md.KeyGroups) == 1 {
+	if len(keys.AgeIdentities) > 0 {
 		var ids age.ParsedIdentities
 		if err := ids.Import(keys.AgeIdentities...); err != nil {
 			// age's parse error quotes no key material.
 			return nil, fmt.Errorf("the age key given is not an age secret key: %w", err)
 		}
-		var errs []string
-		for _, k := range md.KeyGroups[0] {
-			ak, ok := k.(*age.MasterKey)
-			if !ok {
-				continue
-			}
-			ids.ApplyToMasterKey(ak)
-			key, err := ak.Decrypt()
-			if err == nil {
-				return key, nil
-			}
-			errs = append(errs, err.Error())
-		}
-		if len(errs) == 0 {
-			return nil, errors.New("an age key was given but the file has no age recipient")
-		}
-		return nil, fmt.Errorf("the age key given is not one of the file's recipients (%s)", strings.Join(errs, "; "))
+		svc := keyservice.NewCustomLocalClient(memoryKeys{ids: ids})
+		return md.GetDataKeyWithKeyServices([]keyservice.KeyServiceClient{svc}, nil)
 	}
 	// The library runs SOPS_AGE_KEY_CMD whenever it is set, and crashes on
 	// an empty one (a CI input left blank).
@@ -170,13 +183,15 @@ func accepted(md sops.Metadata) string {
 	return strings.Join(out, ", ")
 }
 
-// lookedFor says where keys were looked for, for the error.
-func lookedFor(keys Keys) string {
+// lookedFor says where keys were looked for, for the error: the places
+// of the key types the file accepts.
+func lookedFor(md sops.Metadata, keys Keys) string {
 	if len(keys.AgeIdentities) > 0 {
-		return "the age key handed to this run (secret input)"
+		return "the age key handed to this run (secret input), and the environment for other key types"
 	}
+	rs := recipients(md)
 	var places []string
-	for _, env := range []string{age.SopsAgeKeyEnv, age.SopsAgeKeyFileEnv, age.SopsAgeKeyCmdEnv} {
+	for _, env := range []string{age.SopsAgeKeyEnv, age.SopsAgeKeyFileEnv, age.SopsAgeKeyCmdEnv, age.SopsAgeSshPrivateKeyFileEnv} {
 		state := "unset"
 		if v, ok := os.LookupEnv(env); ok {
 			state = "set"
@@ -186,9 +201,13 @@ func lookedFor(keys Keys) string {
 		}
 		places = append(places, env+" ("+state+")")
 	}
-	if dir, err := os.UserConfigDir(); err == nil {
-		places = append(places, dir+"/sops/age/keys.txt")
+	if p := userKeysFile(); p != "" {
+		places = append(places, p)
 	}
-	places = append(places, "the environment of other key types (PGP agent, cloud KMS credentials)")
+	places = append(places, "~/.ssh/id_ed25519 and ~/.ssh/id_rsa (as age keys)")
+	if len(rs[pgp.KeyTypeIdentifier]) > 0 {
+		places = append(places, "gpg's keyring ("+gnupgHome()+")")
+	}
+	places = append(places, "the environment of other key types (cloud KMS credentials)")
 	return strings.Join(places, ", ")
 }

@@ -118,7 +118,7 @@ func TestWrongKeyIsAConfigurationError(t *testing.T) {
 	other, err := encryptedtest.NewAgeKey()
 	assert.NilError(t, err)
 	_, _, err = encrypted.Decrypt("prod.sops.yaml", enc, encrypted.Keys{AgeIdentities: []string{other.Identity}})
-	failsWithout(t, err, fault.Configuration, "prod.sops.yaml", "not one of the file's recipients", "secret input")
+	failsWithout(t, err, fault.Configuration, "prod.sops.yaml", "not one of the file's age recipients", "secret input")
 	assert.Assert(t, !strings.Contains(err.Error(), other.Identity), "the error shows the key given")
 
 	t.Setenv("SOPS_AGE_KEY", other.Identity)

@@ -12,6 +12,7 @@ import (
 	"cuelang.org/go/encoding/yaml"
 
 	"github.com/opmodel/pipeline/engine/encrypted"
+	"github.com/opmodel/pipeline/engine/fault"
 )
 
 // Input is one values file: read from Name, or given in memory as Data (a
@@ -42,6 +43,14 @@ func Read(cctx *cue.Context, in Input, keys encrypted.Keys) (*Set, error) {
 	source := fmt.Sprintf("file %q", in.Name)
 	ext := strings.ToLower(filepath.Ext(in.Name))
 	secret := in.Secret
+	if f := encrypted.OtherSopsFormat(b); f != "" {
+		return nil, fault.Validationf("values file %s is a sops %s file: opm reads values from sops YAML and JSON files only; convert it once (`sops -d --output-type yaml %s > values.yaml`, then `sops -e -i values.yaml`)", in.Name, f, in.Name)
+	}
+	if !encrypted.Is(b) && in.Data == nil {
+		if why := encrypted.MeantEncrypted(in.Name); why != "" {
+			return nil, fault.Validationf("values file %s is not encrypted, but %s: encrypt it with `sops -e -i %s` before it is committed (or, if it is meant to be plaintext, rename it or narrow the rule)", in.Name, why, in.Name)
+		}
+	}
 	if encrypted.Is(b) {
 		plain, format, err := encrypted.Decrypt(in.Name, b, keys)
 		if err != nil {

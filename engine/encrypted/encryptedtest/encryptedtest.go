@@ -40,6 +40,14 @@ type store interface {
 // Encrypt encrypts plain (YAML, or JSON when json is set) to the age
 // recipients, every value encrypted, as sops does by default.
 func Encrypt(plain []byte, json bool, recipients ...string) ([]byte, error) {
+	return EncryptGroups(plain, json, 0, recipients)
+}
+
+// EncryptGroups encrypts plain to several key groups of age recipients,
+// as `sops --shamir-secret-sharing-threshold N` with a key_groups
+// creation rule does: opening it takes a key of threshold groups (all
+// groups when threshold is 0).
+func EncryptGroups(plain []byte, json bool, threshold int, groups ...[]string) ([]byte, error) {
 	var st store = sopsyaml.NewStore(&config.YAMLStoreConfig{})
 	if json {
 		st = sopsjson.NewStore(&config.JSONStoreConfig{})
@@ -48,15 +56,26 @@ func Encrypt(plain []byte, json bool, recipients ...string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the plaintext: %w", err)
 	}
-	var group sops.KeyGroup
-	for _, r := range recipients {
-		mk, err := sopsage.MasterKeyFromRecipient(r)
-		if err != nil {
-			return nil, fmt.Errorf("age recipient %s: %w", r, err)
+	var kgs []sops.KeyGroup
+	for _, recipients := range groups {
+		var group sops.KeyGroup
+		for _, r := range recipients {
+			mk, err := sopsage.MasterKeyFromRecipient(r)
+			if err != nil {
+				return nil, fmt.Errorf("age recipient %s: %w", r, err)
+			}
+			group = append(group, keys.MasterKey(mk))
 		}
-		group = append(group, keys.MasterKey(mk))
+		kgs = append(kgs, group)
 	}
-	tree := sops.Tree{Branches: branches, Metadata: sops.Metadata{KeyGroups: []sops.KeyGroup{group}, Version: sopsVersion}}
+	md := sops.Metadata{KeyGroups: kgs, Version: sopsVersion}
+	if len(kgs) > 1 {
+		md.ShamirThreshold = threshold
+		if threshold == 0 {
+			md.ShamirThreshold = len(kgs)
+		}
+	}
+	tree := sops.Tree{Branches: branches, Metadata: md}
 	dataKey, errs := tree.GenerateDataKey()
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("encrypting the data key: %v", errs)
