@@ -117,7 +117,8 @@ type Instance struct {
 	Name, Namespace string
 	// Module is the core@v2 #Module value.
 	Module cue.Value
-	// Values are the effective values (filled at #config).
+	// Values are the effective values, filled at #config; none when the
+	// caller filled them already.
 	Values cue.Value
 	// Labels are added to the instance's labels (upstream: the module's
 	// labels and module-instance.opmodel.dev/{name,uuid}), which every
@@ -200,7 +201,10 @@ func Render(cctx *cue.Context, p *Platform, inst Instance) (*Result, error) {
 	fqn := RegistryPath(mm.modulePath) + ":" + inst.Name + ":" + inst.Namespace
 	id := InstanceUUID(mm.modulePath, inst.Name, inst.Namespace)
 	identity := cctx.Encode(map[string]any{"name": inst.Name, "namespace": inst.Namespace, "uuid": id, "clusterDomain": "cluster.local"})
-	module := inst.Module.FillPath(pathInstance, identity).FillPath(pathConfig, inst.Values)
+	module := inst.Module.FillPath(pathInstance, identity)
+	if inst.Values.Exists() {
+		module = module.FillPath(pathConfig, inst.Values)
+	}
 	comps := module.LookupPath(pathComponents)
 	// Not concrete: a field no transformer reads may stay open (a secret's
 	// `from` choice); what a transformer outputs is checked there.

@@ -17,6 +17,7 @@ import (
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/opmv2"
 )
 
 // transformer is one transformer of a provider, with what it requires of a
@@ -224,6 +225,9 @@ func (t transformer) matches(c component) bool {
 type releaseContext struct {
 	release releaseMeta
 	env     cue.Value // the environment's metadata, or a value that does not exist
+	// platform renders releases of OPM v2 modules: the environment's
+	// subscribed catalogs (nil without a subscription).
+	platform *opmv2.Platform
 }
 
 var (
@@ -311,6 +315,11 @@ type reuse func(name string, cv cue.Value) (objs []manifest.Resource, ok bool)
 // a spec field no definition declares is not looked for, and a component
 // reused gives (when not nil) is taken as it was.
 func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, catalog cue.Value, limit *Reach, where string, checks bool, reused reuse) ([]manifest.Resource, error) {
+	if opmv2.IsModule(comps) {
+		// moduleComponents hands over an OPM v2 module whole: upstream's
+		// runtime binds it to the release and renders it on the platform.
+		return renderV2(cctx, comps, rc, limit, where)
+	}
 	// Which catalog definition declares a spec field only matters to
 	// the message of a field not allowed: read the catalog for it then.
 	owners := sync.OnceValue(func() map[string]string { return catalogOwners(catalog) })

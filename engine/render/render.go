@@ -29,6 +29,7 @@ import (
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/opmv2"
 	"github.com/opmodel/pipeline/engine/reads"
 	"github.com/opmodel/pipeline/engine/suggest"
 	"github.com/opmodel/pipeline/engine/taint"
@@ -182,6 +183,7 @@ type plan struct {
 	files        []*values.Set
 	envFiles     map[string][]*values.Set // by release key, "" for all
 	transformers []transformer
+	platform     *opmv2.Platform // the environment's, for OPM v2 modules
 }
 
 func prepare(ctx context.Context, d *load.Deployment, opts Options) (*plan, error) {
@@ -240,8 +242,22 @@ func prepareWith(ctx context.Context, d *load.Deployment, opts Options, memo map
 			}
 		}
 		p.transformers = ts
+		if p.env.Exists() {
+			if p.platform, err = loadPlatform(ctx, d, declaredOr(d, opts.Environment, p.env)); err != nil {
+				return nil, fmt.Errorf("environment %q: %w", opts.Environment, err)
+			}
+		}
 	}
 	return p, nil
+}
+
+// declaredOr is the environment as the deployment declares it (a release
+// cannot change its platform), or env.
+func declaredOr(d *load.Deployment, name string, env cue.Value) cue.Value {
+	if declared, ok := declaredEnvironment(d, name); ok {
+		return declared
+	}
+	return env
 }
 
 func (p *plan) renderAll(ctx context.Context) ([]*Release, error) {
@@ -285,7 +301,7 @@ func (p *plan) renderOnce(key string) (*Release, error) {
 		rel = rel.FillPath(pathEnvironment, p.env)
 	}
 	mode := tracing{on: !p.opts.untraced, whole: p.opts.wholeStandIns}
-	return renderRelease(p.d, key, rel, p.filesFor(key), p.transformers, p.opts.IdentityOnly, mode)
+	return renderRelease(p.d, key, rel, p.filesFor(key), p.transformers, p.platform, p.opts.IdentityOnly, mode)
 }
 
 func selectReleases(d *load.Deployment, want []string) ([]string, error) {
@@ -365,7 +381,7 @@ func releasePos(d *load.Deployment, key string) string {
 // reuse those the stand-ins do not reach.
 type tracing struct{ on, whole bool }
 
-func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, identityOnly bool, trace tracing) (out *Release, err error) {
+func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, platform *opmv2.Platform, identityOnly bool, trace tracing) (out *Release, err error) {
 	where := fmt.Sprintf("release %q", key)
 	envName := ""
 	if e := rel.LookupPath(pathEnvironment); e.Exists() {
@@ -425,7 +441,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 			if err != nil {
 				msg := err.Error()
 				if !errors.As(err, new(quotesNoValue)) {
-					msg = maskDerived(msg, standInFailure(d, key, rel, files, transformers))
+					msg = maskDerived(msg, standInFailure(d, key, rel, files, transformers, platform))
 				}
 				all := append(slices.Clone(r.Secrets), secrets...)
 				slices.SortFunc(all, func(a, b string) int { return len(b) - len(a) }) // longest first
@@ -446,12 +462,16 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	if err != nil {
 		return nil, err
 	}
-	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata")))}
+	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata"))), platform: platform}
 	limit := r.Reach
 	if r.Resources, err = renderComponents(d.Context, comps, rc, transformers, d.Catalog, limit, where); err != nil {
 		return nil, err
 	}
-	names, _ := load.FieldNames(comps)
+	v2 := opmv2.IsModule(comps)
+	var names []string
+	if !v2 {
+		names, _ = load.FieldNames(comps)
+	}
 	broken, warnings := checkReferences(comps, names)
 	for _, n := range names {
 		if p := broken[n]; len(p) > 0 {
@@ -465,7 +485,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	manifest.Sort(r.Resources)
 	var valueFields []taint.Field
 	var same reuse
-	if !trace.whole {
+	if !trace.whole && !v2 {
 		same = reusable(comps, r.Resources, transformers)
 	}
 	standIns := newStandIns(set, variantOf(d, rel, rc, transformers, limit, where, same))
@@ -511,12 +531,12 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 
 // standInFailure is the error of rendering the release again with every
 // secret replaced by its stand-in, or "" when that render succeeds.
-func standInFailure(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer) string {
+func standInFailure(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, platform *opmv2.Platform) string {
 	alt := make([]*values.Set, len(files))
 	for i, f := range files {
 		alt[i] = f.StandIn(taint.Sentinel)
 	}
-	if _, err := renderRelease(d, key, rel, alt, transformers, false, tracing{}); err != nil {
+	if _, err := renderRelease(d, key, rel, alt, transformers, platform, false, tracing{}); err != nil {
 		return err.Error()
 	}
 	return ""
@@ -689,10 +709,16 @@ func readMetadata(rel cue.Value) (releaseMeta, error) {
 		return m, err
 	}
 	mm := rel.LookupPath(pathModule).LookupPath(cue.ParsePath("metadata"))
+	// An OPM v2 module names its CUE path in modulePath and its identity
+	// in uuid.
+	pathField, idField := "apiVersion", "identity"
+	if opmv2.IsModule(rel.LookupPath(pathModule)) {
+		pathField, idField = "modulePath", "uuid"
+	}
 	for _, f := range []struct {
 		dst  *string
 		path string
-	}{{&m.module.Path, "apiVersion"}, {&m.module.Name, "name"}, {&m.module.Version, "version"}, {&m.module.FQN, "fqn"}, {&m.module.ID, "identity"}} {
+	}{{&m.module.Path, pathField}, {&m.module.Name, "name"}, {&m.module.Version, "version"}, {&m.module.FQN, "fqn"}, {&m.module.ID, idField}} {
 		if *f.dst, err = str(mm, f.path); err != nil {
 			return m, fmt.Errorf("module: %w", err)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/opmv2"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/taint"
@@ -29,6 +30,14 @@ import (
 // and returns its #components.
 func moduleComponents(rel, effective cue.Value, where, modulePath string) (cue.Value, error) {
 	module := rel.LookupPath(pathModule).FillPath(pathConfig, effective)
+	if opmv2.IsModule(module) {
+		// An OPM v2 module renders whole (renderV2): its components need
+		// the instance's identity, which the render fills in.
+		if !declaredByUser(module.LookupPath(pathComponents)) {
+			return cue.Value{}, fault.Validationf("%s: module %q declares no #components, so it would render nothing", where, modulePath)
+		}
+		return module, nil
+	}
 	// A module that never declares #components is a mistake; one that
 	// declares `#components: {}` empties its releases on purpose (apply
 	// refuses that without --force).

@@ -1,0 +1,114 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"cuelang.org/go/cue"
+
+	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/opmv2"
+)
+
+// pathPlatform is an environment's platform: the catalogs it subscribes to.
+var pathPlatformRegistry = cue.ParsePath("platform.registry")
+
+// loadPlatform fetches the catalogs env subscribes to (enabled ones, each
+// at its exact version) and indexes their transformers; nil when env
+// subscribes to none.
+func loadPlatform(ctx context.Context, d *load.Deployment, env cue.Value) (*opmv2.Platform, error) {
+	reg := env.LookupPath(pathPlatformRegistry)
+	if !reg.Exists() {
+		return nil, nil
+	}
+	var subs struct {
+		Registry map[string]struct {
+			Version string `json:"version"`
+			Enable  *bool  `json:"enable"`
+		} `json:"registry"`
+	}
+	if err := env.LookupPath(cue.ParsePath("platform")).Decode(&subs); err != nil {
+		return nil, fault.Validationf("platform: %s", load.Describe(err))
+	}
+	var catalogs []opmv2.Catalog
+	for _, path := range slices.Sorted(func(yield func(string) bool) {
+		for k := range subs.Registry {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		s := subs.Registry[path]
+		if s.Enable != nil && !*s.Enable {
+			continue
+		}
+		v, err := load.Published(ctx, d.Context, path, s.Version)
+		if err != nil {
+			return nil, err
+		}
+		catalogs = append(catalogs, opmv2.Catalog{Path: path, Version: strings.TrimPrefix(s.Version, "v"), Value: v})
+	}
+	p, err := opmv2.NewPlatform(catalogs)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("platform: %w", err))
+	}
+	return p, nil
+}
+
+// renderV2 renders a release of an OPM v2 module on the environment's
+// platform, with upstream's matching and transforms. The instance is the
+// release: its name, its namespace, its values; its labels add the
+// release's identity and environment to every object, and objects are
+// managed by opm (the seeds' identity), not by upstream's runtime name.
+func renderV2(cctx *cue.Context, module cue.Value, rc releaseContext, limit *Reach, where string) ([]manifest.Resource, error) {
+	if rc.platform == nil {
+		return nil, fault.Validationf("%s: its module is an OPM v2 module (opmodel.dev/core@v2), which renders on a platform: subscribe its environment to a catalog, e.g.\n"+
+			"      environments: %s: platform: registry: \"opmodel.dev/catalogs/opm@v2\": version: \"2.0.0-alpha.4\"", where, envNameOr(rc, "<env>"))
+	}
+	_, folded, _, err := contextData(rc)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", where, err))
+	}
+	labels, _ := folded["labels"].(map[string]string)
+	res, err := opmv2.Render(cctx, rc.platform, opmv2.Instance{
+		Name: rc.release.name, Namespace: rc.release.namespace, Module: module,
+		Labels: labels, RuntimeName: manifest.ManagedByOPM,
+	})
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", where, err))
+	}
+	var out []manifest.Resource
+	seen := map[manifest.ID]string{}
+	for _, o := range res.Objects {
+		objs, err := outputs(o.Value)
+		if err != nil {
+			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, component %q, transformer %s:\n%s", where, o.Component, o.Transformer, load.Describe(err)))
+		}
+		for _, u := range objs {
+			r := manifest.Resource{Object: u, Component: o.Component}
+			if missing := missingIdentity(u); missing != "" {
+				return nil, fault.Validationf("%s, component %q: transformer %s renders an object without %s", where, o.Component, o.Transformer, missing)
+			}
+			if other, dup := seen[r.ID()]; dup {
+				return nil, fault.Validationf("%s, component %q: transformer %s renders %s, which %s renders too", where, o.Component, o.Transformer, r.ID(), other)
+			}
+			seen[r.ID()] = o.Transformer
+			if why := limit.Check(r, rc.release.namespace); why != "" {
+				return nil, fault.Validationf("%s, component %q: transformer %s %s", where, o.Component, o.Transformer, why)
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func envNameOr(rc releaseContext, def string) string {
+	if n, err := rc.env.LookupPath(cue.ParsePath("name")).String(); err == nil {
+		return n
+	}
+	return def
+}
