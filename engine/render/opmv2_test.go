@@ -103,4 +103,3 @@ func seedsDifferences(o map[string]any, rel *render.Release) {
 	labels["module-release.opmodel.dev/environment"] = rel.Environment
 	labels["environment.opmodel.dev/name"] = rel.Environment
 }
-

@@ -19,8 +19,8 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/load"
-	"github.com/opmodel/pipeline/engine/opmv2"
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/opmv2"
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/taint"
 	"github.com/opmodel/pipeline/engine/values"
