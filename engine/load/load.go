@@ -283,3 +283,30 @@ func FieldNames(v cue.Value) ([]string, error) {
 	slices.Sort(names)
 	return names, nil
 }
+
+// Imported returns the package importPath as this deployment's load
+// resolved it (at the version its module graph picked), built in
+// d.Context; ok is false when nothing the deployment loads imports it.
+// OPM v2 releases take core@v2's #ModuleInstance from the same core their
+// modules were written with.
+func (d *Deployment) Imported(importPath string) (v cue.Value, ok bool) {
+	if d.parsed == nil {
+		return cue.Value{}, false
+	}
+	seen := map[*build.Instance]bool{}
+	queue := []*build.Instance{d.parsed.Root}
+	for len(queue) > 0 {
+		inst := queue[0]
+		queue = queue[1:]
+		if inst == nil || seen[inst] {
+			continue
+		}
+		seen[inst] = true
+		if inst.ImportPath == importPath {
+			v := d.Context.BuildInstance(inst)
+			return v, v.Err() == nil
+		}
+		queue = append(queue, inst.Imports...)
+	}
+	return cue.Value{}, false
+}

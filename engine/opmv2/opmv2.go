@@ -19,31 +19,25 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
-	"github.com/google/uuid"
 )
 
 // Paths into core@v2 values.
 var (
-	pathTransformers      = cue.MakePath(cue.Def("transformers"))
-	pathRequiredResources = cue.ParsePath("requiredResources")
-	pathOptionalResources = cue.ParsePath("optionalResources")
-	pathRequiredTraits    = cue.ParsePath("requiredTraits")
-	pathOptionalTraits    = cue.ParsePath("optionalTraits")
-	pathRequiredLabels    = cue.ParsePath("requiredLabels")
-	pathTransform         = cue.MakePath(cue.Def("transform"))
-	pathComponent         = cue.MakePath(cue.Def("component"))
-	pathContext           = cue.MakePath(cue.Def("context"))
-	pathOutput            = cue.ParsePath("output")
-	pathResources         = cue.MakePath(cue.Def("resources"))
-	pathTraits            = cue.MakePath(cue.Def("traits"))
-	pathComponents        = cue.MakePath(cue.Def("components"))
-	pathConfig            = cue.MakePath(cue.Def("config"))
-	pathInstance          = cue.MakePath(cue.Def("ctx"), cue.Str("instance"))
-	pathMatchLabels       = cue.ParsePath("matchLabels")
+	pathTransformers       = cue.MakePath(cue.Def("transformers"))
+	pathRequiredResources  = cue.ParsePath("requiredResources")
+	pathOptionalResources  = cue.ParsePath("optionalResources")
+	pathRequiredTraits     = cue.ParsePath("requiredTraits")
+	pathOptionalTraits     = cue.ParsePath("optionalTraits")
+	pathRequiredLabels     = cue.ParsePath("requiredLabels")
+	pathTransform          = cue.MakePath(cue.Def("transform"))
+	pathComponent          = cue.MakePath(cue.Def("component"))
+	pathContext            = cue.MakePath(cue.Def("context"))
+	pathOutput             = cue.ParsePath("output")
+	pathResources          = cue.MakePath(cue.Def("resources"))
+	pathTraits             = cue.MakePath(cue.Def("traits"))
+	pathInstanceComponents = cue.ParsePath("components")
+	pathMatchLabels        = cue.ParsePath("matchLabels")
 )
-
-// OPMNamespace is the UUID namespace of core@v2's identities.
-const OPMNamespace = "11bc6112-a6e8-4021-bec9-b3ad246f9466"
 
 // IsModule reports whether v is a core@v2 #Module: kind "Module" and a
 // metadata.modulePath (the older line has metadata.apiVersion instead).
@@ -117,9 +111,13 @@ type Instance struct {
 	Name, Namespace string
 	// Module is the core@v2 #Module value.
 	Module cue.Value
-	// Values are the effective values, filled at #config; none when the
-	// caller filled them already.
+	// Values are the effective values (the instance's values).
 	Values cue.Value
+	// Definition is core@v2's #ModuleInstance, of the core the module was
+	// written with: it binds the module (re-checking it against #Module,
+	// which settles what a component's schema leaves open) and derives the
+	// instance's fqn, uuid and labels.
+	Definition cue.Value
 	// Labels are added to the instance's labels (upstream: the module's
 	// labels and module-instance.opmodel.dev/{name,uuid}), which every
 	// transformer writes on its objects.
@@ -177,19 +175,6 @@ func readModule(m cue.Value) (moduleMeta, error) {
 	return mm, nil
 }
 
-// RegistryPath is a module path without its major version.
-func RegistryPath(modulePath string) string {
-	p, _, _ := strings.Cut(modulePath, "@")
-	return p
-}
-
-// InstanceUUID is core@v2's #ModuleInstance uuid: a SHA-1 UUID of
-// "registryPath:name:namespace" (version-free).
-func InstanceUUID(modulePath, name, namespace string) string {
-	fqn := RegistryPath(modulePath) + ":" + name + ":" + namespace
-	return uuid.NewSHA1(uuid.MustParse(OPMNamespace), []byte(fqn)).String()
-}
-
 // Render renders inst on p, as upstream's compile does: match every
 // component, refuse unresolved demands and unmatched components, then run
 // each matched transformer.
@@ -198,29 +183,39 @@ func Render(cctx *cue.Context, p *Platform, inst Instance) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	fqn := RegistryPath(mm.modulePath) + ":" + inst.Name + ":" + inst.Namespace
-	id := InstanceUUID(mm.modulePath, inst.Name, inst.Namespace)
-	identity := cctx.Encode(map[string]any{"name": inst.Name, "namespace": inst.Namespace, "uuid": id, "clusterDomain": "cluster.local"})
-	module := inst.Module.FillPath(pathInstance, identity)
-	if inst.Values.Exists() {
-		module = module.FillPath(pathConfig, inst.Values)
+	if !inst.Definition.Exists() {
+		return nil, fmt.Errorf("no #ModuleInstance definition of core@v2 to bind the module with")
 	}
-	comps := module.LookupPath(pathComponents)
+	bound := inst.Definition.
+		FillPath(cue.ParsePath("metadata.name"), inst.Name).
+		FillPath(cue.ParsePath("metadata.namespace"), inst.Namespace).
+		FillPath(cue.MakePath(cue.Def("module")), inst.Module).
+		FillPath(cue.ParsePath("values"), inst.Values)
+	if err := bound.LookupPath(cue.ParsePath("metadata")).Validate(cue.Concrete(true)); err != nil {
+		return nil, fmt.Errorf("binding the module as instance %q in %q: %w", inst.Name, inst.Namespace, err)
+	}
+	comps := bound.LookupPath(pathInstanceComponents)
 	// Not concrete: a field no transformer reads may stay open (a secret's
 	// `from` choice); what a transformer outputs is checked there.
 	if err := comps.Validate(); err != nil {
 		return nil, fmt.Errorf("evaluating the module's #components with the instance's values: %w", err)
 	}
-	labels := map[string]string{}
-	for k, v := range mm.labels {
-		labels[k] = v
+	var meta struct {
+		FQN    string            `json:"fqn"`
+		UUID   string            `json:"uuid"`
+		Labels map[string]string `json:"labels"`
 	}
-	labels["module-instance.opmodel.dev/name"] = inst.Name
-	labels["module-instance.opmodel.dev/uuid"] = id
+	if err := bound.LookupPath(cue.ParsePath("metadata")).Decode(&meta); err != nil {
+		return nil, fmt.Errorf("reading the instance's metadata: %w", err)
+	}
+	labels := meta.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
 	for k, v := range inst.Labels {
 		labels[k] = v
 	}
-	instMeta := map[string]any{"name": inst.Name, "namespace": inst.Namespace, "fqn": fqn, "version": mm.version, "uuid": id, "labels": labels}
+	instMeta := map[string]any{"name": inst.Name, "namespace": inst.Namespace, "fqn": meta.FQN, "version": mm.version, "uuid": meta.UUID, "labels": labels}
 	if len(mm.annotations) > 0 {
 		instMeta["annotations"] = mm.annotations
 	}

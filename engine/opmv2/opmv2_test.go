@@ -76,6 +76,9 @@ func TestRendersWhatUpstreamRenders(t *testing.T) {
 	assert.NilError(t, err)
 	p, err := opmv2.NewPlatform([]opmv2.Catalog{{Path: catalogPath, Version: catalogVersion, Value: cat}})
 	assert.NilError(t, err)
+	core, err := load.Published(ctx, cctx, "opmodel.dev/core@v2", "2.0.0-alpha.5")
+	assert.NilError(t, err)
+	def := core.LookupPath(cue.MakePath(cue.Def("ModuleInstance")))
 	mods := map[string]opmv2test.Module{}
 	for _, m := range opmv2test.Modules(t) {
 		mods[m.Dir] = m
@@ -87,7 +90,7 @@ func TestRendersWhatUpstreamRenders(t *testing.T) {
 			assert.NilError(t, err)
 			assert.Assert(t, opmv2.IsModule(mod))
 			res, err := opmv2.Render(cctx, p, opmv2.Instance{Name: tc.instance, Namespace: "default", Module: mod,
-				Values: mod.LookupPath(cue.ParsePath("debugValues")), RuntimeName: "opm-cli"})
+				Values: mod.LookupPath(cue.ParsePath("debugValues")), Definition: def, RuntimeName: "opm-cli"})
 			assert.NilError(t, err)
 			assert.DeepEqual(t, rendered(t, res), expected(t, tc.module))
 			assert.DeepEqual(t, matches(res), upstreamMatches(t, tc.module))

@@ -228,6 +228,8 @@ type releaseContext struct {
 	// platform renders releases of OPM v2 modules: the environment's
 	// subscribed catalogs (nil without a subscription).
 	platform *opmv2.Platform
+	// moduleInstance is core@v2's #ModuleInstance, for OPM v2 modules.
+	moduleInstance cue.Value
 }
 
 var (

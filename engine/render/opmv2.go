@@ -1,8 +1,11 @@
 package render
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -75,8 +78,8 @@ func renderV2(cctx *cue.Context, module cue.Value, rc releaseContext, limit *Rea
 	}
 	labels, _ := folded["labels"].(map[string]string)
 	res, err := opmv2.Render(cctx, rc.platform, opmv2.Instance{
-		Name: rc.release.name, Namespace: rc.release.namespace, Module: module,
-		Labels: labels, RuntimeName: manifest.ManagedByOPM,
+		Name: rc.release.name, Namespace: rc.release.namespace, Module: module, Values: module.LookupPath(pathConfig),
+		Definition: rc.moduleInstance, Labels: labels, RuntimeName: manifest.ManagedByOPM,
 	})
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", where, err))
@@ -111,4 +114,113 @@ func envNameOr(rc releaseContext, def string) string {
 		return n
 	}
 	return def
+}
+
+// moduleInstanceOf is core@v2's #ModuleInstance, from the core the
+// deployment's modules resolve to; a value that does not exist when the
+// deployment imports no core@v2 (then Render says so).
+func moduleInstanceOf(d *load.Deployment) cue.Value {
+	for _, path := range []string{"opmodel.dev/core@v2", "opmodel.dev/core"} {
+		if core, ok := d.Imported(path); ok {
+			return core.LookupPath(cue.MakePath(cue.Def("ModuleInstance")))
+		}
+	}
+	return cue.Value{}
+}
+
+// inAuthorOrder re-encodes merged values data (which the merge writes with
+// sorted keys) with each struct's fields in the order its authors wrote
+// them: first appearance across layers (module values, release values,
+// environment values), the rest sorted. Upstream's catalog turns some
+// structs into lists in field order (a module's media volumes become a
+// pod's volumes), so an OPM v2 release keeps the order upstream's runtime
+// sees. The older line keeps sorted values: its renders must not move.
+func inAuthorOrder(data []byte, layers ...cue.Value) ([]byte, error) {
+	order := map[string][]string{}
+	var walk func(path string, v cue.Value)
+	walk = func(path string, v cue.Value) {
+		if v.IncompleteKind() != cue.StructKind {
+			return
+		}
+		it, err := v.Fields()
+		if err != nil {
+			return
+		}
+		for it.Next() {
+			k := it.Selector().Unquoted()
+			if !slices.Contains(order[path], k) {
+				order[path] = append(order[path], k)
+			}
+			walk(path+"\x00"+k, it.Value())
+		}
+	}
+	for _, l := range layers {
+		if l.Exists() {
+			walk("", l)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	var enc func(path string, v any) error
+	enc = func(path string, v any) error {
+		m, ok := v.(map[string]any)
+		if !ok {
+			if l, ok := v.([]any); ok {
+				buf.WriteByte('[')
+				for i, e := range l {
+					if i > 0 {
+						buf.WriteByte(',')
+					}
+					if err := enc(path, e); err != nil {
+						return err
+					}
+				}
+				buf.WriteByte(']')
+				return nil
+			}
+			b, err := json.Marshal(v)
+			buf.Write(b)
+			return err
+		}
+		keys := slices.Clone(order[path])
+		keys = slices.DeleteFunc(keys, func(k string) bool { _, ok := m[k]; return !ok })
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+		buf.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			kb, _ := json.Marshal(k)
+			buf.Write(kb)
+			buf.WriteByte(':')
+			if err := enc(path+"\x00"+k, m[k]); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+		return nil
+	}
+	if err := enc("", doc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// valueLayers are a release's values as its authors wrote them, in merge
+// order: the module's, the release's, the environment's.
+func valueLayers(rel cue.Value) []cue.Value {
+	return []cue.Value{
+		rel.LookupPath(pathModule).LookupPath(cue.ParsePath("values")),
+		rel.LookupPath(cue.ParsePath("values")),
+		rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("values"))),
+	}
 }

@@ -463,6 +463,9 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 		return nil, err
 	}
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata"))), platform: platform}
+	if opmv2.IsModule(comps) {
+		rc.moduleInstance = moduleInstanceOf(d)
+	}
 	limit := r.Reach
 	if r.Resources, err = renderComponents(d.Context, comps, rc, transformers, d.Catalog, limit, where); err != nil {
 		return nil, err
@@ -573,6 +576,11 @@ func effectiveValues(d *load.Deployment, rel cue.Value, where, key, envName stri
 	data, err := set.JSON()
 	if err != nil {
 		return cue.Value{}, nil, fmt.Errorf("%s: encoding merged values: %w", where, err)
+	}
+	if opmv2.IsModule(rel.LookupPath(pathModule)) {
+		if data, err = inAuthorOrder(data, valueLayers(rel)...); err != nil {
+			return cue.Value{}, nil, fmt.Errorf("%s: ordering merged values: %w", where, err)
+		}
 	}
 	merged := d.Context.CompileBytes(data, cue.Filename(load.SyntheticFile))
 	effective := rel.LookupPath(pathModule).LookupPath(pathConfig).Unify(merged)

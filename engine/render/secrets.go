@@ -68,6 +68,11 @@ func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformer
 		if err != nil {
 			return nil, nil, err
 		}
+		if opmv2.IsModule(rel.LookupPath(pathModule)) {
+			if data, err = inAuthorOrder(data, valueLayers(rel)...); err != nil {
+				return nil, nil, err
+			}
+		}
 		merged := d.Context.CompileBytes(data, cue.Filename(load.SyntheticFile))
 		effective := rel.LookupPath(pathModule).LookupPath(pathConfig).Unify(merged)
 		if err := effective.Validate(cue.Concrete(true), cue.Final()); err != nil {
