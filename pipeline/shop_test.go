@@ -81,10 +81,12 @@ var (
 func TestShopAppliesDiffsCleanAndPrunes(t *testing.T) {
 	ns := env.Namespace(t)
 	dir := shopDir(t, ns)
+	pruneCRDs := false
 	apply := func(files ...string) []string {
 		t.Helper()
 		opts := applyOpts(dir, files...)
 		opts.Environment = "production"
+		opts.PruneCRDs = pruneCRDs
 		var lines []string
 		opts.Progress = func(e pipeline.ProgressEvent) { lines = append(lines, e.Line()) }
 		_, err := pipeline.Apply(t.Context(), opts)
@@ -108,7 +110,10 @@ func TestShopAppliesDiffsCleanAndPrunes(t *testing.T) {
 	assert.Check(t, !present(t, hpas, ns, "frontend"))
 	assert.Check(t, present(t, hpas, ns, "api"))
 
+	// Without --prune-crds the CRD is kept (engine/reconcile's tests), so
+	// the apply that drops both the Certificate and its CRD allows it.
 	noCerts := shopValues(t, dir, "frontend: autoscaling: enabled: false\ninstallCRDs: false\ntls: enabled: false\n")
+	pruneCRDs = true
 	lines = apply(noCerts)
 	certAt := slices.Index(lines, "certificate.cert-manager.io/frontend deleted")
 	crdAt := slices.Index(lines, "customresourcedefinition.apiextensions.k8s.io/certificates.cert-manager.io deleted")
