@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/opmodel/pipeline/internal/deploytest"
+	"github.com/opmodel/pipeline/internal/opmv2test"
+)
+
+// Upstream OPM v2 modules from a registry, released as an OPM user
+// releases them today, through the CLI on the real API server: apply,
+// a diff that finds nothing, a re-apply that changes nothing, history,
+// a module version bump, and delete, which keeps the CRDs.
+func TestV2ModulesLiveADay(t *testing.T) {
+	opmv2test.Registry(t)
+	ns := env.Namespace(t)
+	mods := map[string]opmv2test.Module{}
+	for _, m := range opmv2test.Modules(t) {
+		mods[m.Dir] = m
+	}
+	releases := map[string]string{"web-app": "web_app", "jellystat": "jellystat", "gotify": "gotify", "cert-manager": "cert_manager"}
+	var deps, imports, rels strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(releases)) {
+		m := mods[releases[name]]
+		alias := strings.ReplaceAll(m.Dir, "_", "") + "mod"
+		fmt.Fprintf(&deps, "\t%q: v: \"v%s\"\n", m.Path, m.Version)
+		fmt.Fprintf(&imports, "\t%s %q\n", alias, m.Path)
+		fmt.Fprintf(&rels, "releases: %q: {#module: %s, values: %s.debugValues}\n", name, alias, alias)
+	}
+	dir := deploytest.Write(t, map[string]string{
+		"cue.mod/module.cue": "module: \"test.example/deploy@v0\"\nlanguage: version: \"v0.17.0\"\ndeps: {\n" + deps.String() + "}\n",
+		"deploy.cue": "package deploy\n\nimport (\n\tcore \"github.com/opmodel/pipeline/catalog@v0\"\n" + imports.String() + ")\n\n" +
+			"environments: [Name=string]: core.#Environment & {metadata: name: Name}\n" +
+			fmt.Sprintf("environments: test: {namespace: %q, namespaces: {clusterScoped: true, allowed: [%q, \"kube-system\", \"cert-manager\"]}, platform: registry: \"opmodel.dev/catalogs/opm@v2\": version: \"2.0.0-alpha.4\"}\n", ns, ns) +
+			"releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}\n" + rels.String(),
+	})
+	kc := []string{"--env", "test", "--kubeconfig", env.Kubeconfig}
+
+	// gotify and jellystat, as upstream renders them, are refused by the
+	// API server: a StatefulSet of each asks for the Recreate update
+	// strategy (a Deployment's), which the catalog's UpdateStrategy trait
+	// allows. The server-side dry run finds it before anything is written.
+	for _, name := range []string{"gotify", "jellystat"} {
+		code, out, errOut := runOpm(t, append([]string{"apply", "--no-wait", dir, "-r", name}, kc...)...)
+		assert.Equal(t, code, 2, "%s%s", out, errOut)
+		assert.Check(t, is.Contains(errOut, `spec.updateStrategy: Invalid value: {"Type":"Recreate","RollingUpdate":null}: must be 'RollingUpdate' or 'OnDelete'`), errOut)
+		assert.Check(t, is.Contains(errOut, "nothing was applied, nothing was pruned and the inventory was not written"))
+		delete(releases, name)
+	}
+	applied := []string{"-r", "web-app", "-r", "cert-manager"}
+
+	code, out, errOut := runOpm(t, append(append([]string{"apply", "--no-wait", dir}, applied...), kc...)...)
+	assert.Equal(t, code, 0, "%s%s", out, errOut)
+	for name := range releases {
+		assert.Check(t, is.Contains(out, "release "+name+" (environment test) applied"), out)
+	}
+	assert.Check(t, is.Contains(out, "customresourcedefinition.apiextensions.k8s.io/certificates.cert-manager.io created"))
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	deps2, err := cs.AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})
+	assert.NilError(t, err)
+	var names []string
+	for _, d := range deps2.Items {
+		names = append(names, d.Name)
+		assert.Equal(t, d.Labels["app.kubernetes.io/managed-by"], "open-platform-model")
+		assert.Assert(t, d.Labels["module-release.opmodel.dev/uuid"] != "")
+	}
+	assert.Check(t, slices.Contains(names, "web-app-web"), "%v", names)
+
+	code, out, errOut = runOpm(t, append(append([]string{"diff", "--exit-code", dir}, applied...), kc...)...)
+	assert.Equal(t, code, 0, "nothing differs right after apply\n%s%s", out, errOut)
+	code, out, errOut = runOpm(t, append(append([]string{"apply", "--no-wait", dir}, applied...), kc...)...)
+	assert.Equal(t, code, 0, "%s%s", out, errOut)
+	// The re-apply writes nothing: the fast path skips the release, or
+	// (once the deployment controller has annotated its Deployments) the
+	// full path finds every object unchanged.
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(line, "release ") {
+			assert.Check(t, strings.Contains(line, "unchanged (inputs identical)") || strings.Contains(line, " 0 created, 0 configured,"), line)
+			continue
+		}
+		assert.Check(t, strings.HasSuffix(line, " unchanged"), line)
+	}
+
+	// A values change moves one release only.
+	code, out, errOut = runOpm(t, append([]string{"apply", "--no-wait", dir, "-r", "web-app", "-f", deploytest.Values(t, "replicas: 3")}, kc...)...)
+	assert.Equal(t, code, 0, "%s%s", out, errOut)
+	assert.Check(t, is.Contains(out, "deployment.apps/web-app-web configured"), out)
+	d, err := cs.AppsV1().Deployments(ns).Get(t.Context(), "web-app-web", metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, *d.Spec.Replicas, int32(3))
+
+	code, out, errOut = runOpm(t, append([]string{"history", "cert-manager", dir}, kc...)...)
+	assert.Equal(t, code, 0, "%s%s", out, errOut)
+	assert.Check(t, is.Contains(out, "cert-manager"))
+
+	code, out, errOut = runOpm(t, append(append([]string{"delete", dir}, applied...), kc...)...)
+	assert.Equal(t, code, 0, "%s%s", out, errOut)
+	assert.Check(t, is.Contains(out+errOut, "CustomResourceDefinitions are pruned only with --prune-crds"), out+errOut)
+	left, err := cs.AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, len(left.Items), 0)
+}
