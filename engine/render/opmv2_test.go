@@ -3,6 +3,7 @@ package render_test
 import (
 	"archive/tar"
 	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 	"gotest.tools/v3/assert"
 	"sigs.k8s.io/yaml"
 
+	"github.com/opmodel/pipeline/engine/encrypted"
+	"github.com/opmodel/pipeline/engine/encrypted/encryptedtest"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/internal/opmv2test"
 )
@@ -150,4 +153,47 @@ func seedsDifferences(o map[string]any, rel *render.Release) {
 	labels["module-release.opmodel.dev/version"] = rel.Module.Version
 	labels["module-release.opmodel.dev/environment"] = rel.Environment
 	labels["environment.opmodel.dev/name"] = rel.Environment
+}
+
+// A SOPS-encrypted values file fills a v2 module's secret field
+// (metallb's memberlist key, over its debugValues): the value reaches the
+// Secret upstream's transformer writes, the render
+// knows it as a secret and which field it reached, and the values it shows
+// hold no trace of it.
+func TestV2SecretsFromSops(t *testing.T) {
+	opmv2test.Registry(t)
+	key, err := encryptedtest.NewAgeKey()
+	assert.NilError(t, err)
+	const canary = "canary-9b1f5e-pass"
+	enc, err := encryptedtest.Encrypt([]byte("speaker:\n  memberlistKey:\n    value: "+canary+"\n"), false, key.Recipient)
+	assert.NilError(t, err)
+	dir := v2Deployment(t, "default", map[string]string{"metallb": "metallb"})
+	b, err := os.ReadFile(filepath.Join(dir, "deploy.cue"))
+	assert.NilError(t, err)
+	src := strings.Replace(string(b), `platform: registry:`, `valuesFiles: ["secrets/prod.sops.yaml"], platform: registry:`, 1)
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "deploy.cue"), []byte(src), 0o644))
+	assert.NilError(t, os.MkdirAll(filepath.Join(dir, "secrets"), 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "secrets", "prod.sops.yaml"), enc, 0o644))
+
+	rels, err := render.Render(t.Context(), render.Options{Dir: dir, Environment: "test", Keys: encrypted.Keys{AgeIdentities: []string{key.Identity}}})
+	assert.NilError(t, err)
+	rel := rels[0]
+	assert.Assert(t, slices.Contains(rel.Secrets, canary), "the render does not know the value as a secret")
+	reached := false
+	for i, r := range rel.Resources {
+		y, err := yaml.Marshal(r.Object.Object)
+		assert.NilError(t, err)
+		if r.Object.GetKind() == "Secret" && strings.Contains(string(y), base64.StdEncoding.EncodeToString([]byte(canary))) || strings.Contains(string(y), canary) {
+			assert.Assert(t, i < len(rel.SecretFields) && len(rel.SecretFields[i]) > 0, "%s holds the secret, but no field of it is traced", r.ID())
+			reached = true
+		}
+	}
+	if !reached {
+		for _, r := range rel.Resources {
+			y, _ := yaml.Marshal(r.Object.Object)
+			t.Logf("%s", y)
+		}
+	}
+	assert.Assert(t, reached, "the secret reaches no object")
+	assert.Assert(t, !strings.Contains(rel.ValuesText, canary), "the shown values hold the secret: %s", rel.ValuesText)
 }

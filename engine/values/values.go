@@ -85,6 +85,12 @@ func (s *Set) walk(v cue.Value, path []string, source string) (any, error) {
 		out := map[string]any{}
 		it, err := v.Fields(cue.Optional(false), cue.Definitions(false), cue.Hidden(false))
 		if err != nil {
+			if v.Validate() == nil {
+				// A struct not chosen yet (a disjunction of structs, such
+				// as an OPM v2 #Secret's literal-or-reference): not set,
+				// like any incomplete value.
+				return nil, nil
+			}
 			return nil, err
 		}
 		for it.Next() {
