@@ -127,6 +127,16 @@ type Instance struct {
 	RuntimeName string
 }
 
+// Error is a failure of a render: where (the binding, a component, a
+// transformer) and CUE's error, whose positions name the user's files.
+type Error struct {
+	Where string
+	Err   error
+}
+
+func (e *Error) Error() string { return e.Where + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
 // Object is one rendered object and where it came from.
 type Object struct {
 	Component, Transformer string
@@ -192,13 +202,13 @@ func Render(cctx *cue.Context, p *Platform, inst Instance) (*Result, error) {
 		FillPath(cue.MakePath(cue.Def("module")), inst.Module).
 		FillPath(cue.ParsePath("values"), inst.Values)
 	if err := bound.LookupPath(cue.ParsePath("metadata")).Validate(cue.Concrete(true)); err != nil {
-		return nil, fmt.Errorf("binding the module as instance %q in %q: %w", inst.Name, inst.Namespace, err)
+		return nil, &Error{Where: fmt.Sprintf("binding the module as instance %q in %q", inst.Name, inst.Namespace), Err: err}
 	}
 	comps := bound.LookupPath(pathInstanceComponents)
 	// Not concrete: a field no transformer reads may stay open (a secret's
 	// `from` choice); what a transformer outputs is checked there.
 	if err := comps.Validate(); err != nil {
-		return nil, fmt.Errorf("evaluating the module's #components with the instance's values: %w", err)
+		return nil, &Error{Where: "evaluating the module's #components with the instance's values", Err: err}
 	}
 	var meta struct {
 		FQN    string            `json:"fqn"`
@@ -243,7 +253,7 @@ func Render(cctx *cue.Context, p *Platform, inst Instance) (*Result, error) {
 		comp := comps.LookupPath(cue.MakePath(cue.Str(name)))
 		data, err := finalize(cctx, comp)
 		if err != nil {
-			return nil, fmt.Errorf("component %q: %w", name, err)
+			return nil, &Error{Where: fmt.Sprintf("component %q", name), Err: err}
 		}
 		cm := map[string]any{"name": name}
 		if l, err := stringMap(comp.LookupPath(cue.ParsePath("metadata.labels"))); err == nil && len(l) > 0 {
@@ -259,7 +269,7 @@ func Render(cctx *cue.Context, p *Platform, inst Instance) (*Result, error) {
 		for _, tfFQN := range res.Matches[name] {
 			objs, err := execute(p.transformers[tfFQN], data, context)
 			if err != nil {
-				return nil, fmt.Errorf("component %q, transformer %s: %w", name, tfFQN, err)
+				return nil, &Error{Where: fmt.Sprintf("component %q, transformer %s", name, tfFQN), Err: err}
 			}
 			for _, o := range objs {
 				res.Objects = append(res.Objects, Object{Component: name, Transformer: tfFQN, Value: o})

@@ -230,6 +230,8 @@ type releaseContext struct {
 	platform *opmv2.Platform
 	// moduleInstance is core@v2's #ModuleInstance, for OPM v2 modules.
 	moduleInstance cue.Value
+	// warnings collects an OPM v2 render's advisories (nil: dropped).
+	warnings *[]string
 }
 
 var (

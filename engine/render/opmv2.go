@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -82,7 +83,15 @@ func renderV2(cctx *cue.Context, module cue.Value, rc releaseContext, limit *Rea
 		Definition: rc.moduleInstance, Labels: labels, RuntimeName: manifest.ManagedByOPM,
 	})
 	if err != nil {
+		var re *opmv2.Error
+		if errors.As(err, &re) {
+			// CUE's own words, with the positions in the user's files.
+			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, %s:\n%s", where, re.Where, load.Describe(re.Err)))
+		}
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", where, err))
+	}
+	if rc.warnings != nil {
+		*rc.warnings = append(*rc.warnings, res.Warnings...)
 	}
 	var out []manifest.Resource
 	seen := map[manifest.ID]string{}

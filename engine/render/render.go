@@ -463,13 +463,17 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 		return nil, err
 	}
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata"))), platform: platform}
+	var v2warnings []string
 	if opmv2.IsModule(comps) {
 		rc.moduleInstance = moduleInstanceOf(d)
+		rc.warnings = &v2warnings
 	}
 	limit := r.Reach
 	if r.Resources, err = renderComponents(d.Context, comps, rc, transformers, d.Catalog, limit, where); err != nil {
 		return nil, err
 	}
+	r.Warnings = append(r.Warnings, v2warnings...)
+	rc.warnings = nil // the stand-in renders after this one say the same
 	v2 := opmv2.IsModule(comps)
 	var names []string
 	if !v2 {
