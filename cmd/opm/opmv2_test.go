@@ -27,7 +27,9 @@ func TestV2ModulesLiveADay(t *testing.T) {
 	for _, m := range opmv2test.Modules(t) {
 		mods[m.Dir] = m
 	}
-	releases := map[string]string{"web-app": "web_app", "jellystat": "jellystat", "gotify": "gotify", "cert-manager": "cert_manager"}
+	// k8up carries CRDs; cert_manager would too, but its cluster-scoped
+	// names are TestMigrateCertManagerChart's, on the same cluster.
+	releases := map[string]string{"web-app": "web_app", "jellystat": "jellystat", "gotify": "gotify", "k8up": "k8up"}
 	var deps, imports, rels strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(releases)) {
 		m := mods[releases[name]]
@@ -56,14 +58,14 @@ func TestV2ModulesLiveADay(t *testing.T) {
 		assert.Check(t, is.Contains(errOut, "nothing was applied, nothing was pruned and the inventory was not written"))
 		delete(releases, name)
 	}
-	applied := []string{"-r", "web-app", "-r", "cert-manager"}
+	applied := []string{"-r", "web-app", "-r", "k8up"}
 
 	code, out, errOut := runOpm(t, append(append([]string{"apply", "--no-wait", dir}, applied...), kc...)...)
 	assert.Equal(t, code, 0, "%s%s", out, errOut)
 	for name := range releases {
 		assert.Check(t, is.Contains(out, "release "+name+" (environment test) applied"), out)
 	}
-	assert.Check(t, is.Contains(out, "customresourcedefinition.apiextensions.k8s.io/certificates.cert-manager.io created"))
+	assert.Check(t, is.Contains(out, "customresourcedefinition.apiextensions.k8s.io/schedules.k8up.io created"), out)
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	deps2, err := cs.AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})
 	assert.NilError(t, err)
@@ -98,9 +100,9 @@ func TestV2ModulesLiveADay(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, *d.Spec.Replicas, int32(3))
 
-	code, out, errOut = runOpm(t, append([]string{"history", "cert-manager", dir}, kc...)...)
+	code, out, errOut = runOpm(t, append([]string{"history", "k8up", dir}, kc...)...)
 	assert.Equal(t, code, 0, "%s%s", out, errOut)
-	assert.Check(t, is.Contains(out, "cert-manager"))
+	assert.Check(t, is.Contains(out, "k8up"))
 
 	code, out, errOut = runOpm(t, append(append([]string{"delete", dir}, applied...), kc...)...)
 	assert.Equal(t, code, 0, "%s%s", out, errOut)
