@@ -32,6 +32,11 @@ func Dir(t testing.TB) string {
 		if mod == nil && cat == nil {
 			p := filepath.Join(d, "..", "shared", "opm-v2")
 			if _, err := os.Stat(filepath.Join(p, "reg")); err != nil {
+				if os.Getenv("GITHUB_ACTIONS") == "true" {
+					// The material is assembled where the project's own CI
+					// runs (shared/ beside the clone) and is not published.
+					t.Skipf("upstream OPM v2 reference material (shared/opm-v2) is not available on GitHub's runners; the project's CI (.ci/run) runs this test")
+				}
 				t.Fatalf("upstream OPM v2 reference material not found at %s (shared/ beside the repository): %v", p, err)
 			}
 			return p
