@@ -41,9 +41,11 @@ func TestBenchRenderV2(t *testing.T) {
 		for range repeat {
 			cmd := exec.Command(opm, args...)
 			cmd.Env = os.Environ()
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
 			out, err := cmd.Output()
 			if err != nil {
-				t.Fatalf("opm %s: %v", strings.Join(args, " "), err)
+				t.Fatalf("opm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 			}
 			if got := strings.Count("\n"+string(out), "\nkind: "); got < objects {
 				t.Fatalf("opm %s rendered %d objects, want %d", strings.Join(args, " "), got, objects)
@@ -97,6 +99,7 @@ func manyComponents(n int) string {
 import (
 	m "opmodel.dev/core@v2"
 	bp "opmodel.dev/catalogs/opm/blueprints/v1beta1"
+	res "opmodel.dev/catalogs/opm/resources/v1beta1"
 	tr "opmodel.dev/catalogs/opm/traits/v1beta1"
 )
 
@@ -104,7 +107,7 @@ m.#Module
 
 metadata: {name: "many", modulePath: "test.example/deploy/many@v0", version: "0.1.0"}
 
-#config: image: {repository: string | *"nginx", tag: string | *"1.27", digest: string | *""}
+#config: image: res.#Image & {repository: string | *"nginx", tag: string | *"1.27", digest: string | *""}
 debugValues: {}
 
 #components: {
@@ -118,6 +121,7 @@ debugValues: {}
 				container: {name: "web-%[1]d", image: #config.image, ports: http: {name: "http", targetPort: 8080}}
 				scaling: count: 1
 				restartPolicy: "Always"
+				updateStrategy: {type: "RollingUpdate", rollingUpdate: {}}
 			}
 			expose: {ports: http: statelessWorkload.container.ports.http & {exposedPort: 80}, type: "ClusterIP"}
 		}
