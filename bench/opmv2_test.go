@@ -4,6 +4,7 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/internal/opmv2test"
 )
 
@@ -29,10 +31,10 @@ func TestBenchRenderV2(t *testing.T) {
 		mods[m.Dir] = m
 	}
 	cm := mods["cert_manager"]
-	certDir := v2BenchDeployment(t, filepath.Join(work, "cert"), fmt.Sprintf("%q: v: \"v%s\"", cm.Path, cm.Version),
+	certDir := v2BenchDeployment(t, fmt.Sprintf("%q: v: \"v%s\"", cm.Path, cm.Version),
 		fmt.Sprintf("certmanagermod %q", cm.Path), `releases: "cert-manager": {#module: certmanagermod, values: certmanagermod.debugValues}`, nil)
 	const n = 200
-	manyDir := v2BenchDeployment(t, filepath.Join(work, "many"), "\"opmodel.dev/core@v2\": v: \"v2.0.0-alpha.5\"\n\t\"opmodel.dev/catalogs/opm@v2\": v: \"v2.0.0-alpha.4\"",
+	manyDir := v2BenchDeployment(t, "\"opmodel.dev/core@v2\": v: \"v2.0.0-alpha.5\"\n\t\"opmodel.dev/catalogs/opm@v2\": v: \"v2.0.0-alpha.4\"",
 		"manymod \"test.example/deploy/many\"", `releases: many: #module: manymod`, map[string]string{"many/many.cue": manyComponents(n)})
 	older := peerDeployment(t, filepath.Join(work, "older"), "bench", n, 0)
 
@@ -66,7 +68,7 @@ func TestBenchRenderV2(t *testing.T) {
 // v2BenchDeployment writes a deployment directory with the given deps,
 // import, releases and extra files, its environment subscribed to
 // catalogs/opm@v2 2.0.0-alpha.4.
-func v2BenchDeployment(t *testing.T, dir, deps, imports, releases string, files map[string]string) string {
+func v2BenchDeployment(t *testing.T, deps, imports, releases string, files map[string]string) string {
 	t.Helper()
 	all := map[string]string{
 		"cue.mod/module.cue": "module: \"test.example/deploy@v0\"\nlanguage: version: \"v0.17.0\"\ndeps: {\n\t" + deps + "\n}\n",
@@ -75,19 +77,8 @@ func v2BenchDeployment(t *testing.T, dir, deps, imports, releases string, files 
 			"environments: test: {namespace: \"bench\", namespaces: {clusterScoped: true, allowed: [\"*\"]}, platform: registry: \"opmodel.dev/catalogs/opm@v2\": version: \"2.0.0-alpha.4\"}\n" +
 			"releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}\n" + releases + "\n",
 	}
-	for k, v := range files {
-		all[k] = v
-	}
-	for name, content := range all {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	maps.Copy(all, files)
+	return deploytest.Write(t, all)
 }
 
 // manyComponents is a core@v2 module of n stateless web components, each

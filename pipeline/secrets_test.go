@@ -102,17 +102,8 @@ func TestValuesFilesErrorsNameTheEntry(t *testing.T) {
 	})
 	t.Run("tampered", func(t *testing.T) {
 		dir := deploytest.SopsDir(t, "prod", "")
-		p := filepath.Join(dir, "secrets/production.sops.yaml")
-		b, err := os.ReadFile(p)
-		assert.NilError(t, err)
-		var kept []string
-		for _, l := range strings.Split(string(b), "\n") {
-			if !strings.HasPrefix(l, "secret:") {
-				kept = append(kept, l)
-			}
-		}
-		assert.NilError(t, os.WriteFile(p, []byte(strings.Join(kept, "\n")), 0o644))
-		_, err = renderProduction(t, pipeline.Selection{Dir: dir, AgeKeys: []string{deploytest.SopsAgeKey()}})
+		dropLines(t, filepath.Join(dir, "secrets/production.sops.yaml"), "secret:")
+		_, err := renderProduction(t, pipeline.Selection{Dir: dir, AgeKeys: []string{deploytest.SopsAgeKey()}})
 		assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
 		assert.ErrorContains(t, err, "MAC mismatch")
 	})
@@ -120,17 +111,8 @@ func TestValuesFilesErrorsNameTheEntry(t *testing.T) {
 		// sops' own no_mac.yaml: read as plaintext before, its sops map
 		// and ENC[…] strings became values.
 		dir := deploytest.SopsDir(t, "prod", "")
-		p := filepath.Join(dir, "secrets/production.sops.yaml")
-		b, err := os.ReadFile(p)
-		assert.NilError(t, err)
-		var kept []string
-		for _, l := range strings.Split(string(b), "\n") {
-			if !strings.HasPrefix(strings.TrimSpace(l), "mac:") {
-				kept = append(kept, l)
-			}
-		}
-		assert.NilError(t, os.WriteFile(p, []byte(strings.Join(kept, "\n")), 0o644))
-		_, err = renderProduction(t, pipeline.Selection{Dir: dir, AgeKeys: []string{deploytest.SopsAgeKey()}})
+		dropLines(t, filepath.Join(dir, "secrets/production.sops.yaml"), "mac:")
+		_, err := renderProduction(t, pipeline.Selection{Dir: dir, AgeKeys: []string{deploytest.SopsAgeKey()}})
 		assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
 		assert.ErrorContains(t, err, "secrets/production.sops.yaml carries sops metadata but no MAC")
 	})
@@ -332,4 +314,19 @@ releases: web: core.#ModuleRelease & {
 			}
 		})
 	}
+}
+
+// dropLines removes from the file at p every line that starts, after its
+// indentation, with prefix: an edit made without sops.
+func dropLines(t *testing.T, p, prefix string) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	assert.NilError(t, err)
+	var kept []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), prefix) {
+			kept = append(kept, l)
+		}
+	}
+	assert.NilError(t, os.WriteFile(p, []byte(strings.Join(kept, "\n")), 0o644))
 }
