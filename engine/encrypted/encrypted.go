@@ -111,7 +111,7 @@ func Decrypt(name string, data []byte, keys Keys) (plain []byte, format Format, 
 		return nil, "", fault.Validationf("values file %s carries sops metadata but no MAC (sops.mac is missing or empty), so nothing proves its values are the ones sops encrypted: sops refuses it too (\"File has no MAC\"); restore it from git or re-encrypt it with `sops`", name)
 	}
 	if n := len(tree.Branches); n > 1 {
-		return nil, "", fault.Validationf("values file %s holds %d YAML documents (separated by ---); a values file is one document holding one struct: merge them, or split them into one file each and pass each with -f", name, n)
+		return nil, "", fault.Validationf("values file %s holds %d YAML documents (the second starts at line %d, after ---); a values file is one document holding one struct: merge them, or split them into one file each and pass each with -f", name, n, secondDocument(data))
 	}
 	key, err := dataKey(tree.Metadata, keys)
 	if err != nil {
@@ -210,4 +210,23 @@ func lookedFor(md sops.Metadata, keys Keys) string {
 	}
 	places = append(places, "the environment of other key types (cloud KMS credentials)")
 	return strings.Join(places, ", ")
+}
+
+// secondDocument is the line where a YAML stream's second document
+// starts: the line after the first "---" that follows content.
+func secondDocument(data []byte) int {
+	content := false
+	for i, l := range strings.Split(string(data), "\n") {
+		// A document marker starts a line: "---" alone or before a space
+		// (an armored key's "-----BEGIN" is not one).
+		marker := l == "---" || strings.HasPrefix(l, "--- ")
+		t := strings.TrimSpace(l)
+		switch {
+		case marker && content:
+			return i + 2
+		case !marker && t != "" && !strings.HasPrefix(t, "#"):
+			content = true
+		}
+	}
+	return 0
 }

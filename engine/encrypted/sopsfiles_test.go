@@ -1,6 +1,7 @@
 package encrypted_test
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -155,7 +156,13 @@ func TestMultiDocumentFileIsNamed(t *testing.T) {
 	enc, err := encryptedtest.Encrypt([]byte(plain+"---\nother: hunter2-secret\n"), false, key.Recipient)
 	assert.NilError(t, err)
 	_, _, err = encrypted.Decrypt("multi.sops.yaml", enc, encrypted.Keys{AgeIdentities: []string{key.Identity}})
-	failsWithout(t, err, fault.Validation, "multi.sops.yaml holds 2 YAML documents")
+	failsWithout(t, err, fault.Validation, "multi.sops.yaml holds 2 YAML documents (the second starts at line ")
+	lines := strings.Split(string(enc), "\n")
+	at := strings.Index(err.Error(), "starts at line ")
+	var n int
+	_, scanErr := fmt.Sscanf(err.Error()[at+len("starts at line "):], "%d", &n)
+	assert.NilError(t, scanErr)
+	assert.Assert(t, n >= 2 && n <= len(lines) && strings.TrimSpace(lines[n-2]) == "---", "line %d does not follow ---", n)
 }
 
 // A tampered type tag (str flipped to bytes, outside what the MAC covers
