@@ -346,11 +346,13 @@ func previewStale(ctx context.Context, client *objects.Client, stale []inventory
 			}
 			if err == nil && manifest.IsCRD(e.ID) {
 				// What a prune of it would take with it.
-				n, cerr := client.CustomResources(gctx, e.Name)
-				if cerr != nil {
-					return cerr
+				// An identity with only the rights `opm rbac` prints may not
+				// list another team's custom resources: say so, as apply does.
+				if n, cerr := client.CustomResources(gctx, e.Name); cerr != nil {
+					o.Warning = joinWarning(o.Warning, "the custom resources it serves could not be counted (no right to list them)")
+				} else {
+					o.Warning = joinWarning(o.Warning, fmt.Sprintf("serves %d custom resource(s) in the cluster", n))
 				}
-				o.Warning = joinWarning(o.Warning, fmt.Sprintf("serves %d custom resource(s) in the cluster", n))
 			}
 			if err == nil && (e.Secret || e.SecretName) {
 				o.Warning = joinWarning(o.Warning, Withheld)

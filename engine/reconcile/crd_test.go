@@ -7,11 +7,15 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/opmodel/pipeline/engine/kube"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/preview"
 	"github.com/opmodel/pipeline/engine/render"
 )
 
@@ -155,4 +159,49 @@ func annotate(t *testing.T, group, patch string) {
 	t.Helper()
 	_, err := cluster(t).Dynamic.Resource(crdGVR).Patch(t.Context(), "widgets."+group, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	assert.NilError(t, err)
+}
+
+// An identity that may read the release's inventory and CRDs but not list
+// the custom resources a stale CRD serves (another team's) still gets its
+// diff, told that they could not be counted.
+func TestDiffOfAStaleCRDWithoutRightsOnItsCustomResources(t *testing.T) {
+	ns, _, _, v2, _ := crdRelease(t)
+	admin := cluster(t).Clientset
+	user := "crd-reader-" + ns
+	_, err := admin.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list"}}},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	_, err = admin.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get", "list"}}},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	_, err = admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	cl := impersonated(t, user, func(cl *kube.Cluster) error {
+		_, err := cl.Clientset.CoreV1().Secrets(ns).List(t.Context(), metav1.ListOptions{})
+		return err
+	})
+
+	res, err := preview.Release(t.Context(), cl, v2, preview.Options{})
+	assert.NilError(t, err)
+	var warning string
+	for _, o := range res.Objects {
+		if manifest.IsCRD(o.ID) {
+			warning = o.Warning
+		}
+	}
+	assert.Assert(t, is.Contains(warning, "could not be counted"), warning)
 }
