@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,7 +119,12 @@ func helmInstallChart(t *testing.T, release, ns string, objs []*unstructured.Uns
 		assert.NilError(t, err)
 		ri := cl.Dynamic.Resource(m.Resource)
 		u = u.DeepCopy()
-		u.SetAnnotations(mergeMaps(u.GetAnnotations(), map[string]string{"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": ns}))
+		annotations := maps.Clone(u.GetAnnotations())
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		maps.Copy(annotations, map[string]string{"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": ns})
+		u.SetAnnotations(annotations)
 		if m.Scope.Name() == "namespace" {
 			if u.GetNamespace() == "" {
 				u.SetNamespace(ns)
@@ -143,17 +149,6 @@ func helmInstallChart(t *testing.T, release, ns string, objs []*unstructured.Uns
 			create(u)
 		}
 	}
-}
-
-func mergeMaps(a, b map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
 }
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

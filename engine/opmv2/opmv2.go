@@ -19,6 +19,8 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
+
+	"github.com/opmodel/pipeline/engine/load"
 )
 
 // Paths into core@v2 values.
@@ -234,7 +236,7 @@ func Render(cctx *cue.Context, p *Platform, inst Instance) (*Result, error) {
 		instMeta["annotations"] = mm.annotations
 	}
 
-	names, err := fieldNames(comps)
+	names, err := load.FieldNames(comps)
 	if err != nil {
 		return nil, fmt.Errorf("reading #components: %w", err)
 	}

@@ -26,19 +26,6 @@ func keys(v cue.Value) []string {
 	return out
 }
 
-// fieldNames are a struct's regular field names in declaration order.
-func fieldNames(v cue.Value) ([]string, error) {
-	it, err := v.Fields()
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for it.Next() {
-		out = append(out, it.Selector().Unquoted())
-	}
-	return out, nil
-}
-
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func appendNew(list []string, s string) []string {

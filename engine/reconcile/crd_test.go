@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -141,18 +142,10 @@ func TestForceDoesNotRecreateACRD(t *testing.T) {
 	assert.Assert(t, teamWidget() != nil)
 }
 
+// crdClusterScoped is crdDoc's Widget CRD with the scope a CRD cannot
+// change to.
 func crdClusterScoped(group string) string {
-	return fmt.Sprintf(`
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.%[1]s}
-spec:
-  group: %[1]s
-  scope: Cluster
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
-`, group)
+	return strings.Replace(crdDoc(group), "scope: Namespaced", "scope: Cluster", 1)
 }
 
 func annotate(t *testing.T, group, patch string) {

@@ -18,7 +18,8 @@ import (
 	"github.com/opmodel/pipeline/engine/opmv2"
 )
 
-// pathPlatform is an environment's platform: the catalogs it subscribes to.
+// pathPlatformRegistry is an environment's platform: the catalogs it
+// subscribes to.
 var pathPlatformRegistry = cue.ParsePath("platform.registry")
 
 // loadPlatform fetches the catalogs env subscribes to (enabled ones, each
@@ -39,13 +40,7 @@ func loadPlatform(ctx context.Context, d *load.Deployment, env cue.Value) (*opmv
 		return nil, fault.Validationf("platform: %s", load.Describe(err))
 	}
 	var catalogs []opmv2.Catalog
-	for _, path := range slices.Sorted(func(yield func(string) bool) {
-		for k := range subs.Registry {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, path := range slices.Sorted(maps.Keys(subs.Registry)) {
 		s := subs.Registry[path]
 		if s.Enable != nil && !*s.Enable {
 			continue
