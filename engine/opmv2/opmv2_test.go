@@ -54,7 +54,7 @@ func rendered(t *testing.T, res *opmv2.Result) map[string]map[string]any {
 	t.Helper()
 	var objs []map[string]any
 	for _, o := range res.Objects {
-		b, err := o.Value.MarshalJSON()
+		b, err := o.JSON, error(nil)
 		assert.NilError(t, err)
 		var m map[string]any
 		assert.NilError(t, json.Unmarshal(b, &m))

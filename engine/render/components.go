@@ -230,6 +230,10 @@ type releaseContext struct {
 	platform *opmv2.Platform
 	// moduleInstance is core@v2's #ModuleInstance, for OPM v2 modules.
 	moduleInstance cue.Value
+	// values are an OPM v2 release's effective values, which its
+	// instance binds to the module (the older line's module comes with
+	// them filled in).
+	values cue.Value
 	// warnings collects an OPM v2 render's advisories (nil: dropped).
 	warnings *[]string
 }
@@ -546,20 +550,29 @@ func outputs(v cue.Value) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(b); err != nil {
-			// unstructured's decoder refuses an object without kind; keep
-			// it as a plain map so the caller can say which transformer
-			// rendered it.
-			var m map[string]any
-			if json.Unmarshal(b, &m) != nil {
-				return nil, err
-			}
-			u.Object = m
+		u, err := objectOf(b)
+		if err != nil {
+			return nil, err
 		}
 		objs = append(objs, u)
 	}
 	return objs, nil
+}
+
+// objectOf decodes one rendered object.
+func objectOf(b []byte) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		// unstructured's decoder refuses an object without kind; keep it
+		// as a plain map so the caller can say which transformer rendered
+		// it.
+		var m map[string]any
+		if json.Unmarshal(b, &m) != nil {
+			return nil, err
+		}
+		u.Object = m
+	}
+	return u, nil
 }
 
 // anyStringMap decodes labels or annotations whose values OPM allows to be

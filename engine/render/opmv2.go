@@ -74,7 +74,7 @@ func renderV2(cctx *cue.Context, module cue.Value, rc releaseContext, limit *Rea
 	}
 	labels, _ := folded["labels"].(map[string]string)
 	res, err := opmv2.Render(cctx, rc.platform, opmv2.Instance{
-		Name: rc.release.name, Namespace: rc.release.namespace, Module: module, Values: module.LookupPath(pathConfig),
+		Name: rc.release.name, Namespace: rc.release.namespace, Module: module, Values: rc.values,
 		Definition: rc.moduleInstance, Labels: labels, RuntimeName: manifest.ManagedByOPM,
 	})
 	if err != nil {
@@ -91,11 +91,11 @@ func renderV2(cctx *cue.Context, module cue.Value, rc releaseContext, limit *Rea
 	var out []manifest.Resource
 	seen := map[manifest.ID]string{}
 	for _, o := range res.Objects {
-		objs, err := outputs(o.Value)
+		u, err := objectOf(o.JSON)
 		if err != nil {
-			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, component %q, transformer %s:\n%s", where, o.Component, o.Transformer, load.Describe(err)))
+			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, component %q, transformer %s: %w", where, o.Component, o.Transformer, err))
 		}
-		for _, u := range objs {
+		{
 			r := manifest.Resource{Object: u, Component: o.Component}
 			if missing := missingIdentity(u); missing != "" {
 				return nil, fault.Validationf("%s, component %q: transformer %s renders an object without %s", where, o.Component, o.Transformer, missing)

@@ -462,7 +462,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 	if err != nil {
 		return nil, err
 	}
-	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata"))), platform: platform}
+	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata"))), platform: platform, values: effective}
 	var v2warnings []string
 	if opmv2.IsModule(comps) {
 		rc.moduleInstance = moduleInstanceOf(d)

@@ -29,15 +29,16 @@ import (
 // moduleComponents fills the module's #config with the effective values
 // and returns its #components.
 func moduleComponents(rel, effective cue.Value, where, modulePath string) (cue.Value, error) {
-	module := rel.LookupPath(pathModule).FillPath(pathConfig, effective)
-	if opmv2.IsModule(module) {
-		// An OPM v2 module renders whole (renderV2): its components need
-		// the instance's identity, which the render fills in.
+	if module := rel.LookupPath(pathModule); opmv2.IsModule(module) {
+		// An OPM v2 module renders whole (renderV2), with the values and
+		// the instance's identity filled in at once: each fill evaluates
+		// every component again.
 		if !declaredByUser(module.LookupPath(pathComponents)) {
 			return cue.Value{}, fault.Validationf("%s: module %q declares no #components, so it would render nothing", where, modulePath)
 		}
 		return module, nil
 	}
+	module := rel.LookupPath(pathModule).FillPath(pathConfig, effective)
 	// A module that never declares #components is a mistake; one that
 	// declares `#components: {}` empties its releases on purpose (apply
 	// refuses that without --force).
@@ -86,7 +87,9 @@ func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformer
 		if err != nil {
 			return nil, nil, err
 		}
-		objs, err := renderComponentsChecked(d.Context, comps, rc, transformers, d.Catalog, limit, where, false, same)
+		vrc := rc
+		vrc.values = effective
+		objs, err := renderComponentsChecked(d.Context, comps, vrc, transformers, d.Catalog, limit, where, false, same)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rendering with stand-in values failed")
 		}
