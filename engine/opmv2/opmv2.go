@@ -116,13 +116,11 @@ type Instance struct {
 	// Values are the effective values (the instance's values).
 	Values cue.Value
 	// Definition is core@v2's #ModuleInstance, of the core the module was
-	// written with: it derives the instance's fqn, uuid and labels from
-	// the module's metadata. The components are the module's own with the
-	// values and #ctx.instance filled in one unification — what the
-	// definition's components are for a module that embeds #Module, as
-	// every core@v2 module does, without evaluating every component twice
-	// more (the definition re-checks the module against #Module and copies
-	// it with the values: at 200 components that held 2 GB and took 6 s).
+	// written with: it binds the module (re-checking it against #Module,
+	// which settles what a component's schema leaves open: a list item's
+	// disjunct with a missing required field) and derives the instance's
+	// fqn, uuid and labels. The module comes unfilled and Values beside
+	// it: a module filled before the binding is evaluated once more.
 	Definition cue.Value
 	// Labels are added to the instance's labels (upstream: the module's
 	// labels and module-instance.opmodel.dev/{name,uuid}), which every
@@ -166,14 +164,10 @@ type Result struct {
 type moduleMeta struct {
 	name, modulePath, version, fqn string
 	labels, annotations            map[string]string
-	data                           map[string]any // as data, to bind without the module
 }
 
 func readModule(m cue.Value) (moduleMeta, error) {
 	var mm moduleMeta
-	if err := m.LookupPath(cue.ParsePath("metadata")).Decode(&mm.data); err != nil {
-		return mm, fmt.Errorf("module metadata: %w", err)
-	}
 	for _, f := range []struct {
 		dst  *string
 		path string
@@ -209,8 +203,8 @@ func Render(cctx *cue.Context, p *Platform, inst Instance) (*Result, error) {
 	if !inst.Definition.Exists() {
 		return nil, fmt.Errorf("no #ModuleInstance definition of core@v2 to bind the module with")
 	}
-	// One unification of the definition with every argument (filling
-	// them one by one re-evaluates each time), the module as its metadata.
+	// One unification of the definition with every argument: filling
+	// them one by one re-evaluates the module each time.
 	args := cctx.CompileString("{}").
 		FillPath(cue.ParsePath("metadata.name"), inst.Name).
 		FillPath(cue.ParsePath("metadata.namespace"), inst.Namespace).
@@ -219,13 +213,6 @@ func Render(cctx *cue.Context, p *Platform, inst Instance) (*Result, error) {
 	bound := inst.Definition.Unify(args)
 	if err := bound.LookupPath(cue.ParsePath("metadata")).Validate(cue.Concrete(true)); err != nil {
 		return nil, &Error{Where: fmt.Sprintf("binding the module as instance %q in %q", inst.Name, inst.Namespace), Err: err}
-	}
-	var ident struct {
-		UUID          string `json:"uuid"`
-		ClusterDomain string `json:"clusterDomain"`
-	}
-	if err := bound.LookupPath(cue.ParsePath("metadata")).Decode(&ident); err != nil {
-		return nil, fmt.Errorf("reading the instance's identity: %w", err)
 	}
 	comps := bound.LookupPath(pathInstanceComponents)
 	// Not concrete: a field no transformer reads may stay open (a secret's
