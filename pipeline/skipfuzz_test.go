@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -21,14 +22,24 @@ import (
 )
 
 // fuzzRegistry publishes the registry module generated deployments may
-// import, in two versions (an edit may bump the pin).
+// import, in two versions (an edit may bump the pin), and an OPM v2 core
+// with its catalog in two versions (an edit may bump the platform's
+// subscription or the module's pin): 2.1.0's ConfigMaps carry an
+// annotation 2.0.0's do not.
 func fuzzRegistry(tb testing.TB) {
 	mod := func(version, value string) deploytest.Module {
 		return deploytest.Module{Path: "example.com/fz@v0", Version: version, Files: map[string]string{
 			"fz.cue": "package fz\n\nvalue: \"" + value + "\"\n#Env: {valuesFiles: [\"registry.yaml\"], ...}\n",
 		}}
 	}
-	deploytest.Registry(tb, mod("v0.1.0", "r1"), mod("v0.2.0", "r2"))
+	catalog21 := deploytest.Module{Path: deploytest.V2Catalog.Path, Version: "v2.1.0", Files: maps.Clone(deploytest.V2Catalog.Files)}
+	const configMapMeta = `metadata: {"name": "\(m.name)-\(name)", namespace: m.namespace, labels: m.labels}`
+	if !strings.Contains(catalog21.Files["catalog.cue"], configMapMeta) {
+		tb.Fatal("deploytest.V2Catalog's configs transformer changed: update the fuzzer's catalog 2.1.0")
+	}
+	catalog21.Files["catalog.cue"] = strings.Replace(catalog21.Files["catalog.cue"], configMapMeta,
+		`metadata: {"name": "\(m.name)-\(name)", namespace: m.namespace, labels: m.labels, annotations: "catalog.example.test/version": "2.1.0"}`, 1)
+	deploytest.Registry(tb, mod("v0.1.0", "r1"), mod("v0.2.0", "r2"), deploytest.V2Core, deploytest.V2Catalog, catalog21)
 }
 
 // genDeployment writes, under root, a deployment directory deploy/ made
@@ -46,9 +57,15 @@ func genDeployment(r *rand.Rand, into string) (dir string, files map[string]stri
 	tok := 0
 	next := func() string { tok++; return fmt.Sprintf("tk%02d", tok) }
 	useRegistry := r.IntN(3) == 0
+	// One deployment in three also releases an OPM v2 module, on a
+	// platform every environment subscribes to.
+	useV2 := r.IntN(3) == 0
 	deps := ""
 	if useRegistry {
-		deps = "deps: \"example.com/fz@v0\": v: \"v0.1.0\"\n"
+		deps += "deps: \"example.com/fz@v0\": v: \"v0.1.0\"\n"
+	}
+	if useV2 {
+		deps += "deps: \"opmodel.dev/core@v2\": v: \"v2.0.0\"\ndeps: \"opmodel.dev/catalogs/opm@v2\": v: \"v2.0.0\"\n"
 	}
 	files["deploy/cue.mod/module.cue"] = "module: \"test.example/deploy@v0\"\nlanguage: version: \"v0.12.0\"\n" + deps
 
@@ -113,6 +130,31 @@ metadata: {apiVersion: "test.example/deploy/%s@v0", name: %q, version: "1.0.0"}
 		body += fmt.Sprintf("#components: c%d: {\n\tcore.#Configs\n\tspec: configs: \"c%d\": data: {\n\t\t%s\n\t}\n}\n", m, m, strings.Join(data, "\n\t\t"))
 		files["deploy/mods/"+name+"/"+name+".cue"] = body
 		imports = append(imports, fmt.Sprintf("%smod \"test.example/deploy/mods/%s\"", name, name))
+	}
+
+	v2Release := ""
+	if useV2 { // its config from a token and a helper package of its own
+		files["deploy/lib/v2h/v2h.cue"] = fmt.Sprintf("package v2h\n\nvalue: %q\n", next())
+		files["deploy/mods/v2/v2.cue"] = fmt.Sprintf(`package v2
+
+import (
+	c "opmodel.dev/core@v2"
+	cat "opmodel.dev/catalogs/opm@v2"
+	"test.example/deploy/lib/v2h"
+)
+
+c.#Module
+metadata: {name: "v2", modulePath: "test.example/deploy/mods/v2@v0", version: "1.0.0"}
+#config: stamp: *%q | string
+debugValues: {}
+#components: settings: {
+	c.#Component
+	#resources: (cat.#ConfigsFQN): cat.#Configs
+	spec: configs: data: {stamp: #config.stamp, helper: v2h.value}
+}
+`, next())
+		imports = append(imports, `v2mod "test.example/deploy/mods/v2"`)
+		v2Release = fmt.Sprintf("releases: r%d: {#module: v2mod}\n", nMods)
 	}
 
 	// Environments: each takes its values one way or another.
@@ -180,6 +222,9 @@ metadata: {apiVersion: "test.example/deploy/%s@v0", name: %q, version: "1.0.0"}
 		fmt.Fprintf(&root, "let owner = strings.ToLower(%q)\n", strings.ToUpper(next()))
 	}
 	root.WriteString("environments: {\n\t" + strings.Join(envs, "\n\t") + "\n}\n")
+	if useV2 {
+		root.WriteString("environments: [_]: platform: registry: \"opmodel.dev/catalogs/opm@v2\": version: \"2.0.0\"\n")
+	}
 	for m := range nMods {
 		values := ""
 		if useLet && m == 0 {
@@ -187,6 +232,7 @@ metadata: {apiVersion: "test.example/deploy/%s@v0", name: %q, version: "1.0.0"}
 		}
 		fmt.Fprintf(&root, "releases: r%d: {#module: m%dmod%s}\n", m, m, values)
 	}
+	root.WriteString(v2Release)
 	files["deploy/deploy.cue"] = root.String()
 	files["deploy/README.md"] = "read by nobody " + next() + "\n"
 	for name, content := range files {
@@ -259,12 +305,22 @@ func fuzzEdit(root string, files map[string]string, pick, kind uint8) string {
 		}
 		write(p, s+"\n")
 		return "newline in " + name
-	default: // the registry pin
+	default: // a registry pin, the platform's catalog version
 		mod := filepath.Join(root, "deploy", "cue.mod", "module.cue")
 		mb, _ := os.ReadFile(mod)
 		if strings.Contains(string(mb), "v0.1.0") {
 			write(mod, strings.Replace(string(mb), "v0.1.0", "v0.2.0", 1))
 			return "registry pin"
+		}
+		deploy := filepath.Join(root, "deploy", "deploy.cue")
+		db, _ := os.ReadFile(deploy)
+		if strings.Contains(string(db), `version: "2.0.0"`) {
+			write(deploy, strings.Replace(string(db), `version: "2.0.0"`, `version: "2.1.0"`, 1))
+			return "the platform's catalog version"
+		}
+		if pin := `"opmodel.dev/catalogs/opm@v2": v: "v2.0.0"`; strings.Contains(string(mb), pin) {
+			write(mod, strings.Replace(string(mb), pin, `"opmodel.dev/catalogs/opm@v2": v: "v2.1.0"`, 1))
+			return "the v2 catalog's module pin"
 		}
 		write(p, s+"\n")
 		return "newline in " + name
@@ -311,6 +367,11 @@ func FuzzSkipsAreSound(f *testing.F) {
 		}
 		fingerprinted := 0
 		for _, p := range pairs {
+			// Generated deployments are valid: a render that fails on both
+			// sides would compare equal and prove nothing.
+			if rb := fuzzRender(t, base, p.release, p.env); strings.HasPrefix(rb, "error: ") {
+				t.Fatalf("seed %d: the generated %s does not render in %s: %s", seed, p.release, p.env, rb)
+			}
 			fb, errB := fuzzFingerprint(t, base, p.release, p.env)
 			fh, errH := fuzzFingerprint(t, head, p.release, p.env)
 			if errB != nil || errH != nil {
