@@ -25,15 +25,29 @@ import (
 // upper case), a checksum annotation, an object name and a dotted key.
 // Review, apply, a rotation, rollback, drift and smoke publish nothing that
 // shows either value in any encoding, and no identifier against which any
-// of the 10 000 PINs could be confirmed.
+// of the 10 000 PINs could be confirmed; also with the modules written for
+// OPM's v2 line.
 func TestAttackerLearnsNothingFromTheAction(t *testing.T) {
-	for _, release := range []string{"attack", "pin"} {
-		t.Run(release, func(t *testing.T) {
+	deploytest.Registry(t, deploytest.V2Modules()...)
+	for _, tc := range []struct {
+		release string
+		v2      bool // the modules written for OPM's v2 line
+	}{{"attack", false}, {"pin", false}, {"attack", true}} {
+		release := tc.release
+		name := release
+		if tc.v2 {
+			name += "-v2"
+		}
+		t.Run(name, func(t *testing.T) {
 			env := testCluster(t)
 			b, err := os.ReadFile(env.Kubeconfig)
 			assert.NilError(t, err)
 			ns := env.Namespace(t)
-			r := &repo{t: t, dir: deploytest.AttackDir(t, ns, deploytest.AttackInput, "", "")}
+			files := deploytest.AttackFiles(t, ns, deploytest.AttackInput, "", "")
+			if tc.v2 {
+				files = deploytest.AttackV2(files)
+			}
+			r := &repo{t: t, dir: deploytest.Write(t, files)}
 			r.git("init", "-q", "-b", "main")
 			r.base = r.commit("base: the secrets come from CI")
 			r.git("checkout", "-q", "-b", "feature")

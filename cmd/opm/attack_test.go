@@ -27,9 +27,11 @@ import (
 // (apply, rotate, review, rollback, smoke, prune, delete), prints nothing
 // that shows either value in any encoding, and no identifier against which
 // any of the 10 000 PINs could be confirmed. Render's stdout is the one
-// exception, the operator's manifests (docs/secrets.md).
+// exception, the operator's manifests (docs/secrets.md). The SOPS case runs
+// a second time with the modules written for OPM's v2 line.
 func TestAttackerLearnsNothingFromTheCLI(t *testing.T) {
-	for _, source := range []deploytest.AttackSource{deploytest.AttackSOPS, deploytest.AttackRepo} {
+	deploytest.Registry(t, deploytest.V2Modules()...) // for the modules of OPM's v2 line
+	for _, source := range []deploytest.AttackSource{deploytest.AttackSOPS, deploytest.AttackRepo, deploytest.AttackSOPSV2} {
 		t.Run(string(source), func(t *testing.T) {
 			t.Setenv("SOPS_AGE_KEY", deploytest.SopsAgeKey())
 			ns := env.Namespace(t)
@@ -154,7 +156,8 @@ func bruteForcePIN(t *testing.T, dir, published string) {
 // the repository's own values is secret only once a render shows it
 // reaching a Secret; a render that fails cannot, docs/secrets.md.)
 func TestAttackerLearnsNothingFromFailures(t *testing.T) {
-	for _, source := range []deploytest.AttackSource{deploytest.AttackSOPS} {
+	deploytest.Registry(t, deploytest.V2Modules()...)
+	for _, source := range []deploytest.AttackSource{deploytest.AttackSOPS, deploytest.AttackSOPSV2} {
 		t.Run(string(source), func(t *testing.T) {
 			t.Setenv("SOPS_AGE_KEY", deploytest.SopsAgeKey())
 			ns := env.Namespace(t)

@@ -41,7 +41,8 @@ func BenchmarkSecretTracing(b *testing.B) {
 // The second render finds every field a secret reaches in the fixture,
 // and only those: the public ones stay as they are.
 func TestTraceFindsTheFixturesSecretFields(t *testing.T) {
-	for _, source := range []deploytest.AttackSource{deploytest.AttackSOPS, deploytest.AttackRepo} {
+	deploytest.Registry(t, deploytest.V2Modules()...)
+	for _, source := range []deploytest.AttackSource{deploytest.AttackSOPS, deploytest.AttackRepo, deploytest.AttackSOPSV2} {
 		t.Run(string(source), func(t *testing.T) {
 			t.Setenv("SOPS_AGE_KEY", deploytest.SopsAgeKey())
 			dir := deploytest.AttackDir(t, "prod", source, deploytest.AttackCanary, deploytest.AttackPIN)
@@ -252,7 +253,8 @@ releases: r: core.#ModuleRelease & {
 	}{
 		"mixed": {mixed, "", "r", []values.Input{{Name: "values-secret", Data: []byte("token: t0k3nValue99\n"), Secret: true}}},
 	}
-	for _, source := range []deploytest.AttackSource{deploytest.AttackSOPS, deploytest.AttackRepo} {
+	deploytest.Registry(t, deploytest.V2Modules()...)
+	for _, source := range []deploytest.AttackSource{deploytest.AttackSOPS, deploytest.AttackRepo, deploytest.AttackSOPSV2} {
 		dir := deploytest.AttackDir(t, "prod", source, deploytest.AttackCanary, deploytest.AttackPIN)
 		for _, rel := range []string{"attack", "pin"} {
 			cases[string(source)+"/"+rel] = struct {

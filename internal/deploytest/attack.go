@@ -3,6 +3,7 @@ package deploytest
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -153,7 +154,30 @@ const (
 	// AttackInput: an in-memory secret input (the Action's values-secret,
 	// Dagger's valuesSecret); the directory holds none of them.
 	AttackInput AttackSource = "input"
+	// AttackSOPSV2: as AttackSOPS, the modules written for OPM's v2 line
+	// (V2Core, V2Catalog's objects resource; publish V2Modules()), on a
+	// platform both environments subscribe to.
+	AttackSOPSV2 AttackSource = "sops-v2"
 )
+
+// AttackV2 rewrites the attack fixture's modules (written for this
+// project's catalog) for OPM's v2 line: the same objects, from a core@v2
+// module whose one component holds them as an objects resource.
+func AttackV2(files map[string]string) map[string]string {
+	module := strings.NewReplacer(
+		"\tcore \"github.com/opmodel/pipeline/catalog@v0\"", "\tc \"opmodel.dev/core@v2\"\n\tcat \"opmodel.dev/catalogs/opm@v2\"",
+		"core.#Module", "c.#Module\ndebugValues: {}",
+		"apiVersion: \"test.example/deploy/", "modulePath: \"test.example/deploy/",
+		"core.#Objects", "c.#Component\n\t#resources: (cat.#ObjectsFQN): cat.#Objects",
+	)
+	for _, f := range []string{"attack/attack.cue", "pin/pin.cue"} {
+		files[f] = module.Replace(files[f])
+	}
+	files["cue.mod/module.cue"] = "module: \"test.example/deploy@v0\"\nlanguage: version: \"v0.12.0\"\n" +
+		"deps: {\n\t\"opmodel.dev/core@v2\": v: \"v2.0.0\"\n\t\"opmodel.dev/catalogs/opm@v2\": v: \"v2.0.0\"\n}\n"
+	files["deploy.cue"] += "\nenvironments: [_]: platform: registry: \"opmodel.dev/catalogs/opm@v2\": version: \"2.0.0\"\n"
+	return files
+}
 
 // AttackValues is the secret values as YAML.
 func AttackValues(canary, pin string) string {
@@ -175,7 +199,7 @@ func AttackFiles(t testing.TB, namespace string, source AttackSource, canary, pi
 	files := map[string]string{"attack/attack.cue": AttackModule, "pin/pin.cue": PinModule}
 	env, values, pinValues := "", "", ""
 	switch source {
-	case AttackSOPS:
+	case AttackSOPS, AttackSOPSV2:
 		b, err := os.ReadFile(SopsValues(t, AttackValues(canary, pin)))
 		if err != nil {
 			t.Fatal(err)
@@ -221,5 +245,8 @@ releases: pin: {
 	values: {%s}
 }
 `, namespace, env, values, pinValues)
+	if source == AttackSOPSV2 {
+		return AttackV2(files)
+	}
 	return files
 }

@@ -100,9 +100,10 @@ OPMNamespace: "11bc6112-a6e8-4021-bec9-b3ad246f9466"
 }}
 
 // V2Catalog is a catalog for V2Core: a container resource (its workload
-// type a match label), an expose trait, a configs resource, and
-// transformers for stateless (Deployment), task (Job), expose (Service)
-// and configs (a list of ConfigMaps); a backup trait none handles.
+// type a match label), an expose trait, a configs resource, an objects
+// resource, and transformers for stateless (Deployment), task (Job),
+// expose (Service), configs (a list of ConfigMaps) and objects (each as
+// it is); a backup trait none handles.
 var V2Catalog = Module{Path: "opmodel.dev/catalogs/opm@v2", Version: "v2.0.0", Files: map[string]string{
 	"cue.mod/module.cue": "module: \"opmodel.dev/catalogs/opm@v2\"\nlanguage: version: \"v0.12.0\"\ndeps: \"opmodel.dev/core@v2\": v: \"v2.0.0\"\n",
 	"catalog.cue": `package opm
@@ -113,6 +114,7 @@ import c "opmodel.dev/core@v2"
 #ExposeFQN:    "example.test/traits/expose@v1"
 #BackupFQN:    "example.test/traits/backup@v1"
 #ConfigsFQN:   "example.test/resources/configs@v1"
+#ObjectsFQN:   "example.test/resources/objects@v1"
 
 #Container: {
 	metadata: fqn: #ContainerFQN
@@ -133,6 +135,13 @@ import c "opmodel.dev/core@v2"
 #Configs: {
 	metadata: fqn: #ConfigsFQN
 	spec: configs: [string]: [string]: string
+}
+
+// #Objects are Kubernetes objects as they are, put in the instance's
+// namespace with its labels (the older line's core.#Objects).
+#Objects: {
+	metadata: fqn: #ObjectsFQN
+	spec: objects: [...{apiVersion!: string, kind!: string, metadata: {name!: string, ...}, ...}]
 }
 
 #Stateless: c.#Component & {#resources: (#ContainerFQN): #Container & {matchLabels: "core.opmodel.dev/workload-type": "stateless"}}
@@ -216,6 +225,24 @@ import c "opmodel.dev/core@v2"
 					ports: [{port: #component.spec.expose.port, targetPort: #component.spec.container.port}]
 				}
 			}
+		}
+	}
+	"example.test/transformers/objects@1.0.0": {
+		metadata: fqn: "example.test/transformers/objects@1.0.0"
+		requiredResources: (#ObjectsFQN): _
+		#transform: {
+			#component: _
+			#context:   _
+			output: [for o in #component.spec.objects {
+				o
+				metadata: {
+					namespace: #context.#moduleInstanceMetadata.namespace
+					labels: {
+						for k, v in #context.#moduleInstanceMetadata.labels {(k): v}
+						"app.kubernetes.io/managed-by": #context.#runtimeName
+					}
+				}
+			}]
 		}
 	}
 	"example.test/transformers/configs@1.0.0": {
