@@ -106,16 +106,27 @@ func identity(t testing.TB, dir string) (path, version string) {
 	return path, version
 }
 
+// Patch publishes a reference module once more, at Version, with one
+// file's text replaced: how a test applies a module whose published
+// objects the API server refuses, fixed as its author would fix it.
+type Patch struct {
+	// Dir is the module's directory under reg/modules (gotify).
+	Dir, Version string
+	// File is a path inside the module; Old must occur in it once.
+	File, Old, New string
+}
+
 // Registry serves the reference modules from a CUE registry on loopback
 // and points CUE_REGISTRY (and a fresh CUE_CACHE_DIR) at it for t:
 // opmodel.dev/core@v2 at v2.0.0-alpha.4 and alpha.5, cue.dev/x/k8s.io@v0
-// v0.7.0 (a stub), opmodel.dev/catalogs/opm@v2 v2.0.0-alpha.4, and every
-// module at its identity version. It returns the registry's host.
-func Registry(t *testing.T) string {
+// v0.7.0 (a stub), opmodel.dev/catalogs/opm@v2 v2.0.0-alpha.4, every
+// module at its identity version, and the patched versions asked for. It
+// returns the registry's host.
+func Registry(t *testing.T, patches ...Patch) string {
 	t.Helper()
 	root := filepath.Join(Dir(t), "reg")
 	fsys := fstest.MapFS{}
-	add := func(src, version string) {
+	add := func(src, version string, patches ...Patch) {
 		t.Helper()
 		mf, err := os.ReadFile(filepath.Join(src, "cue.mod", "module.cue"))
 		if err != nil {
@@ -135,6 +146,15 @@ func Registry(t *testing.T) string {
 			if err != nil {
 				return err
 			}
+			for _, p := range patches {
+				if p.File != filepath.ToSlash(rel) {
+					continue
+				}
+				if strings.Count(string(b), p.Old) != 1 {
+					t.Fatalf("patching %s of %s: %q does not occur once", p.File, p.Dir, p.Old)
+				}
+				b = []byte(strings.Replace(string(b), p.Old, p.New, 1))
+			}
 			fsys[prefix+"/"+filepath.ToSlash(rel)] = &fstest.MapFile{Data: b, Mode: 0o644}
 			return nil
 		})
@@ -148,6 +168,9 @@ func Registry(t *testing.T) string {
 	add(filepath.Join(root, "catalog_opm"), "2.0.0-alpha.4")
 	for _, m := range Modules(t) {
 		add(filepath.Join(root, "modules", m.Dir), m.Version)
+	}
+	for _, p := range patches {
+		add(filepath.Join(root, "modules", p.Dir), p.Version, p)
 	}
 	reg, err := modregistrytest.New(fsys, "")
 	if err != nil {
