@@ -137,8 +137,9 @@ import c "opmodel.dev/core@v2"
 	spec: configs: [string]: [string]: string
 }
 
-// #Objects are Kubernetes objects as they are, put in the instance's
-// namespace with its labels (the older line's core.#Objects).
+// #Objects are Kubernetes objects as they are, with the instance's labels,
+// in the instance's namespace unless they name one (the older line's
+// core.#Objects).
 #Objects: {
 	metadata: fqn: #ObjectsFQN
 	spec: objects: [...{apiVersion!: string, kind!: string, metadata: {name!: string, ...}, ...}]
@@ -236,7 +237,8 @@ import c "opmodel.dev/core@v2"
 			output: [for o in #component.spec.objects {
 				o
 				metadata: {
-					namespace: #context.#moduleInstanceMetadata.namespace
+					// An object may name its own namespace (the reach decides).
+					namespace: *#context.#moduleInstanceMetadata.namespace | string
 					labels: {
 						for k, v in #context.#moduleInstanceMetadata.labels {(k): v}
 						"app.kubernetes.io/managed-by": #context.#runtimeName
