@@ -206,3 +206,58 @@ func TestV2ModulesLiveADay(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, len(left.Items), 0)
 }
+
+// A release of an OPM v2 module rolls out through a fleet as an
+// older-line release does: production before staging ran the commit is
+// refused by its gate (exit 8); the rollout applies staging, waits for it
+// to be healthy, then production; status reads production healthy.
+func TestV2FleetRollsOutThroughItsGates(t *testing.T) {
+	deploytest.Registry(t, deploytest.V2Modules()...)
+	ns := env.Namespace(t)
+	dir := deploytest.Write(t, map[string]string{
+		"cue.mod/module.cue": "module: \"test.example/deploy@v0\"\nlanguage: version: \"v0.12.0\"\n" +
+			"deps: {\n\t\"opmodel.dev/core@v2\": v: \"v2.0.0\"\n\t\"opmodel.dev/catalogs/opm@v2\": v: \"v2.0.0\"\n}\n",
+		// Healthy without controllers: a Service and a ConfigMap.
+		"app/app.cue": `package app
+
+import (
+	c "opmodel.dev/core@v2"
+	cat "opmodel.dev/catalogs/opm@v2"
+)
+
+c.#Module
+metadata: {name: "app", modulePath: "test.example/deploy/app@v0", version: "1.0.0"}
+#config: stamp: *"one" | string
+debugValues: {}
+#components: web: {
+	c.#Component
+	#resources: (cat.#ObjectsFQN): cat.#Objects
+	spec: objects: [
+		{apiVersion: "v1", kind: "Service", metadata: name: "web", spec: ports: [{port: 80, targetPort: 8080}]},
+		{apiVersion: "v1", kind: "ConfigMap", metadata: name: "web-config", data: stamp: #config.stamp},
+	]
+}
+`,
+		"deploy.cue": deploytest.Header + fmt.Sprintf(`
+environments: [_]: platform: registry: "opmodel.dev/catalogs/opm@v2": version: "2.0.0"
+environments: stage: {namespace: "%[1]s-s", group: "staging"}
+environments: prod: {namespace: "%[1]s-p", group: "production", rollout: {wave: 1, after: ["staging"]}}
+releases: app: #module: appmodule
+`, ns),
+	})
+	gitRepo(t, dir, "a v2 fleet")
+	kc := "--kubeconfig=" + env.Kubeconfig
+
+	code, _, errOut := runOpm(t, "apply", dir, "--env", "prod", kc)
+	assert.Equal(t, code, 8, errOut)
+	assert.Check(t, is.Contains(errOut, "may only get commit"))
+
+	code, out, errOut := runOpm(t, "apply", dir, "--env", "staging,production", kc, "--timeout", "60s")
+	assert.Equal(t, code, 0, "%s%s", out, errOut)
+	for _, row := range [][]string{{"stage", "0", "staging", "-", "applied"}, {"prod", "1", "production", "-", "applied"}} {
+		assert.Check(t, hasRow(out, row...), "%q not in\n%s", row, out)
+	}
+	code, out, errOut = runOpm(t, "status", dir, "--env", "production", kc, "-o", "json")
+	assert.Equal(t, code, 0, errOut)
+	assert.Check(t, is.Contains(out, `"healthy": true`), out)
+}
