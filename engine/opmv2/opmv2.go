@@ -277,7 +277,7 @@ func Render(cctx *cue.Context, p *Platform, inst Instance) (*Result, error) {
 			FillPath(cue.MakePath(cue.Def("componentMetadata")), cctx.Encode(cm)).
 			FillPath(cue.MakePath(cue.Def("runtimeName")), cctx.Encode(inst.RuntimeName))
 		for _, tfFQN := range res.Matches[name] {
-			objs, err := execute(p.transformers[tfFQN], data, context)
+			objs, err := execute(cctx, p.transformers[tfFQN], data, context)
 			if err != nil {
 				return nil, &Error{Where: fmt.Sprintf("component %q, transformer %s", name, tfFQN), Err: err}
 			}
@@ -436,14 +436,14 @@ func finalize(cctx *cue.Context, v cue.Value) (cue.Value, error) {
 }
 
 // execute fills a transformer's #transform and returns its output objects.
-func execute(tx, component, context cue.Value) ([]cue.Value, error) {
+func execute(cctx *cue.Context, tx, component, context cue.Value) ([]cue.Value, error) {
 	t := tx.LookupPath(pathTransform)
 	if !t.Exists() {
 		return nil, fmt.Errorf("the transformer has no #transform")
 	}
 	// One unification: each FillPath into the transformer evaluates it.
 	// One unification: each FillPath into the transformer evaluates it.
-	args := component.Context().CompileString("{}").FillPath(pathComponent, component).FillPath(pathContext, context)
+	args := cctx.CompileString("{}").FillPath(pathComponent, component).FillPath(pathContext, context)
 	out := t.Unify(args).LookupPath(pathOutput)
 	if !out.Exists() {
 		return nil, nil
