@@ -62,8 +62,11 @@ or more for errors, as diff.`,
 			if base == "" {
 				return usageError{fmt.Errorf("--base is required: the branch or commit to compare with")}
 			}
-			sel := (&selectionFlags{releases: opts.Releases, files: opts.ValuesFiles}).selection(args)
-			opts.Selection = sel
+			flags := &selectionFlags{releases: opts.Releases, files: opts.ValuesFiles}
+			if err := flags.readPipes(); err != nil {
+				return err
+			}
+			opts.Selection = flags.selection(args)
 			opts.Environments = envs
 			opts.BaseRefs = pipeline.BaseRef(base)
 			if shard != "" {
@@ -212,7 +215,11 @@ assigns it, whatever its own cache holds.`,
 			if shards < 0 || most < 1 {
 				return usageError{fmt.Errorf("--shards must be 1 or more (0 for no split) and --max-shards 1 or more")}
 			}
-			opts.Selection = (&selectionFlags{releases: opts.Releases, files: opts.ValuesFiles}).selection(args)
+			flags := &selectionFlags{releases: opts.Releases, files: opts.ValuesFiles}
+			if err := flags.readPipes(); err != nil {
+				return err
+			}
+			opts.Selection = flags.selection(args)
 			opts.Environments = envs
 			opts.BaseRefs = pipeline.BaseRef(base)
 			p, err := pipeline.PlanReview(cmd.Context(), opts)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -24,6 +25,9 @@ type selectionFlags struct {
 	format string
 	// stdin holds what `-f -` read, once (readStdin).
 	stdin []byte
+	// inline holds every -f file, read once in order, when one of them is
+	// a pipe (readPipes).
+	inline []pipeline.InlineValues
 }
 
 // stdinFlag is the -f value that reads the values from standard input.
@@ -59,8 +63,11 @@ func readStdin(cmd *cobra.Command) error {
 		return nil
 	}
 	v, ok := f.Value.(*valuesFlag)
-	if !ok || !slices.Contains(v.sel.files, stdinFlag) {
+	if !ok {
 		return nil
+	}
+	if !slices.Contains(v.sel.files, stdinFlag) {
+		return v.sel.readPipes()
 	}
 	s := v.sel
 	if n := strings.Count(strings.Join(s.files, "\x00")+"\x00", stdinFlag+"\x00"); n > 1 {
@@ -76,7 +83,47 @@ func readStdin(cmd *cobra.Command) error {
 		return fmt.Errorf("reading the values of -f - from standard input: %w", err)
 	}
 	s.stdin = b
+	return s.readPipes()
+}
+
+// readPipes reads every -f file into memory, once and in order, when one
+// of them is a pipe (bash's -f <(sops -d x.yaml), a FIFO): a command
+// reads its values files more than once (identities, objects, both sides
+// of a review), and a pipe gives its content to the first read only.
+func (s *selectionFlags) readPipes() error {
+	if !slices.ContainsFunc(s.files, isPipe) {
+		return nil
+	}
+	s.inline = nil
+	for _, f := range s.files {
+		if f == stdinFlag && s.stdin != nil {
+			s.inline = append(s.inline, pipeline.InlineValues{Name: s.stdinName(), Data: s.stdin})
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("reading values file %q (-f/--values): %w", f, err)
+		}
+		s.inline = append(s.inline, pipeline.InlineValues{Name: f, Data: b})
+	}
 	return nil
+}
+
+// isPipe reports whether a -f value names something that is neither a
+// regular file nor a directory (a pipe, /dev/fd/N).
+func isPipe(f string) bool {
+	if f == stdinFlag {
+		return false
+	}
+	fi, err := os.Stat(f)
+	return err == nil && !fi.Mode().IsRegular() && !fi.IsDir()
+}
+
+func (s *selectionFlags) stdinName() string {
+	if s.format != "auto" && s.format != "" {
+		return "stdin." + s.format
+	}
+	return "stdin"
 }
 
 func (s *selectionFlags) selection(args []string) pipeline.Selection {
@@ -85,13 +132,12 @@ func (s *selectionFlags) selection(args []string) pipeline.Selection {
 		dir = args[0]
 	}
 	sel := pipeline.Selection{Dir: dir, Environment: s.env, Group: s.group, Releases: s.releases, ValuesFiles: s.files}
-	if s.stdin != nil {
+	switch {
+	case s.inline != nil:
+		sel.ValuesFiles, sel.InlineValues = nil, s.inline
+	case s.stdin != nil:
 		sel.ValuesFiles = slices.DeleteFunc(slices.Clone(s.files), func(f string) bool { return f == stdinFlag })
-		name := "stdin"
-		if s.format != "auto" {
-			name += "." + s.format
-		}
-		sel.InlineValues = []pipeline.InlineValues{{Name: name, Data: s.stdin}}
+		sel.InlineValues = []pipeline.InlineValues{{Name: s.stdinName(), Data: s.stdin}}
 	}
 	return sel
 }
