@@ -98,6 +98,9 @@ type ApplyOptions struct {
 	// fleetEnv is the environment as Rollout already read it, so each
 	// environment of a wave does not read the fleet again.
 	fleetEnv *FleetEnvironment
+	// shownDir is the deployment directory the user named, when Selection.Dir
+	// is a checkout of another commit (a rollback's): next steps name it.
+	shownDir string
 }
 
 // ProgressEvent reports one object applied or pruned; Line() is its

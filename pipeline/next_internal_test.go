@@ -31,12 +31,25 @@ func TestNextRollbackOnlyForWhatThisRunChanged(t *testing.T) {
 	assert.DeepEqual(t, nextSteps(opts, e, false), []string{
 		"opm rollback api deploy --env canary --to change-sha1-0000was1   # back to what ran before",
 		"opm rollback db deploy --env canary --to change-sha1-0000was2   # back to what ran before",
-		"or fix forward, commit, and rerun: opm apply deploy --env canary",
+		"or fix forward: commit a fix and rerun: opm apply deploy --env canary",
 	})
 	// In a deploy job's error, which CI publishes as it is.
 	assert.DeepEqual(t, nextSteps(opts, e, true), []string{
 		"opm rollback api deploy --env canary --to change-sha1-0000was1   # back to what ran before",
 		"opm history db deploy --env canary   # then opm rollback db to the change before this one",
-		"or fix forward, commit, and rerun: opm apply deploy --env canary",
+		"or fix forward: commit a fix and rerun: opm apply deploy --env canary",
 	})
+}
+
+// With nothing this run changed to roll back, fixing forward is the one
+// step, said without a dangling "or"; a rollback's steps name the
+// directory the user gave, not the checkout it applied from.
+func TestNextStepsWithoutARollback(t *testing.T) {
+	rel := AppliedRelease{RenderedRelease: RenderedRelease{Name: "api", ChangeID: "change-sha1-00000same"}}
+	rel.Inventory = reconcile.InventoryRef{Previous: "change-sha1-00000same", Written: true}
+	e := RolloutEnvironment{FleetEnvironment: FleetEnvironment{Name: "staging"}, Result: RolloutUnhealthy, Releases: []AppliedRelease{rel}}
+	opts := RolloutOptions{ApplyOptions: ApplyOptions{Selection: Selection{Dir: "deploy"}}}
+	assert.DeepEqual(t, nextSteps(opts, e, true), []string{"fix forward: commit a fix and rerun: opm apply deploy --env staging"})
+	opts.Selection.Dir, opts.shownDir = "/tmp/opm-gitref-1/tree", "deploy"
+	assert.DeepEqual(t, nextSteps(opts, e, true), []string{"fix forward: commit a fix and rerun: opm apply deploy --env staging"})
 }

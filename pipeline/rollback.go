@@ -114,6 +114,7 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 	defer snap.close()
 
 	at := opts.ApplyOptions
+	at.shownDir = cmp.Or(opts.Selection.Dir, ".")
 	at.Selection.Dir = snap.dir
 	rels, err := render.Render(ctx, at.renderOptions())
 	if err != nil {

@@ -320,6 +320,9 @@ func checkGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, sr
 	// soakLeft is the longest soak time left when every refusal is only a
 	// soak still running; -1 once any refusal needs something else.
 	var soakLeft time.Duration
+	// unhealthy are the gating environments that run this very commit but
+	// are not healthy: applying it there again changes nothing.
+	var unhealthy, elsewhere []string
 	for _, g := range env.Gates {
 		gsel := opts.Selection.ForEnvironment(g)
 		for _, key := range releases {
@@ -335,6 +338,11 @@ func checkGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, sr
 			for _, rs := range st.Releases {
 				if refusal, left := gateRefusal(rs, src.commit, env.GateSoaks[g], time.Now()); refusal != "" {
 					refusals = append(refusals, fmt.Sprintf("%s in %s %s", key, g, refusal))
+					if rs.ChangeID != "" && rs.Source != nil && rs.Source.Commit == src.commit && !rs.Source.Dirty && !rs.Healthy {
+						unhealthy = appendNew(unhealthy, g)
+					} else if left == 0 {
+						elsewhere = appendNew(elsewhere, g)
+					}
 					if left > 0 && soakLeft >= 0 {
 						soakLeft = max(soakLeft, left)
 					} else {
@@ -353,8 +361,18 @@ func checkGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, sr
 	}
 	if len(refusals) > 0 {
 		dir := shellQuote(cmp.Or(sel.Dir, "."))
-		return fault.Gatef("environment %s may only get commit %s after %s run it healthy:\n  %s\nnext: opm apply %s --env %s   # then rerun, or wait here with --gate-timeout 30m (--skip-gates skips them, recorded)",
-			env.Name, short(src.commit), strings.Join(env.Gates, ", "), strings.Join(refusals, "\n  "), dir, strings.Join(env.Gates, ","))
+		var next []string
+		if len(elsewhere) > 0 {
+			next = append(next, fmt.Sprintf("opm apply %s --env %s   # then rerun, or wait here with --gate-timeout 30m (--skip-gates skips them, recorded)", dir, strings.Join(elsewhere, ",")))
+		}
+		if len(unhealthy) > 0 {
+			// The commit runs there and is broken: applying it again would
+			// change nothing. Say why, then go back or forward.
+			g := strings.Join(unhealthy, ",")
+			next = append(next, fmt.Sprintf("opm status %s --env %s   # why it is not healthy; then roll %s back (opm history RELEASE %s --env %s lists its changes) or fix forward in a new commit, applied to %s first", dir, g, g, dir, g, g))
+		}
+		return fault.Gatef("environment %s may only get commit %s after %s run it healthy:\n  %s\nnext: %s",
+			env.Name, short(src.commit), strings.Join(env.Gates, ", "), strings.Join(refusals, "\n  "), strings.Join(next, "\nnext: "))
 	}
 	return nil
 }
@@ -561,7 +579,7 @@ func unhealthyObjects(st *StatusResult) string {
 // Published (text CI prints as it is), a sensitive release's change ID
 // stays out: the rollback is named through opm history instead.
 func nextSteps(opts RolloutOptions, e RolloutEnvironment, published bool) []string {
-	dir := shellQuote(cmp.Or(opts.Selection.Dir, "."))
+	dir := shellQuote(cmp.Or(opts.shownDir, opts.Selection.Dir, "."))
 	apply := fmt.Sprintf("opm apply %s --env %s", dir, e.Name)
 	switch e.Result {
 	case RolloutGated:
@@ -585,7 +603,10 @@ func nextSteps(opts RolloutOptions, e RolloutEnvironment, published bool) []stri
 			next = append(next, fmt.Sprintf("opm rollback %s %s --env %s --to %s   # back to what ran before", r.Name, dir, e.Name, prev))
 		}
 	}
-	return append(next, "or fix forward, commit, and rerun: "+apply)
+	if len(next) == 0 {
+		return []string{"fix forward: commit a fix and rerun: " + apply}
+	}
+	return append(next, "or fix forward: commit a fix and rerun: "+apply)
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
@@ -596,4 +617,12 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// appendNew appends s unless list has it.
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }

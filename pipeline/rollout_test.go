@@ -99,7 +99,7 @@ releases: app: #module: appmodule
 	table := report.RolloutTable(res)
 	assert.Assert(t, contains(table, "canary       1     production"), table)
 	assert.Check(t, contains(table, "ImagePullBackOff") || contains(table, "FailedCreate"), "the canary says why it is unhealthy:\n%s", table)
-	assert.Check(t, contains(table, "next: or fix forward, commit, and rerun: opm apply "+dir+" --env canary"), table)
+	assert.Check(t, contains(table, "next: fix forward: commit a fix and rerun: opm apply "+dir+" --env canary"), table)
 
 	// The canary is fixed in a new commit; the second run continues.
 	setValues(t, dir, `values: broken: true`, `values: broken: false`)

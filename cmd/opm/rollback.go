@@ -17,6 +17,7 @@ func newRollbackCmd() *cobra.Command {
 		group   string
 		relSel  []string
 		timeout time.Duration
+		noWait  bool
 		files   []string
 		cluster clusterFlags
 		opts    pipeline.RollbackOptions
@@ -46,7 +47,10 @@ unless every one of them ran that commit before. The waves go back in reverse
 order, the last wave first, each waited for until healthy (--timeout) before the
 one before it; releases already at the commit are left alone. Rolling back is not a
 promotion: promotion gates do not hold it back, and each change records that it
-was a rollback.`,
+was a rollback.
+
+A single release's rollback waits until the release is healthy (--timeout), as
+apply does, and fails naming what its pods report; --no-wait exits once applied.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			check := cobra.RangeArgs(1, 2)
 			if group != "" {
@@ -95,6 +99,11 @@ was a rollback.`,
 				fmt.Fprint(cmd.OutOrStdout(), report.RolloutTable(fleet))
 				return err
 			}
+			// A rollback during an incident goes red when what it returns
+			// to is not healthy either, as apply does (a fleet waits per
+			// wave above).
+			opts.Wait, opts.WaitTimeout = !noWait, timeout
+			opts.HealthWaiting = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }
 			res, err := pipeline.Rollback(cmd.Context(), opts)
 			if res == nil {
 				return err
@@ -126,7 +135,8 @@ was a rollback.`,
 	fs.StringVarP(&env, "env", "e", "", "environment the release is deployed in (a group or a comma list rolls back a fleet)")
 	fs.StringVar(&group, "group", "", "roll back every environment of this group to the commit --to, last wave first")
 	fs.StringArrayVarP(&relSel, "release", "r", nil, "with --group, a release to roll back (repeatable; default all)")
-	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "with a fleet, how long each wave may take to become healthy before the one before it goes back")
+	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "how long the release (each wave of a fleet, before the one before it goes back) may take to become healthy")
+	fs.BoolVar(&noWait, "no-wait", false, "do not wait for the release to become healthy: exit once applied")
 	fs.StringArrayVarP(&files, "values", "f", nil, "values file merged last, as for the original apply (repeatable)")
 	cluster.register(fs)
 	fs.BoolVar(&opts.AllowDifferentDigest, "allow-different-digest", false, "apply even when the commit no longer renders the recorded manifest digest")
