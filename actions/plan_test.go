@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -133,6 +135,26 @@ func readWorkflow(t *testing.T, path string) (on map[string]any, jobs map[string
 	return trig, wf.Jobs
 }
 
+// jobInputs are the Action's inputs as the workflow's step gives them:
+// each with: value, its ${{ … }} expressions replaced from vars (an
+// expression vars does not name fails the test).
+func jobInputs(t *testing.T, with map[string]string, vars map[string]string) map[string]string {
+	t.Helper()
+	expr := regexp.MustCompile(`\$\{\{\s*([^}]+?)\s*\}\}`)
+	out := map[string]string{}
+	for k, v := range with {
+		out["INPUT_"+strings.ToUpper(k)] = expr.ReplaceAllStringFunc(v, func(m string) string {
+			name := expr.FindStringSubmatch(m)[1]
+			val, ok := vars[name]
+			if !ok {
+				t.Fatalf("with: %s: %s is not given by the test", k, m)
+			}
+			return val
+		})
+	}
+	return out
+}
+
 // actionStep is the with: of the job's step that runs this Action.
 func actionStep(t *testing.T, job workflowJob) map[string]string {
 	t.Helper()
@@ -151,9 +173,11 @@ func actionStep(t *testing.T, job workflowJob) map[string]string {
 // that waits until the environments it follows run the commit healthy,
 // and only then the environment's approval-protected apply job, which
 // waits for health. This runs those jobs over four waves on the real API
-// server: every deploy starts together, all succeed, later waves' gate
-// jobs say they wait, and no apply job (no approval) starts before the
-// environments it follows were applied.
+// server, each with the inputs its workflow step gives (secrets from the
+// repository's secrets), the environments' values SOPS-encrypted: every
+// deploy starts together, all succeed, later waves' gate jobs say they
+// wait, and no apply job (no approval) starts before the environments it
+// follows were applied.
 func TestRolloutWorkflowOverFourWaves(t *testing.T) {
 	on, jobs := readWorkflow(t, "../.github/workflows/rollout.yml")
 	assert.Check(t, on["push"] != nil, "rollout runs on push")
@@ -189,8 +213,16 @@ environments: qa: {namespace: "%[1]s-qa", group: "pre", rollout: after: ["dev"]}
 environments: canary: {namespace: "%[1]s-canary", group: "production", rollout: after: ["qa"]}
 environments: eu: {namespace: "%[1]s-eu", group: "production", rollout: after: ["canary"]}
 environments: us: {namespace: "%[1]s-us", group: "production", rollout: after: ["canary"]}
+// Every environment's secret comes from SOPS: the gate jobs render too.
+environments: [_]: valuesFiles: ["secrets.sops.yaml"]
 releases: app: #module: appmodule
 `, ns))}
+	sopsFile, err := os.ReadFile(deploytest.SopsValues(t, "secret: from-sops\n"))
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(r.dir+"/secrets.sops.yaml", sopsFile, 0o644))
+	// The key reaches a job only as the workflow hands it over.
+	t.Setenv("SOPS_AGE_KEY", "")
+	assert.NilError(t, os.Unsetenv("SOPS_AGE_KEY"))
 	r.git("init", "-q", "-b", "main")
 	r.base = r.commit("a fleet of four waves")
 	cs, err := kubernetes.NewForConfig(env.Config)
@@ -232,19 +264,15 @@ releases: app: #module: appmodule
 	}
 	var wg sync.WaitGroup
 	for i, e := range m.Include {
+		vars := map[string]string{"inputs.path": ".", "inputs.environment": e.Environment,
+			"secrets.KUBECONFIG": string(kc), "secrets.SOPS_AGE_KEY": deploytest.SopsAgeKey()}
 		gate := newHarness(t, r, "push", "push.json")
 		gate.tee = said[i]
-		gate.env["INPUT_PATH"] = "."
-		gate.env["INPUT_MODE"] = gateWith["mode"]
-		gate.env["INPUT_KUBECONFIG"] = string(kc)
-		gate.env["INPUT_ENVIRONMENTS"] = e.Environment
-		gate.env["INPUT_GATE-TIMEOUT"] = "4m"
+		maps.Copy(gate.env, jobInputs(t, gateWith, vars))
+		gate.env["INPUT_GATE-TIMEOUT"] = "4m" // the test's scale, not a day's
 		job := newHarness(t, r, "push", "push.json")
 		applyJobs[i] = job
-		job.env["INPUT_PATH"] = "."
-		job.env["INPUT_MODE"] = applyWith["mode"]
-		job.env["INPUT_KUBECONFIG"] = string(kc)
-		job.env["INPUT_ENVIRONMENTS"] = e.Environment
+		maps.Copy(job.env, jobInputs(t, applyWith, vars))
 		job.env["INPUT_GATE-TIMEOUT"] = "1m"
 		delete(job.env, "INPUT_WAIT") // the workflow's default: wait for health
 		job.env["INPUT_TIMEOUT"] = "2m"
@@ -314,10 +342,12 @@ releases: app: #module: appmodule
 	all := newHarness(t, r, "push", "push.json")
 	all.env["INPUT_PATH"], all.env["INPUT_MODE"], all.env["INPUT_KUBECONFIG"] = ".", "apply", string(kc)
 	all.env["INPUT_ENVIRONMENTS"] = "pre,production"
+	all.env["INPUT_SOPS-AGE-KEY"] = deploytest.SopsAgeKey()
 	assert.NilError(t, all.run(), all.stdout.String())
 	back := newHarness(t, r, "push", "push.json")
 	back.env["INPUT_PATH"], back.env["INPUT_MODE"], back.env["INPUT_KUBECONFIG"] = ".", "rollback", string(kc)
 	back.env["INPUT_ENVIRONMENTS"], back.env["INPUT_ROLLBACK-TO"] = "production", r.base
+	back.env["INPUT_SOPS-AGE-KEY"] = deploytest.SopsAgeKey()
 	assert.NilError(t, back.run(), back.stdout.String())
 	sum := back.summary()
 	assert.Check(t, strings.Contains(sum, "rolled back"), sum)
