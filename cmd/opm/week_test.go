@@ -185,6 +185,11 @@ releases: cron: {#module: cronmodule, values: image: "` + kubetest.JobImage + `"
 	flip := waitHPACondition(t, ns["canary"], "api", "ScalingActive")
 	assert.Assert(t, flip.After(since), "the HPA's condition (%s) came before the API was healthy (%s)", flip, since)
 	assert.Equal(t, releaseSince(t, dir, "canary", "api"), since, "an HPA condition restarted the health clock")
+	// An autoscaler scales the API up during the soak (through the scale
+	// subresource, as an HPA does): its Deployment's Available dips and
+	// returns, and the health clock does not move with it.
+	scaleUp(t, ns["canary"], "api", 3)
+	assert.Equal(t, releaseSince(t, dir, "canary", "api"), since, "a scale-up restarted the health clock")
 
 	// Tuesday: B changes the API only. Production follows after the soak.
 	editFile(t, filepath.Join(dir, "api-values.cue"), `level:  "info"`, `level:  "debug"`)
@@ -218,6 +223,10 @@ releases: cron: {#module: cronmodule, values: image: "` + kubetest.JobImage + `"
 	code, out, errOut = job("apply", dir, "--env", "qa", kc)
 	assert.Equal(t, code, 8, "%s%s", out, errOut)
 	assert.Check(t, strings.Contains(errOut, "is not healthy"), errOut)
+	// dev runs C already: applying it there again would change nothing,
+	// so the next step says why and offers back or forward.
+	assert.Check(t, !strings.Contains(errOut, "next: opm apply "+dir+" --env dev"), "the gate's next step re-applies the broken change: %s", errOut)
+	assert.Check(t, strings.Contains(errOut, "next: opm status "+dir+" --env dev   # why it is not healthy; then roll dev back"), errOut)
 
 	// Thursday: a bad quantity is refused with the value's file and line.
 	editFile(t, filepath.Join(dir, "api-values.cue"), `memory: "64Mi"`, `memory: "64 Mi"`)
@@ -358,6 +367,33 @@ func waitHPACondition(t *testing.T, ns, name, cond string) time.Time {
 		return fmt.Errorf("HPA %s/%s has no %s condition yet: %v", ns, name, cond, hpa.Status.Conditions)
 	})
 	return at
+}
+
+// scaleUp scales a Deployment through its scale subresource, as an HPA
+// does, and waits until its Available condition has dipped and returned
+// (its lastTransitionTime after the scale) with every replica ready.
+func scaleUp(t *testing.T, ns, name string, replicas int32) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	assert.NilError(t, err)
+	sc, err := cs.AppsV1().Deployments(ns).GetScale(t.Context(), name, metav1.GetOptions{})
+	assert.NilError(t, err)
+	before := time.Now().Add(-time.Second) // transition times have second precision
+	sc.Spec.Replicas = replicas
+	_, err = cs.AppsV1().Deployments(ns).UpdateScale(t.Context(), name, sc, metav1.UpdateOptions{FieldManager: "horizontal-pod-autoscaler"})
+	assert.NilError(t, err)
+	kubetest.WaitFor(t, 2*time.Minute, func() error {
+		d, err := cs.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range d.Status.Conditions {
+			if c.Type == "Available" && c.Status == "True" && !c.LastTransitionTime.Time.Before(before) && d.Status.ReadyReplicas == replicas {
+				return nil
+			}
+		}
+		return fmt.Errorf("deployment %s/%s: %d of %d ready, conditions %v: Available has not dipped and returned since the scale", ns, name, d.Status.ReadyReplicas, replicas, d.Status.Conditions)
+	})
 }
 
 // statusBoard is the fleet board of every environment, as a text table:

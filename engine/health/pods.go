@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -169,16 +170,22 @@ func oneLine(s string) string {
 // readinessConditions); zero when it has none. Other conditions move on
 // their own and say nothing about health: an HPA's ScalingActive turns
 // True once metrics arrive, half a minute after a healthy rollout, and
-// counting it restarted every soak.
+// counting it restarted every soak. Nor does a scale: a Deployment's
+// Available dips and returns with every scale-up, so while opm does not
+// own its spec.replicas (the release leaves the count to an autoscaler, or
+// kubectl scale took it) a busy autoscaler would hold a soak shut; it is
+// not counted then.
 func Since(u *unstructured.Unstructured) time.Time {
 	var latest time.Time
+	scaledByOthers := u.GetKind() == "Deployment" && !opmOwnsReplicas(u)
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
 		if !ok {
 			continue
 		}
-		if typ, _ := m["type"].(string); !slices.Contains(readinessConditions[:], typ) {
+		typ, _ := m["type"].(string)
+		if !slices.Contains(readinessConditions[:], typ) || (typ == "Available" && scaledByOthers) {
 			continue
 		}
 		s, _ := m["lastTransitionTime"].(string)
@@ -194,3 +201,27 @@ func Since(u *unstructured.Unstructured) time.Time {
 // (pods and most custom resources, the kstatus convention), a Job's
 // Complete and Failed, a CRD's Established.
 var readinessConditions = [...]string{"Available", "ReplicaFailure", "Ready", "Complete", "Failed", "Established"}
+
+// opmFieldManager is the server-side apply manager opm writes with
+// (engine/objects.FieldManager).
+const opmFieldManager = "opm"
+
+// opmOwnsReplicas reports whether opm's field manager owns spec.replicas:
+// the release sets the count. A scale through the scale subresource is not
+// always recorded as another manager's, so ownership is read from opm's
+// side.
+func opmOwnsReplicas(u *unstructured.Unstructured) bool {
+	for _, mf := range u.GetManagedFields() {
+		if mf.Manager != opmFieldManager || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]map[string]any
+		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		if _, ok := fields["f:spec"]["f:replicas"]; ok {
+			return true
+		}
+	}
+	return false
+}
