@@ -48,8 +48,12 @@ type HistoryEntry struct {
 	// First is when, from which commit, by whom and from which run the
 	// change was first applied; a re-apply never moves it.
 	First inventory.Sighting `json:"first"`
-	// Seen are the other commits it was applied from since, newest first.
+	// Seen are the other applies since the first (another commit, or a
+	// return to the change after another one), newest first.
 	Seen []inventory.Sighting `json:"seen,omitempty"`
+	// ForcedFrom are the field managers whose conflicting fields the last
+	// apply took because it was told to (--force-conflicts).
+	ForcedFrom []string `json:"forcedFrom,omitempty"`
 }
 
 // History lists the changes recorded in the targeted releases'
@@ -85,7 +89,7 @@ func History(ctx context.Context, opts HistoryOptions) (*HistoryResult, error) {
 			c := inv.Changes[id]
 			rh.Changes = append(rh.Changes, HistoryEntry{ChangeID: id, Current: i == 0, Timestamp: c.Timestamp,
 				ManifestDigest: c.ManifestDigest, Objects: len(c.Inventory.Entries), Module: c.Module, Source: c.Source,
-				First: c.FirstApplied(), Seen: c.Seen})
+				First: c.FirstApplied(), Seen: c.Seen, ForcedFrom: c.ForcedFrom})
 		}
 		res.Releases = append(res.Releases, rh)
 	}

@@ -150,8 +150,9 @@ func releaseStatus(ctx context.Context, d *deployed, opts StatusOptions) (Releas
 		if c != nil {
 			rs.Source = c.Source
 			// A re-apply of the running change rewrites the last-applied
-			// time, never when it was first applied: the health clock.
-			clock = c.FirstApplied().Time
+			// time, never when the release started running it: the health
+			// clock.
+			clock = c.Clock()
 		}
 	}
 	var hs []health.ObjectHealth

@@ -120,10 +120,16 @@ type Change struct {
 	// and from where it was applied last); nil while they are the first
 	// apply, and in records written before it existed: FirstApplied.
 	First *Sighting `json:"first,omitempty"`
-	// Seen are the other commits the change was applied from since (a
-	// commit that left this release as it was), newest first, at most
-	// MaxSightings: what lets a rollback by commit find it.
+	// Seen are the other applies of the change since its first: from a
+	// commit that left this release as it was, or a return to it after
+	// another change ran (a rollback), newest first, at most MaxSightings:
+	// what lets a rollback by commit find it.
 	Seen []Sighting `json:"seen,omitempty"`
+	// Running is when the release started running this change the last
+	// time (its health clock): the first apply, or the latest return to it
+	// after another change; empty while that is the first apply, and in
+	// records written before it existed (Clock).
+	Running string `json:"running,omitempty"`
 	// ForcedFrom are the field managers, outside the take-over set, whose
 	// conflicting fields this apply took because it was told to
 	// (--force-conflicts); empty for every other apply.
@@ -284,7 +290,7 @@ func (inv *Inventory) Record(id string, c Change, now time.Time, maxHistory int)
 	}
 	ts := now.UTC().Format(time.RFC3339)
 	c.Timestamp = ts
-	c.First, c.Seen = nil, nil // a first apply: Timestamp and Source say it all
+	c.First, c.Seen, c.Running = nil, nil, "" // a first apply: Timestamp and Source say it all
 	if prev := inv.Changes[id]; prev != nil {
 		latest, _, _ := inv.Latest()
 		c.carryOver(prev, ts, latest == id)

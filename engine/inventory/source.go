@@ -66,31 +66,40 @@ func (c *Change) RanAt(commit string) bool {
 }
 
 // carryOver keeps what a re-apply of the same change must not rewrite
-// from prev: while the release ran this change all along (running: prev
-// is the latest change), when, where and by whom it was first applied,
-// with this apply added to the sightings when it comes from a commit not
-// seen yet. A return to the change after another one (a rollback) is a new
-// first apply — the health clock starts there — and the commits it ran at
-// before stay sightings.
+// from prev: when, where and by whom it was first applied, and its
+// sightings. While the release ran this change all along (running: prev is
+// the latest change) this apply is a sighting when it comes from a commit
+// not seen yet, and the health clock keeps running. A return to the change
+// after another one (a rollback) is always a sighting — who returned to it
+// and when — and starts the health clock again.
 func (c *Change) carryOver(prev *Change, ts string, running bool) {
 	now, first := sightingOf(ts, c.Source), prev.FirstApplied()
 	c.Seen = slices.Clone(prev.Seen)
+	c.First = &first
 	if running {
-		c.First = &first
-		c.see(now, first)
+		c.Running = prev.Running
+		if now.Commit != first.Commit || now.Dirty != first.Dirty {
+			c.see(now)
+		}
 		return
 	}
-	c.see(first, now)
+	c.Running = ts
+	c.see(now)
 }
 
-// see adds s to the sightings, newest first and bounded, unless it is the
-// commit of except (the first apply) or is already there (then it moves
-// to the front).
-func (c *Change) see(s, except Sighting) {
-	same := func(o Sighting) bool { return o.Commit == s.Commit && o.Dirty == s.Dirty }
-	if same(except) {
-		return
+// Clock is when the release started running this change the last time:
+// the health clock that the soak, the gates and the board read.
+func (c *Change) Clock() string {
+	if c.Running != "" {
+		return c.Running
 	}
+	return c.FirstApplied().Time
+}
+
+// see adds s to the sightings, newest first and bounded; one from the
+// same commit moves to the front.
+func (c *Change) see(s Sighting) {
+	same := func(o Sighting) bool { return o.Commit == s.Commit && o.Dirty == s.Dirty }
 	c.Seen = slices.DeleteFunc(c.Seen, same)
 	c.Seen = slices.Insert(c.Seen, 0, s)
 	if len(c.Seen) > MaxSightings {

@@ -55,16 +55,33 @@ func TestSightingsAreBounded(t *testing.T) {
 	assert.Assert(t, len(b) < 2048, "sightings take %d bytes", len(b))
 }
 
-// Returning to a change after another one ran (a rollback) is a new first
-// apply: the health clock starts there, not when the change first ran.
-func TestReturnToAnOlderChangeStartsItsClockAgain(t *testing.T) {
+// Returning to a change after another one ran (a rollback) keeps who
+// first applied it and when, adds the return as a sighting (from the same
+// commit too), and starts the health clock again; re-applies while it runs
+// keep the clock.
+func TestReturnToAnOlderChangeKeepsItsRecordAndStartsItsClock(t *testing.T) {
 	inv := New(testRelease)
 	inv.Record("change-sha1-aaaaaaaa", from("a", "alice"), t0, 0)
 	inv.Record("change-sha1-bbbbbbbb", from("b", "bob"), t0.Add(time.Hour), 0)
 	inv.Record("change-sha1-aaaaaaaa", from("a", "oncall"), t0.Add(2*time.Hour), 0)
 	c := inv.Changes["change-sha1-aaaaaaaa"]
-	assert.Equal(t, c.FirstApplied().Time, "2026-02-11T16:30:00Z")
-	assert.Equal(t, c.FirstApplied().Actor, "oncall")
+	assert.Equal(t, c.FirstApplied().Time, "2026-02-11T14:30:00Z")
+	assert.Equal(t, c.FirstApplied().Actor, "alice")
+	assert.Equal(t, len(c.Seen), 1)
+	assert.Equal(t, c.Seen[0].Actor, "oncall")
+	assert.Equal(t, c.Seen[0].Time, "2026-02-11T16:30:00Z")
+	assert.Equal(t, c.Clock(), "2026-02-11T16:30:00Z")
+
+	inv.Record("change-sha1-aaaaaaaa", from("c", "carol"), t0.Add(3*time.Hour), 0)
+	c = inv.Changes["change-sha1-aaaaaaaa"]
+	assert.Equal(t, c.Clock(), "2026-02-11T16:30:00Z", "a re-apply while it runs keeps the clock")
+	assert.Equal(t, c.FirstApplied().Actor, "alice")
+	assert.Equal(t, c.Seen[0].Actor, "carol")
+	assert.Check(t, c.RanAt("a") && c.RanAt("c"))
+
+	first := New(testRelease)
+	first.Record("change-sha1-aaaaaaaa", from("a", "alice"), t0, 0)
+	assert.Equal(t, first.Changes["change-sha1-aaaaaaaa"].Clock(), "2026-02-11T14:30:00Z", "a first apply starts the clock")
 }
 
 // A change recorded before sightings existed reads as first applied when

@@ -26,7 +26,11 @@ func HistoryTable(r *pipeline.HistoryResult) string {
 			if c.Current {
 				id += " *"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", id, firstText(c.First), c.Timestamp, ShortDigest(c.ManifestDigest), c.Objects, sourceText(c.Source))
+			src := sourceText(c.Source)
+			if len(c.ForcedFrom) > 0 {
+				src += " (forced from " + strings.Join(c.ForcedFrom, ", ") + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", id, firstText(c.First), c.Timestamp, ShortDigest(c.ManifestDigest), c.Objects, src)
 		}
 		_ = tw.Flush()
 	}
