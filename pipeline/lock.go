@@ -32,13 +32,16 @@ type Locking struct {
 	LeaseDuration time.Duration `json:"leaseDuration,omitempty"`
 	// LockWaiting hears, once per release, that another run holds the lock.
 	LockWaiting func(LockHolder) `json:"-"`
+	// LockTakenOver hears that the lock was taken over from a run that
+	// stopped renewing it (killed, or its machine gone).
+	LockTakenOver func(LockHolder) `json:"-"`
 }
 
 // LockHolder describes who holds a release's lock.
 type LockHolder = lock.Info
 
 func (l Locking) options() *lock.Options {
-	o := &lock.Options{Holder: l.Holder, LeaseDuration: l.LeaseDuration, Timeout: l.LockTimeout, Waiting: l.LockWaiting}
+	o := &lock.Options{Holder: l.Holder, LeaseDuration: l.LeaseDuration, Timeout: l.LockTimeout, Waiting: l.LockWaiting, TookOver: l.LockTakenOver}
 	if o.Holder == "" {
 		o.Holder = lock.Holder()
 	}

@@ -40,6 +40,9 @@ func (l *lockFlags) locking(cmd *cobra.Command) (pipeline.Locking, error) {
 		LockWaiting: func(h pipeline.LockHolder) {
 			fmt.Fprintf(w, "waiting for the release lock (Lease %s/%s): held by %s; waiting up to %s (--lock-timeout)\n", h.Namespace, h.Name, h, l.timeout)
 		},
+		LockTakenOver: func(h pipeline.LockHolder) {
+			fmt.Fprintf(w, "Warning: took over the release lock (Lease %s/%s) from %s, which stopped renewing it (killed?); what it was doing may be half done, and this run applies and records the whole release\n", h.Namespace, h.Name, h)
+		},
 	}, nil
 }
 

@@ -43,6 +43,10 @@ type Options struct {
 	Labels map[string]string
 	// Waiting is called once, when the lock is found held by another run.
 	Waiting func(Info)
+	// TookOver is called when the lock is taken over from a holder that
+	// stopped renewing it (a killed run): what it was doing may be half
+	// done, which the run that takes over repairs.
+	TookOver func(Info)
 	// Unlock is the command that breaks this lock, for error messages.
 	Unlock string
 }
@@ -193,6 +197,9 @@ func Acquire(ctx context.Context, cs kubernetes.Interface, namespace, name strin
 			next.Spec.LeaseTransitions = &n
 			updated, err := leases.Update(ctx, next, metav1.UpdateOptions{})
 			if err == nil {
+				if info.Holder != "" && opts.TookOver != nil {
+					opts.TookOver(info)
+				}
 				return hold(cs, updated, opts), nil
 			}
 			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {

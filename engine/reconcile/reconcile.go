@@ -563,6 +563,10 @@ func (r *run) acquire(ctx context.Context) error {
 		manifest.LabelReleaseUUID: r.rel.ReleaseID, inventory.LabelComponent: inventory.ComponentLock,
 	}
 	o.Unlock = fmt.Sprintf("opm unlock %s -n %s", r.rel.Name, r.rel.Namespace)
+	if r.cl.Context != "" {
+		// The environment's cluster, which need not be the current context.
+		o.Unlock += " --context " + r.cl.Context
+	}
 	lk, err := lock.Acquire(ctx, r.cl.Clientset, r.rel.Namespace, r.lockName(), o)
 	if err != nil {
 		return fmt.Errorf("%s: taking the release lock: %w", r.where(), err)
