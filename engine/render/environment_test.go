@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/internal/deploytest"
 )
 
 // Scenarios A–H of the environment RFC (seed 002).
@@ -237,4 +239,29 @@ releases: myapp: {#module: _app}
 	msg := err.Error()
 	assert.Check(t, is.Contains(msg, "values.image: field is required but not present"))
 	assert.Check(t, is.Contains(msg, "next: set each required value in the release (releases.myapp: values: …), for this environment alone in environments.dev: values: …, or in a values file"), msg)
+}
+
+// An environment's valuesFiles for one release are read only when that
+// release renders: `render -r web` needs no key to api's SOPS file.
+func TestOnlyTheSelectedReleasesValuesFilesAreRead(t *testing.T) {
+	t.Setenv("SOPS_AGE_KEY", "")
+	assert.NilError(t, os.Unsetenv("SOPS_AGE_KEY"))
+	enc, err := os.ReadFile(deploytest.SopsValues(t, "secret: api-secret\n"))
+	assert.NilError(t, err)
+	dir := deploytest.Write(t, map[string]string{
+		"app/app.cue":   deploytest.HealthyModule,
+		"web.yaml":      "stamp: web\n",
+		"api.sops.yaml": string(enc),
+		"deploy.cue": deploytest.Header + `
+environments: prod: {namespace: "shop", valuesFiles: {web: ["web.yaml"], api: ["api.sops.yaml"]}}
+releases: web: #module: appmodule
+releases: api: #module: appmodule
+`,
+	})
+	rels, err := render.Render(t.Context(), render.Options{Dir: dir, Environment: "prod", Releases: []string{"web"}})
+	assert.NilError(t, err)
+	assert.Equal(t, rels[0].Name, "web")
+	_, err = render.Render(t.Context(), render.Options{Dir: dir, Environment: "prod", Releases: []string{"api"}})
+	assert.ErrorContains(t, err, "api.sops.yaml")
+	assert.ErrorContains(t, err, "no key here opens it")
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"cuelang.org/go/cue"
 
@@ -54,6 +55,11 @@ func (p *plan) envValuesFiles() (map[string][]*values.Set, error) {
 	}
 	for it.Next() {
 		key := it.Selector().Unquoted()
+		if !slices.Contains(p.keys, key) {
+			// Another release's files: not read, so a render of this one
+			// needs no key to another's secrets.
+			continue
+		}
 		if err := read(key, it.Value()); err != nil {
 			return nil, err
 		}
