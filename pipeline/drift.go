@@ -18,8 +18,21 @@ func diffEach(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 		if envs, err = DeclaredEnvironments(ctx, opts.renderOptions().Dir); err != nil {
 			return nil, err
 		}
-		if len(envs) == 0 {
+		switch len(envs) {
+		case 0:
 			envs = []string{""}
+		case 1:
+		default:
+			// In wave order, as a rollout meets them (the fleet sorts by
+			// wave, then name).
+			f, err := Fleet(ctx, Selection{Dir: opts.Dir, Environment: strings.Join(envs, ",")})
+			if err != nil {
+				return nil, err
+			}
+			envs = envs[:0]
+			for _, e := range f {
+				envs = append(envs, e.Name)
+			}
 		}
 	}
 	out := &ChangeSet{Operation: "diff", Releases: []ReleaseChanges{}}

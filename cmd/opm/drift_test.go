@@ -12,8 +12,9 @@ import (
 	"github.com/opmodel/pipeline/internal/deploytest"
 )
 
-// diff --all-environments: every environment against its own cluster; an
-// unreachable one is reported as such, and the others are still compared.
+// diff --all-environments: every environment against its own cluster, in
+// wave order; an unreachable one is reported as such, and the others are
+// still compared.
 func TestDiffAllEnvironments(t *testing.T) {
 	ns := env.Namespace(t)
 	dir := deploytest.Write(t, map[string]string{"deploy.cue": fmt.Sprintf(`package deploy
@@ -27,7 +28,7 @@ environments: [Name=string]: core.#Environment & {metadata: name: Name}
 releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
 
 environments: here: namespace: %q
-environments: far: {namespace: %q, cluster: kubeContext: "far-away"}
+environments: far: {namespace: %q, cluster: kubeContext: "far-away", rollout: after: ["here"]}
 releases: app: #module: appmodule
 `, catalog.ModulePath, ns, ns)})
 	code, _, errOut := runOpm(t, "apply", "--no-wait", dir, "--env", "here", "--kubeconfig", env.Kubeconfig)
@@ -45,12 +46,13 @@ releases: app: #module: appmodule
 		}
 	}
 	assert.NilError(t, json.Unmarshal([]byte(out), &cs))
+	// In wave order (here, then far, which follows it), not by name.
 	assert.Equal(t, len(cs.Releases), 2)
-	assert.Equal(t, cs.Releases[0].Environment, "far")
-	assert.Check(t, cs.Releases[0].Unreachable)
-	assert.Equal(t, cs.Releases[1].Environment, "here")
-	assert.Check(t, !cs.Releases[1].Unreachable && cs.Releases[1].Error == "")
-	assert.Equal(t, cs.Releases[1].Counts.Unchanged, 3)
+	assert.Equal(t, cs.Releases[0].Environment, "here")
+	assert.Check(t, !cs.Releases[0].Unreachable && cs.Releases[0].Error == "")
+	assert.Equal(t, cs.Releases[0].Counts.Unchanged, 3)
+	assert.Equal(t, cs.Releases[1].Environment, "far")
+	assert.Check(t, cs.Releases[1].Unreachable)
 
 	code, out, _ = runOpm(t, "diff", dir, "--all-environments", "--kubeconfig", env.Kubeconfig, "-o", "markdown")
 	assert.Equal(t, code, 3, "without --exit-code: the connectivity class")
