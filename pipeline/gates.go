@@ -69,5 +69,5 @@ func (r *GatesResult) Line() string {
 	if len(r.Gates) == 0 {
 		return fmt.Sprintf("environment %s has no promotion gates", r.Environment)
 	}
-	return fmt.Sprintf("environment %s may get commit %s: %s run it healthy", r.Environment, short(r.Commit), strings.Join(r.Gates, ", "))
+	return fmt.Sprintf("environment %s may get commit %s: %s %s it healthy", r.Environment, short(r.Commit), strings.Join(r.Gates, ", "), hasRun(r.Gates))
 }

@@ -105,7 +105,8 @@ func Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
 		opts.ReleaseDone = func(r AppliedRelease) { mu.Lock(); defer mu.Unlock(); d(r) }
 	}
 	start := 0
-	for _, wave := range byWave(envs) {
+	waves := byWave(envs)
+	for w, wave := range waves {
 		idx := make([]int, len(wave))
 		for i := range wave {
 			idx[i] = start + i
@@ -124,7 +125,7 @@ func Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
 		}
 		wg.Wait()
 		if soak := waveSoak(wave); soak > 0 && !opts.DryRun && !opts.NoWait && waveOK(res, idx) {
-			soakWave(ctx, opts, res, idx, soak)
+			soakWave(ctx, opts, res, idx, soak, w == len(waves)-1)
 		}
 		var failed []string
 		for _, i := range idx {
@@ -356,8 +357,8 @@ func checkGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, sr
 		// Only time is missing: applying the gating environment again would
 		// change nothing (and no longer restarts its soak); waiting does.
 		wait := soakLeft.Round(time.Second)
-		return fault.Gatef("environment %s may only get commit %s after %s ran it healthy for its soak:\n  %s\nnext: the soak has %s left; wait for it here with --gate-timeout %s, or rerun then",
-			env.Name, short(src.commit), strings.Join(env.Gates, ", "), strings.Join(refusals, "\n  "), wait, gateTimeoutFor(soakLeft))
+		return fault.Gatef("environment %s may only get commit %s once %s %s it healthy for its soak:\n  %s\nnext: the soak has %s left; wait for it here with --gate-timeout %s, or rerun then",
+			env.Name, short(src.commit), strings.Join(env.Gates, ", "), hasRun(env.Gates), strings.Join(refusals, "\n  "), wait, gateTimeoutFor(soakLeft))
 	}
 	if len(refusals) > 0 {
 		dir := shellQuote(cmp.Or(sel.Dir, "."))
@@ -371,8 +372,8 @@ func checkGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, sr
 			g := strings.Join(unhealthy, ",")
 			next = append(next, fmt.Sprintf("opm status %s --env %s   # why it is not healthy; then roll %s back (opm history RELEASE %s --env %s lists its changes) or fix forward in a new commit, applied to %s first", dir, g, g, dir, g, g))
 		}
-		return fault.Gatef("environment %s may only get commit %s after %s run it healthy:\n  %s\nnext: %s",
-			env.Name, short(src.commit), strings.Join(env.Gates, ", "), strings.Join(refusals, "\n  "), strings.Join(next, "\nnext: "))
+		return fault.Gatef("environment %s may only get commit %s once %s %s it healthy:\n  %s\nnext: %s",
+			env.Name, short(src.commit), strings.Join(env.Gates, ", "), hasRun(env.Gates), strings.Join(refusals, "\n  "), strings.Join(next, "\nnext: "))
 	}
 	return nil
 }
@@ -506,7 +507,7 @@ func waveSoak(wave []FleetEnvironment) time.Duration {
 // soakWave keeps checking a healthy wave for soak, as Kargo verifies a
 // stage before promoting further: every environment must stay healthy
 // throughout and at the end, or it is marked unhealthy with what broke.
-func soakWave(ctx context.Context, opts RolloutOptions, res *RolloutResult, idx []int, soak time.Duration) {
+func soakWave(ctx context.Context, opts RolloutOptions, res *RolloutResult, idx []int, soak time.Duration, lastWave bool) {
 	interval := min(max(soak/6, time.Second), 10*time.Second)
 	if opts.soakInterval > 0 {
 		interval = opts.soakInterval
@@ -518,7 +519,11 @@ func soakWave(ctx context.Context, opts RolloutOptions, res *RolloutResult, idx 
 		names = append(names, res.Environments[i].Name)
 	}
 	who := "environment " + strings.Join(names, ", ")
-	opts.narrate("%s: healthy; soaking for %s (rollout.soak) before the next wave, checked every %s", who, soak, interval)
+	until := "before the next wave"
+	if lastWave {
+		until = "before the rollout ends"
+	}
+	opts.narrate("%s: healthy; soaking for %s (rollout.soak) %s, checked every %s", who, soak, until, interval)
 	for {
 		last := !time.Now().Before(deadline)
 		if !last {
@@ -553,7 +558,7 @@ func soakWave(ctx context.Context, opts RolloutOptions, res *RolloutResult, idx 
 		if broken || last {
 			return
 		}
-		opts.narrate("%s: healthy, %s of its %s soak left", who, time.Until(deadline).Round(time.Second), soak)
+		opts.narrate("%s: healthy, %s of its %s soak left", who, max(time.Until(deadline).Round(time.Second), 0), soak)
 		if opts.soakProbe != nil {
 			opts.soakProbe()
 		}
@@ -625,4 +630,12 @@ func appendNew(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
+}
+
+// hasRun is "has run" after one gating environment, "have run" after more.
+func hasRun(gates []string) string {
+	if len(gates) == 1 {
+		return "has run"
+	}
+	return "have run"
 }

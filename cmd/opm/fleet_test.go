@@ -195,7 +195,7 @@ func TestGatesCommandChecksWithoutApplying(t *testing.T) {
 	code, out, errOut = runOpm(t, "gates", dir, "--env", "prod", kc)
 	assert.Equal(t, code, 0, "%s%s", out, errOut)
 	head := gitIn(t, dir, "rev-parse", "HEAD")
-	assert.Check(t, strings.Contains(out, "environment prod may get commit "+head[:12]+": qa run it healthy"), out)
+	assert.Check(t, strings.Contains(out, "environment prod may get commit "+head[:12]+": qa has run it healthy"), out)
 	// Nothing was applied to prod.
 	code, out, errOut = runOpm(t, "history", "app", dir, "--env", "prod", kc)
 	assert.Check(t, code == 5 && strings.Contains(errOut, "it was never applied there (environment prod)"), "gates applied prod: %d\n%s%s", code, out, errOut)
