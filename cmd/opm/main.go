@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/opmodel/pipeline/buildinfo"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/internal/gctune"
@@ -115,12 +116,17 @@ func isUsage(err error) bool {
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	info := buildinfo.Read()
 	root := &cobra.Command{
 		Use:           "opm",
 		Short:         "Render, diff, apply and prune Open Platform Model releases",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// opm --version, as most CLIs answer it: one line (opm version
+		// prints every field).
+		Version: info.Version,
 	}
+	root.SetVersionTemplate(info.String() + "\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })

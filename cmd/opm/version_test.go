@@ -39,6 +39,12 @@ func TestVersionFromLinkerFlags(t *testing.T) {
 	out, err = exec.Command(bin, "version").Output()
 	assert.NilError(t, err)
 	assert.Assert(t, strings.HasPrefix(string(out), "version:  v9.8.7\ncommit:   0123456789ab\nbuilt:    2026-11-23T12:00:00Z\n"), string(out))
+
+	// opm --version, as a newcomer tries first: one line.
+	out, err = exec.Command(bin, "--version").Output()
+	assert.NilError(t, err)
+	assert.Assert(t, strings.HasPrefix(string(out), "opm v9.8.7 (commit 0123456789ab, built 2026-11-23T12:00:00Z, "), string(out))
+	assert.Equal(t, strings.Count(string(out), "\n"), 1, string(out))
 }
 
 func TestVersionRejectsUnknownOutput(t *testing.T) {
