@@ -29,15 +29,16 @@ func DescribeWith(err error, rewrite func(path []string, pos []token.Pos) (strin
 	var b strings.Builder
 	all := errors.Errors(err)
 	mistyped := wrongTypes(all)
+	written := map[string]bool{}
 	for _, e := range all {
 		w, mistype := mistyped[strings.Join(e.Path(), ".")]
 		if mistype && w.said {
 			continue
 		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
 		if mistype {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
 			// CUE's "empty disjunction" and one "mismatched types" per
 			// alternative say one thing: the value has the wrong type.
 			w.said = true
@@ -82,10 +83,20 @@ func DescribeWith(err error, rewrite func(path []string, pos []token.Pos) (strin
 		if path != "" {
 			msg = path + ": " + msg
 		}
-		b.WriteString("  " + msg)
+		entry := "  " + msg
 		for _, p := range userPositions(append(extra, own...)) {
-			b.WriteString("\n      " + p)
+			entry += "\n      " + p
 		}
+		// CUE reports one missing field once per conjunct that requires
+		// it: one line says it.
+		if written[entry] {
+			continue
+		}
+		written[entry] = true
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(entry)
 	}
 	return b.String()
 }

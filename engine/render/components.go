@@ -18,6 +18,7 @@ import (
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/opmv2"
+	"github.com/opmodel/pipeline/engine/suggest"
 )
 
 // transformer is one transformer of a provider, with what it requires of a
@@ -607,26 +608,9 @@ func valuePath(path []string) string {
 // along sub below root: where the value a schema error is about was set,
 // when CUE only reports the schema's own position.
 func authorPosAt(root cue.Value, sub []string) token.Pos {
-	var sels []cue.Selector
-	for _, s := range sub {
-		switch {
-		case strings.HasPrefix(s, "#"):
-			sels = append(sels, cue.Def(s))
-		case strings.HasPrefix(s, "_"):
-			return token.NoPos
-		case strings.HasPrefix(s, `"`):
-			u, err := strconv.Unquote(s)
-			if err != nil {
-				return token.NoPos
-			}
-			sels = append(sels, cue.Str(u))
-		default:
-			if n, err := strconv.Atoi(s); err == nil {
-				sels = append(sels, cue.Index(n))
-			} else {
-				sels = append(sels, cue.Str(s))
-			}
-		}
+	sels, ok := selectorsOf(sub)
+	if !ok {
+		return token.NoPos
 	}
 	for n := len(sels); n > 0; n-- {
 		v := root.LookupPath(cue.MakePath(sels[:n]...))
@@ -640,16 +624,75 @@ func authorPosAt(root cue.Value, sub []string) token.Pos {
 	return token.NoPos
 }
 
+// selectorsOf turns an error's path labels into selectors; ok is false
+// for a hidden label, which no lookup reaches.
+func selectorsOf(sub []string) (sels []cue.Selector, ok bool) {
+	for _, s := range sub {
+		switch {
+		case strings.HasPrefix(s, "#"):
+			sels = append(sels, cue.Def(s))
+		case strings.HasPrefix(s, "_"):
+			return nil, false
+		case strings.HasPrefix(s, `"`):
+			u, err := strconv.Unquote(s)
+			if err != nil {
+				return nil, false
+			}
+			sels = append(sels, cue.Str(u))
+		default:
+			if n, err := strconv.Atoi(s); err == nil {
+				sels = append(sels, cue.Index(n))
+			} else {
+				sels = append(sels, cue.Str(s))
+			}
+		}
+	}
+	return sels, true
+}
+
 // describeComponent describes an error about a component's value, adding
-// where the author set the offending value.
+// where the author set the offending value, and a field the author set
+// beside a missing required one that looks like its misspelling (`tpye`
+// for `type`: an open struct takes the typo without a word).
 func describeComponent(err error, comps cue.Value) string {
-	return load.DescribeWith(err, func(path []string, _ []token.Pos) (string, []token.Pos) {
+	text := load.DescribeWith(err, func(path []string, _ []token.Pos) (string, []token.Pos) {
 		i := slices.Index(path, "#components")
 		if i < 0 {
 			return "", nil
 		}
 		return strings.Join(path, "."), []token.Pos{authorPosAt(comps, path[i+1:])}
 	})
+	hinted := map[string]bool{}
+	for _, e := range cueerrors.Errors(err) {
+		format, args := e.Msg()
+		if !strings.HasPrefix(format, "required field missing: %") || len(args) != 1 {
+			continue
+		}
+		missing := fmt.Sprint(args[0])
+		path := e.Path()
+		i := slices.Index(path, "#components")
+		if i < 0 {
+			continue
+		}
+		sels, ok := selectorsOf(path[i+1:])
+		if !ok {
+			continue
+		}
+		v := comps.LookupPath(cue.MakePath(sels...))
+		fields, _ := load.FieldNames(v)
+		for _, f := range fields {
+			if f == missing || hinted[f] || !slices.Contains(suggest.Closest(f, []string{missing}), missing) {
+				continue
+			}
+			hinted[f] = true
+			at := ""
+			if p := authorPos(v.LookupPath(cue.MakePath(cue.Str(f)))); p.IsValid() {
+				at = " (" + p.String() + ")"
+			}
+			text += fmt.Sprintf("\n  hint: %s sets %q%s, which is not a field it declares: did you mean %q?", strings.Join(path, "."), f, at, missing)
+		}
+	}
+	return text
 }
 
 // describeOutput describes an error in a transformer's output. The output
