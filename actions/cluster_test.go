@@ -96,7 +96,7 @@ func TestReviewAgainstClusterKeepsKubeconfigSecret(t *testing.T) {
 	checkBalanced(t, body)
 	contains(t, body, "## opm diff: production, staging")
 	contains(t, body, "Change ID (live → render)")
-	contains(t, body, "| blog | production | production | | 🔌 unreachable |")
+	contains(t, body, "| blog | production | production | | | | 🔌 unreachable |")
 	contains(t, body, `"production"`)
 	contains(t, body, "| blog | staging | "+ns+" | `"+ns+"` | — → `change-sha1-")
 	contains(t, body, "| minecraft | staging | "+ns+" |")

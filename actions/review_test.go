@@ -251,7 +251,7 @@ func TestReviewRenderErrorFailsAfterReporting(t *testing.T) {
 	err := h.run()
 	assert.ErrorContains(t, err, "1 of 2 releases could not be reviewed (minecraft/staging)")
 	body := h.ours(prNumber)[0].Body
-	contains(t, body, "| minecraft | staging | staging | | ❌ error |")
+	contains(t, body, "| minecraft | staging | staging | | | | ❌ error |")
 	contains(t, body, "examples/releases.cue:")
 	assert.Assert(t, !strings.Contains(body, r.dir), "paths are relative to the repository")
 	assert.Assert(t, !strings.Contains(body, "opm-gitref-"), "the base worktree's path is not shown")

@@ -103,9 +103,13 @@ type ReleaseChanges struct {
 	Head Revision  `json:"head"`
 	// Objects lists every object with its class, in apply order, stale and
 	// ghosts last.
-	Objects  []ObjectChange `json:"objects"`
-	Counts   Counts         `json:"counts"`
-	Warnings []string       `json:"warnings,omitempty"`
+	Objects []ObjectChange `json:"objects"`
+	// Highlights say in words what moves that a reviewer looks for first
+	// (an image, replicas, a ConfigMap or Secret whose readers will not
+	// restart); a review's only.
+	Highlights []string `json:"highlights,omitempty"`
+	Counts     Counts   `json:"counts"`
+	Warnings   []string `json:"warnings,omitempty"`
 	// Reach is where the head writes; BaseReach where the base wrote
 	// (review; nil for a release the base does not render). A change
 	// between them is also a warning.
@@ -147,6 +151,9 @@ type ChangeSet struct {
 	// the ref that resolved and the merge base of it and HEAD.
 	BaseRef    string `json:"baseRef,omitempty"`
 	BaseCommit string `json:"baseCommit,omitempty"`
+	// HeadUncommitted: a review from git took the head from the working
+	// tree, which has uncommitted changes; they are part of the review.
+	HeadUncommitted bool `json:"headUncommitted,omitempty"`
 
 	// plan names the pairs the review planned (planDigest); estimate is
 	// what rendering them would cost (PlanReview).

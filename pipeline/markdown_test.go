@@ -115,7 +115,7 @@ func TestMarkdownErrorsGhostsAndLabels(t *testing.T) {
 	md := report.Markdown(cs, report.MarkdownOptions{Title: "opm diff", BaseLabel: "live", HeadLabel: "render"})
 	checkBalanced(t, md)
 	assert.Assert(t, strings.HasPrefix(md, "## opm diff: production, staging\n"))
-	assert.Assert(t, is.Contains(md, "| blog | production | production | | ❌ error |"))
+	assert.Assert(t, is.Contains(md, "| blog | production | production | | | | ❌ error |"))
 	assert.Assert(t, is.Contains(md, "❌ **blog** (production) could not be compared: selecting the cluster"))
 	assert.Assert(t, is.Contains(md, "more detail <here>"), "the full error is in a code block")
 	assert.Assert(t, is.Contains(md, "👻 **minecraft** (staging): ghost `Deployment staging/leftover`"))
@@ -325,6 +325,6 @@ func TestDriftPerEnvironment(t *testing.T) {
 	assert.Assert(t, is.Contains(table, "| dev | ✅ in sync | 1 | 0 | 0 | 0 | 0 |\n"))
 	md := report.Markdown(cs, report.MarkdownOptions{Title: "opm drift", Intro: table})
 	assert.Assert(t, strings.HasPrefix(md, "## opm drift: prod, staging, qa, dev\n\n"+table+"\n"), md)
-	assert.Assert(t, is.Contains(md, "| a | prod |  | | 🔌 unreachable |"))
+	assert.Assert(t, is.Contains(md, "| a | prod |  | | | | 🔌 unreachable |"))
 	assert.Assert(t, is.Contains(md, "🔌 **a** (prod) is unreachable, so it could not be compared: no context"))
 }

@@ -107,6 +107,8 @@ type review struct {
 	// repo and baseRef, for a base read from git: the repository and the
 	// ref the base was resolved from.
 	repo, baseRef string
+	// headDirty: the head's working tree has uncommitted changes.
+	headDirty bool
 	// scope names the review's commits for KeyedMasker.
 	scope string
 	// chunk overrides chunkReleases (tests).
@@ -141,6 +143,10 @@ func openReview(ctx context.Context, opts ReviewOptions) (_ *review, err error) 
 	}
 	if r.repo, err = gitref.Root(ctx, dir); err != nil {
 		return nil, fault.Wrap(fault.Validation, err)
+	}
+	// The head is the working tree, not HEAD: say so when they differ.
+	if st, err := gitref.StateOf(ctx, dir); err == nil {
+		r.headDirty = st.Dirty
 	}
 	ref, commit, err := resolveFirst(ctx, r.repo, opts.BaseRefs)
 	if err != nil {
@@ -242,7 +248,7 @@ func (r *review) relativeToRepo(cs *ChangeSet) {
 	if r.repo == "" {
 		return
 	}
-	cs.BaseRef, cs.BaseCommit = r.baseRef, r.base.commit
+	cs.BaseRef, cs.BaseCommit, cs.HeadUncommitted = r.baseRef, r.base.commit, r.headDirty
 	prefixes := []string{r.repo + string(filepath.Separator), r.base.root + string(filepath.Separator)}
 	for i := range cs.Releases {
 		rc := &cs.Releases[i]

@@ -65,12 +65,14 @@ func (r *review) compareRelease(key, env string, head, base sideRender) ReleaseC
 	if rc.Reach != nil && rc.BaseReach != nil && !rc.Reach.Equal(rc.BaseReach) {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("this change moves where release %s writes: %s → %s", key, rc.BaseReach, rc.Reach))
 	}
-	if err := r.compare(&rc, baseRes, headRes, secretFieldsOf(baseRel), secretFieldsOf(headRel)); err != nil {
+	baseFields, headFields := secretFieldsOf(baseRel), secretFieldsOf(headRel)
+	if err := r.compare(&rc, baseRes, headRes, baseFields, headFields); err != nil {
 		rc.Error = err.Error()
 		rc.Objects = []ObjectChange{}
 		rc.Counts = Counts{}
 		return rc
 	}
+	rc.Highlights = highlights(baseRes, headRes, baseFields, headFields)
 	if w := unmovedChange(baseRel, headRel, rc.Counts, env); w != "" {
 		rc.Warnings = append(rc.Warnings, w)
 	}

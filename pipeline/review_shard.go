@@ -218,6 +218,7 @@ func MergeReviews(parts []*PartialReview) (*ChangeSet, error) {
 	cs := &ChangeSet{Operation: first.ChangeSet.Operation, Releases: []ReleaseChanges{}, Unchanged: first.ChangeSet.Unchanged,
 		BaseRef: first.ChangeSet.BaseRef, BaseCommit: first.ChangeSet.BaseCommit}
 	for _, p := range parts {
+		cs.HeadUncommitted = cs.HeadUncommitted || p.ChangeSet.HeadUncommitted
 		for i, rc := range p.ChangeSet.Releases {
 			rc.unit, rc.key = p.Units[i], p.Keys[i]
 			cs.Releases = append(cs.Releases, rc)

@@ -381,7 +381,7 @@ func TestReviewShowsAndFlagsReach(t *testing.T) {
 	assert.DeepEqual(t, mc.Reach, mc.BaseReach)
 
 	md := report.Markdown(cs, report.MarkdownOptions{})
-	assert.Check(t, is.Contains(md, "| blog | staging | blog | ⚠️ `staging` → `blog` |"))
+	assert.Check(t, is.Contains(md, "| blog | staging | blog (writes to ⚠️ `staging` → `blog`) |"))
 	assert.Check(t, is.Contains(md, "| minecraft | staging | staging | `staging` |"))
 	assert.Check(t, is.Contains(report.Text(cs, false), "  writes to namespaces blog\n"))
 }

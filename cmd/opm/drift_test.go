@@ -56,7 +56,7 @@ releases: app: #module: appmodule
 
 	code, out, _ = runOpm(t, "diff", dir, "--all-environments", "--kubeconfig", env.Kubeconfig, "-o", "markdown")
 	assert.Equal(t, code, 3, "without --exit-code: the connectivity class")
-	assert.Check(t, is.Contains(out, "| app | far | "+ns+" | | 🔌 unreachable |"))
+	assert.Check(t, is.Contains(out, "| app | far | "+ns+" | | | | 🔌 unreachable |"))
 
 	code, _, errOut = runOpm(t, "diff", dir, "--all-environments", "--env", "here")
 	assert.Equal(t, code, 2)

@@ -128,6 +128,9 @@ func printCacheLine(cmd *cobra.Command, opts pipeline.ReviewOptions, cs *pipelin
 
 // finishReview prints a review and picks the exit code.
 func finishReview(cmd *cobra.Command, output string, wantCode bool, cs *pipeline.ChangeSet) error {
+	if cs.HeadUncommitted {
+		fmt.Fprintln(cmd.ErrOrStderr(), "Warning: the head is the working tree, which has uncommitted changes: they are part of this review (commit them, or git stash, to review the commit alone)")
+	}
 	if err := printChangeSet(cmd, output, cs); err != nil {
 		return err
 	}

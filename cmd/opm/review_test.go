@@ -109,6 +109,23 @@ func TestReviewCommand(t *testing.T) {
 	assert.Equal(t, len(cs.Releases), 1)
 	assert.Equal(t, cs.Releases[0].Counts.Stale, 3)
 
+	// An image bump, as a reviewer reads it first: what moves, in words.
+	editFile(t, filepath.Join(dir, "releases.cue"), `image:    "ghcr.io/example/blog:1.4.2"`, `image:    "ghcr.io/example/blog:1.5.0"`)
+	gitIn(t, repo, "commit", "-qam", "blog 1.5.0")
+	code, out, errOut = runOpm(t, "review", dir, "--base", "main", "-r", "blog", "-o", "markdown")
+	assert.Equal(t, code, 0, errOut)
+	assert.Check(t, strings.Contains(out, "**What moves**\n\n- image ghcr.io/example/blog:1.4.2 → ghcr.io/example/blog:1.5.0 (Deployment web, container web) — blog in production, staging\n"), out)
+
+	// The committed head says nothing; an uncommitted edit is reviewed
+	// too, and the review says so on stderr and in the comment.
+	assert.Check(t, !strings.Contains(errOut, "uncommitted"), errOut)
+	editFile(t, filepath.Join(dir, "releases.cue"), `name:       "minecraft-server"`, `name:       "minecraft-srv"`)
+	code, out, errOut = runOpm(t, "review", dir, "--base", "main", "--env", "staging", "-r", "minecraft", "-o", "markdown")
+	assert.Equal(t, code, 0, errOut)
+	assert.Check(t, strings.Contains(errOut, "Warning: the head is the working tree, which has uncommitted changes"), errOut)
+	assert.Check(t, strings.Contains(out, "The head is the working tree, with uncommitted changes"), out)
+	gitIn(t, repo, "checkout", "--", ".")
+
 	// A base that does not exist: not found, naming every ref tried.
 	code, _, errOut = runOpm(t, "review", dir, "--base", "no-such-branch")
 	assert.Equal(t, code, 5, errOut)

@@ -228,6 +228,9 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 		b.WriteString(": " + strings.Join(envs, ", "))
 	}
 	b.WriteString("\n\n")
+	if cs.HeadUncommitted {
+		b.WriteString("> ⚠️ The head is the working tree, with uncommitted changes: they are part of this review. Commit them (or `git stash`) to review the commit alone.\n\n")
+	}
 	if o.Intro != "" {
 		b.WriteString(strings.TrimRight(o.Intro, "\n") + "\n\n")
 	}
@@ -300,28 +303,31 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 		table = mostSignificant(cs.Releases, MaxTableRows)
 		fmt.Fprintf(b, "The %d most significant of %d releases (errors, then prunes, then the most objects changed); every release is in the full review.\n\n", len(table), len(cs.Releases))
 	}
+	writeHighlights(b, cs.Releases)
 	if len(table) > 0 {
-		fmt.Fprintf(b, "| Release | Environment | Namespace | Writes to | Change ID (%s → %s) | Digest (%s → %s) | + | ~ | − |\n",
+		// What a reviewer compares first comes first; the identities the
+		// seeds require close the row.
+		fmt.Fprintf(b, "| Release | Environment | Namespace | + | ~ | − | Change ID (%s → %s) | Digest (%s → %s) |\n",
 			o.BaseLabel, o.HeadLabel, o.BaseLabel, o.HeadLabel)
-		b.WriteString("| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: |\n")
+		b.WriteString("| --- | --- | --- | ---: | ---: | ---: | --- | --- |\n")
 		for _, r := range table {
 			if r.Error != "" {
 				what := "❌ error"
 				if r.Unreachable {
 					what = "🔌 unreachable"
 				}
-				fmt.Fprintf(b, "| %s | %s | %s | | %s | | | | |\n", mdCell(r.Name), mdCell(mdFleetLabel(r)), mdCell(r.Namespace), what)
+				fmt.Fprintf(b, "| %s | %s | %s | | | | %s | |\n", mdCell(r.Name), mdCell(mdFleetLabel(r)), mdCell(r.Namespace), what)
 				continue
 			}
 			var baseRev pipeline.Revision
 			if r.Base != nil {
 				baseRev = *r.Base
 			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d | %d | %d |\n",
-				mdCell(r.Name), mdCell(mdFleetLabel(r)), mdCell(r.Namespace), mdReach(r),
+			fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %d | %s | %s |\n",
+				mdCell(r.Name), mdCell(mdFleetLabel(r)), mdNamespace(r),
+				r.Counts.Added, r.Counts.Modified, r.Counts.Stale,
 				mdTransition(baseRev.ChangeID, r.Head.ChangeID, r.Base != nil, func(s string) string { return s }),
-				mdTransition(baseRev.ManifestDigest, r.Head.ManifestDigest, r.Base != nil, ShortDigest),
-				r.Counts.Added, r.Counts.Modified, r.Counts.Stale)
+				mdTransition(baseRev.ManifestDigest, r.Head.ManifestDigest, r.Base != nil, ShortDigest))
 		}
 		b.WriteString("\n")
 	}
@@ -355,8 +361,65 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 	}
 }
 
-// mdReach is the "Writes to" cell: the namespaces and "cluster", with the
-// base's first and ⚠️ when a review moves them.
+// writeHighlights is "What moves": each release's highlights in words,
+// one line per highlight with the releases and environments it moves in.
+func writeHighlights(b *strings.Builder, releases []pipeline.ReleaseChanges) {
+	var order []string
+	// where[h] lists the releases h moves in, each with its environments.
+	type rel struct {
+		name string
+		envs []string
+	}
+	where := map[string][]*rel{}
+	for _, r := range releases {
+		for _, h := range r.Highlights {
+			if _, ok := where[h]; !ok {
+				order = append(order, h)
+			}
+			i := slices.IndexFunc(where[h], func(x *rel) bool { return x.name == r.Name })
+			if i < 0 {
+				where[h] = append(where[h], &rel{name: r.Name})
+				i = len(where[h]) - 1
+			}
+			if r.Environment != "" {
+				where[h][i].envs = append(where[h][i].envs, r.Environment)
+			}
+		}
+	}
+	if len(order) == 0 {
+		return
+	}
+	b.WriteString("**What moves**\n\n")
+	for _, h := range order {
+		var in []string
+		for _, x := range where[h] {
+			w := x.name
+			if len(x.envs) > 0 {
+				w += " in " + strings.Join(x.envs, ", ")
+			}
+			in = append(in, w)
+		}
+		fmt.Fprintf(b, "- %s — %s\n", mdEscape(h), mdEscape(strings.Join(in, "; ")))
+	}
+	b.WriteString("\n")
+}
+
+// mdNamespace is the release's namespace, and where else it writes when
+// that is more than its namespace (another namespace, cluster-scoped
+// objects) or moves.
+func mdNamespace(r pipeline.ReleaseChanges) string {
+	ns := mdCell(r.Namespace)
+	only := func(x *pipeline.Footprint) bool {
+		return x == nil || (!x.ClusterScoped && (len(x.Namespaces) == 0 || (len(x.Namespaces) == 1 && x.Namespaces[0] == r.Namespace)))
+	}
+	if only(r.Reach) && only(r.BaseReach) {
+		return ns
+	}
+	return ns + " (writes to " + mdReach(r) + ")"
+}
+
+// mdReach is where a release writes: the namespaces and "cluster", with
+// the base's first and ⚠️ when a review moves them.
 func mdReach(r pipeline.ReleaseChanges) string {
 	cell := func(x *pipeline.Footprint) string {
 		parts := make([]string, 0, len(x.Namespaces)+1)

@@ -35,6 +35,9 @@ func Text(cs *pipeline.ChangeSet, color bool) string {
 		if rc.Reach != nil {
 			fmt.Fprintf(&b, "  writes to %s\n", rc.Reach)
 		}
+		for _, h := range rc.Highlights {
+			fmt.Fprintf(&b, "  moves: %s\n", h)
+		}
 		for _, o := range rc.Objects {
 			line := fmt.Sprintf("  %-9s %s", o.Change, o.Object.String())
 			if o.Warning != "" {
