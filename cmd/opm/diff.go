@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -52,6 +53,9 @@ more for errors, as kubectl diff.`,
 			}
 			if err := printChangeSet(cmd, output, cs); err != nil {
 				return err
+			}
+			if err != nil && output == "text" {
+				err = saidAbove(err, cs)
 			}
 			if err != nil {
 				if wantCode && fault.KindOf(err) == fault.General {
@@ -107,4 +111,22 @@ func printChangeSet(cmd *cobra.Command, output string, cs *pipeline.ChangeSet) e
 		fmt.Fprint(out, report.Text(cs, on))
 	}
 	return nil
+}
+
+// saidAbove shortens an error whose every part the text output already
+// printed under its release: the error says how many, not each again.
+func saidAbove(err error, cs *pipeline.ChangeSet) error {
+	failed := 0
+	for _, rc := range cs.Releases {
+		if rc.Error != "" {
+			if !strings.Contains(err.Error(), rc.Error) {
+				return err
+			}
+			failed++
+		}
+	}
+	if failed == 0 {
+		return err
+	}
+	return fault.Wrap(fault.KindOf(err), fmt.Errorf("%d of %d releases could not be compared (each error is printed above)", failed, len(cs.Releases)))
 }

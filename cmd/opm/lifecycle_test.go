@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -94,9 +99,11 @@ func TestTargetFlagErrors(t *testing.T) {
 
 func TestContextMissingIsAConnectivityError(t *testing.T) {
 	dir := deploytest.Dir(t, "default", "")
-	code, _, errOut := runOpm(t, "diff", dir, "--kubeconfig", env.Kubeconfig, "--context", "nope")
+	code, out, errOut := runOpm(t, "diff", dir, "--kubeconfig", env.Kubeconfig, "--context", "nope")
 	assert.Equal(t, code, 3, errOut)
-	assert.Check(t, is.Contains(errOut, `"nope"`))
+	// Said once: under its release (as review does), and counted last.
+	assert.Check(t, is.Contains(out, `"nope"`))
+	assert.Check(t, is.Contains(errOut, "1 of 1 releases could not be compared (each error is printed above)"))
 }
 
 // status --wait on a rollout that cannot finish: the image never pulls
@@ -163,4 +170,33 @@ func TestApplyWaitsForHealthByDefault(t *testing.T) {
 	code, out, errOut = runOpm(t, append([]string{"apply", dir, "-f", ready, "--timeout", "2m"}, kc...)...)
 	assert.Equal(t, code, 0, "%s%s", out, errOut)
 	assert.Check(t, is.Contains(errOut, "waiting up to 2m0s for releases app to become healthy"), errOut)
+}
+
+// An unreachable server, as a newcomer meets it: the error once, under
+// its release, and one line on stderr saying how many; none of
+// client-go's klog lines (memcache.go "Unhandled Error"), which would
+// also bypass the redactor.
+func TestUnreachableServerIsSaidOnce(t *testing.T) {
+	bin := buildOpm(t)
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	// Port 1 on loopback: nothing listens there.
+	assert.NilError(t, os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: staging, context: {cluster: c, user: u}}]
+current-context: staging
+`), 0o600))
+	cmd := exec.Command(bin, "diff", "../../examples", "--env", "staging", "--kubeconfig", kc)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	assert.Assert(t, errors.As(err, &exit), "%v", err)
+	assert.Equal(t, exit.ExitCode(), 3, stderr.String())
+	assert.Check(t, !strings.Contains(stderr.String(), "memcache.go"), stderr.String())
+	assert.Check(t, !strings.Contains(stderr.String(), "Unhandled Error"), stderr.String())
+	assert.Check(t, strings.Contains(stdout.String(), "connection refused"), stdout.String())
+	assert.Check(t, !strings.Contains(stderr.String(), "connection refused"), "the error is said twice:\n%s", stderr.String())
+	assert.Check(t, is.Contains(stderr.String(), "2 of 2 releases could not be compared (each error is printed above)"))
 }

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
 	"github.com/opmodel/pipeline/buildinfo"
 	"github.com/opmodel/pipeline/engine/fault"
@@ -23,6 +25,14 @@ import (
 
 func main() {
 	gctune.Apply()
+	// client-go logs what it also returns (an unreachable server's
+	// discovery failures) through klog, past the redactor: the errors opm
+	// prints say it once, where and what.
+	quiet := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(quiet)
+	_ = quiet.Set("logtostderr", "false")
+	_ = quiet.Set("stderrthreshold", "FATAL") // errors go to stderr otherwise
+	klog.SetOutput(io.Discard)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
