@@ -276,6 +276,9 @@ func waitApplied(ctx context.Context, opts ApplyOptions, res *ApplyResult) error
 		}
 		return errors.New(msg)
 	}
+	if opts.HealthWaiting != nil {
+		opts.HealthWaiting(fmt.Sprintf("%s healthy after %s", where, time.Since(start).Round(time.Second)))
+	}
 	return nil
 }
 

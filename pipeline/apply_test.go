@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -189,7 +190,8 @@ func TestApplyStopsAtTheFailingRelease(t *testing.T) {
 }
 
 // While an apply waits for health, it says how far each release is, each
-// time an object's health changes: "app: N of M objects healthy; …".
+// time an object's health changes, and how long it has waited: "app: N of
+// M objects healthy after 3s; …".
 func TestApplyWaitSaysHowFarEachReleaseIs(t *testing.T) {
 	ns := env.Namespace(t)
 	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
@@ -207,7 +209,7 @@ releases: app: {#module: appmodule, values: broken: true}
 	defer mu.Unlock()
 	found := false
 	for _, s := range said {
-		if strings.HasPrefix(s, "app: ") && strings.Contains(s, " of 4 objects healthy; deployment.apps/web: ") {
+		if strings.HasPrefix(s, "app: ") && regexp.MustCompile(` of 4 objects healthy after [0-9]+s; deployment.apps/web: `).MatchString(s) {
 			found = true
 		}
 	}

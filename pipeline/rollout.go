@@ -186,9 +186,11 @@ func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvi
 		timeout = 5 * time.Minute
 	}
 	opts.narrate("environment %s: waiting up to %s for its releases to become healthy", re.Name, timeout)
+	start := time.Now()
 	healthy, why := waitHealthy(ctx, opts.ClusterOptions, sel, timeout, narration(opts.HealthWaiting, re.Releases), renderedOf(re.Releases))
 	switch {
 	case healthy:
+		opts.narrate("environment %s: healthy after %s", re.Name, time.Since(start).Round(time.Second))
 		re.Result = RolloutApplied
 		if opts.Smoke {
 			re = smokeEnvironment(ctx, opts, sel, timeout, re)
@@ -230,6 +232,9 @@ func waitHealthy(ctx context.Context, co ClusterOptions, sel Selection, timeout 
 type healthNarration struct {
 	say    func(string)
 	totals map[string]int
+	// start is when the wait began: each line says how long it has run,
+	// so a reason (ImagePullBackOff) is seen as soon as it appears.
+	start time.Time
 }
 
 func narration(say func(string), releases []AppliedRelease) healthNarration {
@@ -237,7 +242,7 @@ func narration(say func(string), releases []AppliedRelease) healthNarration {
 	for _, r := range releases {
 		totals[r.Name] += len(r.Applied)
 	}
-	return healthNarration{say: say, totals: totals}
+	return healthNarration{say: say, totals: totals, start: time.Now()}
 }
 
 // progress is Status's Progress for w, or nil when nobody listens. An
@@ -260,11 +265,12 @@ func (w healthNarration) progress() func(string, health.ObjectHealth) {
 		} else {
 			p[h.Ref()] = true
 		}
+		at := time.Since(w.start).Round(time.Second)
 		if total, ok := w.totals[release]; ok && total > 0 {
-			w.say(fmt.Sprintf("%s: %d of %d objects healthy; %s", release, max(total-len(p), 0), total, h))
+			w.say(fmt.Sprintf("%s: %d of %d objects healthy after %s; %s", release, max(total-len(p), 0), total, at, h))
 			return
 		}
-		w.say(fmt.Sprintf("%s: %s", release, h))
+		w.say(fmt.Sprintf("%s: after %s, %s", release, at, h))
 	}
 }
 

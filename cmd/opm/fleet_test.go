@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -69,6 +70,7 @@ releases: app: #module: appmodule
 	// Each wave's health wait is narrated on stderr, naming the environment.
 	for _, e := range []string{"stage-a", "stage-b", "prod"} {
 		assert.Check(t, strings.Contains(errOut, "environment "+e+": waiting up to 30s for its releases to become healthy"), errOut)
+		assert.Check(t, regexp.MustCompile("environment "+e+": healthy after [0-9]+s").MatchString(errOut), errOut)
 	}
 	code, out, errOut = runOpm(t, "status", dir, "--env", "production", kc, "-o", "json")
 	assert.Equal(t, code, 0, errOut)
