@@ -266,12 +266,12 @@ func waitApplied(ctx context.Context, opts ApplyOptions, res *ApplyResult) error
 		opts.HealthWaiting(fmt.Sprintf("waiting up to %s for %s to become healthy (--no-wait skips this)", timeout, where))
 	}
 	start := time.Now()
-	if healthy, why := waitHealthy(ctx, opts.ClusterOptions, sel, timeout, narration(opts.HealthWaiting, res.Releases), renderedOf(res.Releases)); !healthy {
+	if healthy, why, unhealthy := waitHealthy(ctx, opts.ClusterOptions, sel, timeout, narration(opts.HealthWaiting, res.Releases), renderedOf(res.Releases)); !healthy {
 		msg := fmt.Sprintf("%s applied, but not healthy after %s: %s", where, time.Since(start).Round(time.Second), why)
 		if sel.Environment != "" {
 			// What this apply changed can go back; the rest is not where
 			// the failure came from.
-			failed := RolloutEnvironment{FleetEnvironment: FleetEnvironment{Name: sel.Environment}, Result: RolloutUnhealthy, Releases: res.Releases}
+			failed := RolloutEnvironment{FleetEnvironment: FleetEnvironment{Name: sel.Environment}, Result: RolloutUnhealthy, Releases: res.Releases, unhealthy: unhealthy}
 			msg += "\nnext: " + strings.Join(nextSteps(RolloutOptions{ApplyOptions: opts}, failed, true), "\nnext: ")
 		}
 		return errors.New(msg)

@@ -53,3 +53,22 @@ func TestNextStepsWithoutARollback(t *testing.T) {
 	opts.Selection.Dir, opts.shownDir = "/tmp/opm-gitref-1/tree", "deploy"
 	assert.DeepEqual(t, nextSteps(opts, e, true), []string{"fix forward: commit a fix and rerun: opm apply deploy --env staging"})
 }
+
+// A release this run changed that is healthy while a neighbour is not is
+// not offered a rollback: only what the wait found unhealthy is.
+func TestNextRollbackOnlyForTheUnhealthy(t *testing.T) {
+	rel := func(name, change, previous string) AppliedRelease {
+		ar := AppliedRelease{RenderedRelease: RenderedRelease{Name: name, ChangeID: change}}
+		ar.Inventory = reconcile.InventoryRef{Previous: previous, Written: true}
+		return ar
+	}
+	e := RolloutEnvironment{FleetEnvironment: FleetEnvironment{Name: "canary"}, Result: RolloutUnhealthy, Releases: []AppliedRelease{
+		rel("api", "change-sha1-0000new1", "change-sha1-0000was1"),
+		rel("web", "change-sha1-0000new2", "change-sha1-0000was2"),
+	}, unhealthy: []string{"api"}}
+	opts := RolloutOptions{ApplyOptions: ApplyOptions{Selection: Selection{Dir: "deploy"}}}
+	assert.DeepEqual(t, nextSteps(opts, e, false), []string{
+		"opm rollback api deploy --env canary --to change-sha1-0000was1   # back to what ran before",
+		"or fix forward: commit a fix and rerun: opm apply deploy --env canary",
+	})
+}

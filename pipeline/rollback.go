@@ -299,7 +299,7 @@ func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Durat
 			go func() {
 				defer wg.Done()
 				re := &res.Environments[k]
-				if healthy, why := waitHealthy(ctx, opts.ClusterOptions, opts.Selection.ForEnvironment(re.Name), timeout, healthNarration{}, nil); !healthy {
+				if healthy, why, _ := waitHealthy(ctx, opts.ClusterOptions, opts.Selection.ForEnvironment(re.Name), timeout, healthNarration{}, nil); !healthy {
 					re.Result, re.Error = RolloutUnhealthy, why
 				}
 			}()

@@ -62,6 +62,10 @@ type RolloutEnvironment struct {
 	// Next are the commands that take it on from a failure: fix and
 	// rerun, apply a gate first, or roll back.
 	Next []string `json:"next,omitempty"`
+
+	// unhealthy names the releases a failed health wait found unhealthy
+	// (nil: not known): only those are offered a rollback.
+	unhealthy []string
 }
 
 // RolloutResult is what Rollout returns, in wave order.
@@ -187,7 +191,8 @@ func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvi
 	}
 	opts.narrate("environment %s: waiting up to %s for its releases to become healthy", re.Name, timeout)
 	start := time.Now()
-	healthy, why := waitHealthy(ctx, opts.ClusterOptions, sel, timeout, narration(opts.HealthWaiting, re.Releases), renderedOf(re.Releases))
+	healthy, why, unhealthy := waitHealthy(ctx, opts.ClusterOptions, sel, timeout, narration(opts.HealthWaiting, re.Releases), renderedOf(re.Releases))
+	re.unhealthy = unhealthy
 	switch {
 	case healthy:
 		opts.narrate("environment %s: healthy after %s", re.Name, time.Since(start).Round(time.Second))
@@ -212,17 +217,25 @@ func (o RolloutOptions) narrate(format string, args ...any) {
 // be healthy, all at once; when they are not, it says why.
 // The releases an apply just rendered (renderedOf) are waited for as they
 // are; without them, the selection is rendered again for its identities.
-func waitHealthy(ctx context.Context, co ClusterOptions, sel Selection, timeout time.Duration, w healthNarration, rendered []*render.Release) (bool, string) {
+func waitHealthy(ctx context.Context, co ClusterOptions, sel Selection, timeout time.Duration, w healthNarration, rendered []*render.Release) (healthy bool, why string, unhealthy []string) {
 	st, err := Status(ctx, StatusOptions{Target: Target{Selection: sel}, ClusterOptions: co, Wait: true, Timeout: timeout, Progress: w.progress(), rendered: rendered})
+	if st != nil && !st.Healthy {
+		unhealthy = []string{}
+		for _, r := range st.Releases {
+			if !r.Healthy {
+				unhealthy = append(unhealthy, r.Name)
+			}
+		}
+	}
 	switch {
 	case st != nil && st.Healthy:
-		return true, ""
+		return true, "", nil
 	case err != nil && st == nil:
-		return false, err.Error()
+		return false, err.Error(), nil
 	case err != nil:
-		return false, err.Error() // says how long it waited, and for what
+		return false, err.Error(), unhealthy // says how long it waited, and for what
 	}
-	return false, fmt.Sprintf("not healthy within %s", timeout)
+	return false, fmt.Sprintf("not healthy within %s", timeout), unhealthy
 }
 
 // healthNarration tells say, while a wait lasts, each object whose
@@ -605,6 +618,8 @@ func nextSteps(opts RolloutOptions, e RolloutEnvironment, published bool) []stri
 	for _, r := range e.Releases {
 		prev := r.Inventory.Previous
 		switch {
+		case e.unhealthy != nil && !slices.Contains(e.unhealthy, r.Name):
+			// Healthy: not where the failure is, whatever this run changed.
 		case prev == "" || prev == r.ChangeID || !r.Inventory.Written:
 		case r.Sensitive && published:
 			// A sensitive release's change IDs stay out of text that CI
