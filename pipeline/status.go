@@ -3,7 +3,10 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"github.com/opmodel/pipeline/engine/objects"
 	"slices"
 	"sync"
 	"time"
@@ -68,6 +71,12 @@ type ReleaseStatus struct {
 	// Warnings: what the inventory records beyond the environment's
 	// reach, left unread.
 	Warnings []string `json:"warnings,omitempty"`
+	// EditedSince are objects whose desired state another field manager
+	// than opm wrote after the release's last apply (a kubectl apply of
+	// an old manifest, kubectl edit or set image): what runs may not be
+	// the recorded change, healthy or not. Read from the objects' managed
+	// fields, which status fetches anyway.
+	EditedSince []string `json:"editedSince,omitempty"`
 }
 
 // ComponentStatus groups a component's objects.
@@ -178,6 +187,9 @@ func releaseStatus(ctx context.Context, d *deployed, opts StatusOptions) (Releas
 		if !health.Healthy(hs) {
 			health.Explain(ctx, d.cluster, found, hs)
 		}
+		if applied, err := time.Parse(time.RFC3339, rs.LastTransitionTime); err == nil {
+			rs.EditedSince = editedSince(found, applied)
+		}
 		for _, f := range found {
 			if rs.ModuleID == "" && f.Object != nil {
 				rs.ModuleID = f.Object.GetLabels()[manifest.LabelModuleUUID]
@@ -243,4 +255,38 @@ func statusFleet(ctx context.Context, opts StatusOptions, envs []FleetEnvironmen
 		return err
 	})
 	return out, err
+}
+
+// editedSince names the objects whose spec or data a field manager other
+// than opm wrote after applied (in the same second too: managed fields
+// keep whole seconds): a scale (the scale subresource, an
+// autoscaler's) and status writes are not edits, nor a controller's own
+// metadata (the deployment controller's revision annotation).
+func editedSince(found []discover.Found, applied time.Time) []string {
+	var out []string
+	for _, f := range found {
+		if f.Object == nil {
+			continue
+		}
+		for _, mf := range f.Object.GetManagedFields() {
+			if mf.Manager == objects.FieldManager || mf.Subresource != "" || mf.Time == nil || mf.Time.Time.Before(applied) || mf.FieldsV1 == nil {
+				continue
+			}
+			var fields map[string]any
+			if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+				continue
+			}
+			desired := false
+			for _, k := range []string{"f:spec", "f:data", "f:stringData", "f:binaryData"} {
+				if _, ok := fields[k]; ok {
+					desired = true
+				}
+			}
+			if desired {
+				out = append(out, fmt.Sprintf("%s/%s: changed by %s at %s, after the last apply", f.Object.GetKind(), f.Object.GetName(), mf.Manager, mf.Time.UTC().Format(time.RFC3339)))
+				break
+			}
+		}
+	}
+	return out
 }

@@ -65,6 +65,12 @@ func StatusTable(r *pipeline.StatusResult) string {
 		for _, w := range rs.Warnings {
 			fmt.Fprintf(&b, "\nWarning: %s\n", w)
 		}
+		if len(rs.EditedSince) > 0 {
+			fmt.Fprintf(&b, "\nDrift: what runs may not be change %s:\n", orDash(rs.ChangeID))
+			for _, e := range rs.EditedSince {
+				fmt.Fprintf(&b, "  %s\n", e)
+			}
+		}
 	}
 	return b.String()
 }
@@ -124,6 +130,10 @@ func boardRows(r *pipeline.StatusResult) [][]string {
 		health := "healthy"
 		if !rs.Healthy {
 			health = "not healthy"
+		}
+		if len(rs.EditedSince) > 0 {
+			// Healthy, but perhaps not at its change: someone wrote it since.
+			health += ", edited since"
 		}
 		out = append(out, []string{orDash(rs.Environment), rs.Name, commit, orDash(rs.ChangeID), health, orDash(rs.Since), skipped})
 	}
