@@ -98,7 +98,7 @@ func TestReviewAgainstClusterKeepsKubeconfigSecret(t *testing.T) {
 	contains(t, body, "Change ID (live → render)")
 	contains(t, body, "| blog | production | production | | | | 🔌 unreachable |")
 	contains(t, body, `"production"`)
-	contains(t, body, "| blog | staging | "+ns+" | `"+ns+"` | — → `change-sha1-")
+	contains(t, body, "| blog | staging | "+ns+" | 5 | 0 | 0 | — → `change-sha1-")
 	contains(t, body, "| minecraft | staging | "+ns+" |")
 	out := h.outputs()
 	assert.Equal(t, out["has-changes"], "true", "nothing is deployed yet")
@@ -110,7 +110,7 @@ func TestReviewAgainstClusterKeepsKubeconfigSecret(t *testing.T) {
 	h.env["INPUT_CONTEXT"] = "opm-test"
 	assert.NilError(t, h.run())
 	body = h.ours(prNumber)[0].Body
-	contains(t, body, "| blog | production | production | `production` | — → `change-sha1-")
+	contains(t, body, "| blog | production | production | 5 | 0 | 0 | — → `change-sha1-")
 	checkNoKubeconfig(t, h, kubeconfig)
 }
 
