@@ -156,11 +156,13 @@ users: [{name: u, user: {token: x}}]
 contexts: [{name: productoin, context: {cluster: c, user: u}}, {name: dev, context: {cluster: c, user: u}}]
 current-context: dev
 `)
-	code, _, errOut := runOpm(t, "diff", "../../examples", "--env", "production", "--kubeconfig", kc)
+	code, out, errOut := runOpm(t, "diff", "../../examples", "--env", "production", "--kubeconfig", kc)
 	assert.Equal(t, code, 3, errOut)
+	// Said under each release (stdout), counted once on stderr.
 	for _, w := range []string{`environment "production" names kubeContext "production", which is not in`, kc, `did you mean "productoin"?`, "contexts there: dev, productoin", "kubectl config set-context production"} {
-		assert.Check(t, is.Contains(errOut, w))
+		assert.Check(t, is.Contains(out, w))
 	}
+	assert.Check(t, is.Contains(errOut, "2 of 2 releases could not be compared"))
 }
 
 func write(t *testing.T, dir, name, content string) {

@@ -152,6 +152,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	// Added now, not when Execute would: the docs check and the CLI
 	// reference see it like every other command.
 	root.InitDefaultCompletionCmd()
+	root.InitDefaultVersionFlag()
 	registerCompletions(root)
 	return root
 }

@@ -46,12 +46,17 @@ func TestInventoryRepair(t *testing.T) {
 
 			renamed := deploytest.Values(t, `name: "site"`)
 			for _, args := range [][]string{{"status", dir}, {"apply", "--no-wait", dir, "-f", renamed}, {"prune", dir}, {"diff", dir}} {
-				code, _, errOut := runOpm(t, append(args, kc)...)
+				code, out, errOut := runOpm(t, append(args, kc)...)
 				assert.Check(t, code != 0, "%s accepted a corrupt inventory", args[0])
 				// The release holds a Secret: its change IDs are sealed
-				// in everything opm prints (docs/secrets.md).
-				assert.Check(t, is.Contains(errOut, "data."+sealed(target)), args[0])
-				assert.Check(t, is.Contains(errOut, "opm inventory repair"), args[0])
+				// in everything opm prints (docs/secrets.md). diff says
+				// the error under its release, on stdout.
+				said := errOut
+				if args[0] == "diff" {
+					said = out
+				}
+				assert.Check(t, is.Contains(said, "data."+sealed(target)), args[0])
+				assert.Check(t, is.Contains(said, "opm inventory repair"), args[0])
 			}
 
 			code, out, errOut := runOpm(t, "inventory", "repair", dir, "-f", renamed, kc)

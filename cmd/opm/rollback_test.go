@@ -62,7 +62,9 @@ func TestHistoryAndRollbackCommands(t *testing.T) {
 	assert.Equal(t, code, 5, errOut)
 	assert.Check(t, is.Contains(errOut, "it records: "+changes[0].ChangeID+", "+target))
 
-	code, out, errOut = runOpm(t, "rollback", "app", dir, "--to", target, "--kubeconfig", env.Kubeconfig)
+	// Its Deployment's image never pulls: the rollback's health wait is
+	// TestRollbackWaitsForHealth's.
+	code, out, errOut = runOpm(t, "rollback", "app", dir, "--to", target, "--kubeconfig", env.Kubeconfig, "--no-wait")
 	assert.Equal(t, code, 0, errOut)
 	assert.Check(t, is.Contains(out, "service/web created"))
 	assert.Check(t, is.Contains(out, "service/site deleted"))
