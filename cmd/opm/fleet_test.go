@@ -120,17 +120,7 @@ releases: app: values: stamp: "1"
 	}
 	apply("qa")
 	apply("canary")
-	code, out, errOut := runOpm(t, "history", "app", dir, "--env", "canary", kc, "-o", "json")
-	assert.Equal(t, code, 0, errOut)
-	var h struct {
-		Releases []struct {
-			Changes []struct {
-				ChangeID string `json:"changeId"`
-			} `json:"changes"`
-		} `json:"releases"`
-	}
-	assert.NilError(t, json.Unmarshal([]byte(out), &h))
-	first := h.Releases[0].Changes[0].ChangeID
+	first := changesOf(t, "app", dir, "--env", "canary", kc)[0].ChangeID
 
 	editFile(t, dir+"/deploy.cue", `stamp: "1"`, `stamp: "2"`)
 	gitIn(t, dir, "commit", "-qam", "two replicas")
@@ -140,10 +130,10 @@ releases: app: values: stamp: "1"
 	editFile(t, dir+"/deploy.cue", `stamp: "2"`, `stamp: "3"`)
 	gitIn(t, dir, "commit", "-qam", "three replicas")
 	apply("qa")
-	code, _, errOut = runOpm(t, "rollback", "app", dir, "--env", "canary", "--to", first, kc, "-o", "json")
+	code, _, errOut := runOpm(t, "rollback", "app", dir, "--env", "canary", "--to", first, kc, "-o", "json")
 	assert.Equal(t, code, 0, "the gate held back a rollback: %s", errOut)
 	assert.Assert(t, !strings.Contains(errOut, "may only get commit"), errOut)
-	code, out, errOut = runOpm(t, "history", "app", dir, "--env", "canary", kc)
+	code, out, errOut := runOpm(t, "history", "app", dir, "--env", "canary", kc)
 	assert.Equal(t, code, 0, errOut)
 	assert.Assert(t, strings.Contains(out, "which this environment ran before"), "the rollback is recorded:\n%s", out)
 

@@ -35,16 +35,7 @@ func TestHistoryKeepsTheRecordAcrossARollback(t *testing.T) {
 	}
 	code, out, errOut := as("alice", "apply", dir, "--env", "test", kc)
 	assert.Equal(t, code, 0, "%s%s", out, errOut)
-	history := func() []historyChange {
-		t.Helper()
-		code, out, errOut := runOpm(t, "history", "app", dir, "--env", "test", kc, "-o", "json")
-		assert.Equal(t, code, 0, errOut)
-		var h struct {
-			Releases []struct{ Changes []historyChange }
-		}
-		assert.NilError(t, json.Unmarshal([]byte(out), &h), out)
-		return h.Releases[0].Changes
-	}
+	history := func() []historyChange { return changesOf(t, "app", dir, "--env", "test", kc) }
 	a := history()[0]
 	assert.Equal(t, a.First.Actor, "alice")
 
@@ -79,6 +70,20 @@ func TestHistoryKeepsTheRecordAcrossARollback(t *testing.T) {
 	code, out, errOut = runOpm(t, "history", "app", dir, "--env", "test", kc)
 	assert.Equal(t, code, 0, errOut)
 	assert.Check(t, is.Contains(out, "(forced from some-operator)"), out)
+}
+
+// changesOf is `opm history RELEASE DIR ARGS… -o json`: the first
+// release's changes, newest first.
+func changesOf(t *testing.T, release, dir string, args ...string) []historyChange {
+	t.Helper()
+	code, out, errOut := runOpm(t, append([]string{"history", release, dir, "-o", "json"}, args...)...)
+	assert.Equal(t, code, 0, "%s%s", out, errOut)
+	var h struct {
+		Releases []struct{ Changes []historyChange }
+	}
+	assert.NilError(t, json.Unmarshal([]byte(out), &h), out)
+	assert.Assert(t, len(h.Releases) > 0, out)
+	return h.Releases[0].Changes
 }
 
 type historyChange struct {

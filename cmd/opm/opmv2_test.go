@@ -134,18 +134,9 @@ func TestV2ModulesLiveADay(t *testing.T) {
 	assert.Check(t, is.Contains(out, "k8up"))
 
 	// Back to the first change of web-app, named as history shows it.
-	code, out, errOut = runOpm(t, append([]string{"history", "web-app", dir, "-o", "json"}, kc...)...)
-	assert.Equal(t, code, 0, "%s%s", out, errOut)
-	var h struct {
-		Releases []struct {
-			Changes []struct {
-				ChangeID string `json:"changeId"`
-			} `json:"changes"`
-		} `json:"releases"`
-	}
-	assert.NilError(t, json.Unmarshal([]byte(out), &h), out)
-	assert.Equal(t, len(h.Releases[0].Changes), 2, out)
-	first := h.Releases[0].Changes[1].ChangeID
+	changes := changesOf(t, "web-app", dir, kc...)
+	assert.Equal(t, len(changes), 2)
+	first := changes[1].ChangeID
 	code, out, errOut = runOpm(t, append([]string{"rollback", "web-app", dir, "--to", first}, kc...)...)
 	assert.Equal(t, code, 0, "%s%s", out, errOut)
 	d, err = cs.AppsV1().Deployments(ns).Get(t.Context(), "web-app-web", metav1.GetOptions{})

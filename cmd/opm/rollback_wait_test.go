@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,18 +33,9 @@ func TestRollbackWaitsForHealth(t *testing.T) {
 	code, out, errOut = runOpm(t, "apply", dir, "--env", "test", kc, "--timeout", "2m")
 	assert.Equal(t, code, 0, "%s%s", out, errOut)
 
-	code, out, errOut = runOpm(t, "history", "app", dir, "--env", "test", kc, "-o", "json")
-	assert.Equal(t, code, 0, errOut)
-	var h struct {
-		Releases []struct {
-			Changes []struct {
-				ChangeID string `json:"changeId"`
-			} `json:"changes"`
-		} `json:"releases"`
-	}
-	assert.NilError(t, json.Unmarshal([]byte(out), &h), out)
-	assert.Equal(t, len(h.Releases[0].Changes), 2, out)
-	changeA := h.Releases[0].Changes[1].ChangeID
+	changes := changesOf(t, "app", dir, "--env", "test", kc)
+	assert.Equal(t, len(changes), 2)
+	changeA := changes[1].ChangeID
 
 	code, out, errOut = runOpm(t, "rollback", "app", dir, "--env", "test", "--to", changeA, kc, "--timeout", "10s")
 	assert.Assert(t, code != 0, "a rollback to a change that never becomes healthy went green: %s%s", out, errOut)
