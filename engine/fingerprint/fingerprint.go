@@ -10,7 +10,10 @@
 //     (buildinfo.BuildID), so any change to opm's code, its dependencies
 //     (CUE and its standard library among them) or the embedded catalog
 //     moves every fingerprint;
-//   - the deployment's module file and every file of its root package;
+//   - the deployment's module file without its deps (what a dependency
+//     resolves to is covered below, by the content of every package of
+//     the closure, so a pin bump moves only the releases whose closure it
+//     changes) and every file of its root package;
 //   - every file of every package in R's import closure as cue/load
 //     resolved it (local packages, registry modules, the catalog), named
 //     by import path and path inside the package — never by where the
@@ -47,6 +50,7 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
+	"cuelang.org/go/mod/modfile"
 
 	"github.com/opmodel/pipeline/buildinfo"
 	"github.com/opmodel/pipeline/engine/fleet"
@@ -135,7 +139,7 @@ func Scan(ctx context.Context, p *load.Parsed) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fingerprinting %s: %w", p.Dir, err)
 	}
-	t.base = append(t.base, fileInput("module", "cue.mod/module.cue", p.ModuleFile(), mod))
+	t.base = append(t.base, fileInput("module", "cue.mod/module.cue", p.ModuleFile(), withoutDeps(mod)))
 	root, err := t.files(p.Root)
 	if err != nil {
 		t.unsure = err
@@ -690,6 +694,22 @@ func textInput(kind, name, text string) Input {
 }
 
 func dataInput(kind, name string, b []byte) Input { return Input{Kind: kind, Name: name, Hash: sum(b)} }
+
+// withoutDeps is a module file with its deps left out, canonically
+// formatted; the file as it is when it does not parse (the load then
+// fails on it).
+func withoutDeps(b []byte) []byte {
+	f, err := modfile.Parse(b, "cue.mod/module.cue")
+	if err != nil {
+		return b
+	}
+	f.Deps = nil
+	out, err := modfile.Format(f)
+	if err != nil {
+		return b
+	}
+	return out
+}
 
 func fileInput(kind, name, path string, b []byte) Input {
 	return Input{Kind: kind, Name: name, Hash: sum(b), Path: path}
