@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,4 +62,19 @@ func TestErrorsAsWritten(t *testing.T) {
 func reviewCopyTree(t *testing.T, from, to string) {
 	t.Helper()
 	assert.NilError(t, os.CopyFS(to, os.DirFS(from)))
+}
+
+// panicReader panics on the first read: a bug reached while a command runs.
+type panicReader struct{}
+
+func (panicReader) Read([]byte) (int, error) { panic("boom at the reader") }
+
+// A panic is recovered at the front door: one line through the redactor,
+// exit code 1, no Go stack trace on the user's terminal.
+func TestPanicIsRecoveredAtTheFrontDoor(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := runWithInput(t.Context(), []string{"render", "../../examples", "--env", "staging", "-r", "blog", "-f", "-"}, panicReader{}, &out, &errOut)
+	assert.Equal(t, code, 1, errOut.String())
+	assert.Check(t, strings.Contains(errOut.String(), "Error: opm failed on an internal error (a bug; please report it with the command you ran): boom at the reader"), errOut.String())
+	assert.Check(t, !strings.Contains(errOut.String(), "goroutine"), errOut.String())
 }

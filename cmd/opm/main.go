@@ -52,10 +52,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // runWithInput is run with stdin as the standard input (-f -).
-func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	red := redact.New(pipeline.NewSealer(sealKey(envOf(ctx))))
 	out, errOut := red.Writer(stdout), red.Writer(stderr)
 	defer func() {
+		// A panic is a bug, and its text may hold what the redactor hides:
+		// it goes through the redactor like every other line, without the
+		// stack (whose argument words could show a short secret as a
+		// number).
+		if r := recover(); r != nil {
+			fmt.Fprintf(errOut, "Error: opm failed on an internal error (a bug; please report it with the command you ran): %v\n", r)
+			code = fault.General.ExitCode()
+		}
 		_ = out.Flush()
 		_ = errOut.Flush()
 	}()
