@@ -2,15 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"testing"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/opmodel/pipeline/internal/deploytest"
 )
 
 // Someone's kubectl apply of an old manifest after the release's last
@@ -19,7 +16,7 @@ import (
 // it back and the mark goes.
 func TestStatusSaysWhatWasEditedSinceTheApply(t *testing.T) {
 	ns := env.Namespace(t)
-	dir := deploytest.HealthyDir(t, fmt.Sprintf("environments: test: namespace: %q\nreleases: app: {#module: appmodule, values: stamp: \"new\"}\n", ns))
+	dir := appInTest(t, ns, `stamp: "new"`)
 	kc := "--kubeconfig=" + env.Kubeconfig
 	code, out, errOut := runOpm(t, "apply", dir, "--env", "test", kc)
 	assert.Equal(t, code, 0, "%s%s", out, errOut)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +11,6 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/opmodel/pipeline/internal/deploytest"
 )
 
 // The record of a change survives a rollback to it: who first applied it
@@ -22,7 +19,7 @@ import (
 // took, in history's table and JSON.
 func TestHistoryKeepsTheRecordAcrossARollback(t *testing.T) {
 	ns := env.Namespace(t)
-	dir := deploytest.HealthyDir(t, fmt.Sprintf("environments: test: namespace: %q\nreleases: app: {#module: appmodule, values: stamp: \"a\"}\n", ns))
+	dir := appInTest(t, ns, `stamp: "a"`)
 	gitRepo(t, dir, "A")
 	kc := "--kubeconfig=" + env.Kubeconfig
 	as := func(actor string, args ...string) (int, string, string) {

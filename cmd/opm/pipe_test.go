@@ -12,6 +12,13 @@ import (
 	"github.com/opmodel/pipeline/internal/deploytest"
 )
 
+// appInTest is a deployment of deploytest.HealthyModule released as app in
+// environment test (namespace ns), with values (a CUE struct's body).
+func appInTest(t *testing.T, ns, values string) string {
+	t.Helper()
+	return deploytest.HealthyDir(t, fmt.Sprintf("environments: test: namespace: %q\nreleases: app: {#module: appmodule, values: {%s}}\n", ns, values))
+}
+
 // pipeFile is a -f argument as bash's <(…) makes one: /dev/fd/N of a pipe
 // holding content, which only its first reader gets.
 func pipeFile(t *testing.T, content string) string {
@@ -30,7 +37,7 @@ func pipeFile(t *testing.T, content string) string {
 // once, and a pipe is read once, in order with the other files.
 func TestValuesFromAPipe(t *testing.T) {
 	ns := env.Namespace(t)
-	dir := deploytest.HealthyDir(t, fmt.Sprintf("environments: test: namespace: %q\nreleases: app: #module: appmodule\n", ns))
+	dir := appInTest(t, ns, "")
 	gitRepo(t, dir, "app")
 	kc := "--kubeconfig=" + env.Kubeconfig
 	code, out, errOut := runOpm(t, "apply", "--no-wait", dir, "--env", "test", kc)

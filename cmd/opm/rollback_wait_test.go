@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,8 +8,6 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-
-	"github.com/opmodel/pipeline/internal/deploytest"
 )
 
 // A single release's rollback during an incident waits for health as
@@ -19,7 +16,7 @@ import (
 // --no-wait exits once applied.
 func TestRollbackWaitsForHealth(t *testing.T) {
 	ns := env.Namespace(t)
-	dir := deploytest.HealthyDir(t, fmt.Sprintf("environments: test: namespace: %q\nreleases: app: {#module: appmodule, values: broken: true}\n", ns))
+	dir := appInTest(t, ns, "broken: true")
 	gitRepo(t, dir, "A: a Deployment that never becomes ready")
 	kc := "--kubeconfig=" + env.Kubeconfig
 	code, out, errOut := runOpm(t, "apply", "--no-wait", dir, "--env", "test", kc)
