@@ -153,7 +153,9 @@ func TestFingerprintFollowsEveryInputAndNothingElse(t *testing.T) {
 		{"the root package", func() { edit(t, dir, "deploy.cue", `namespace: "staging"`, `namespace: "stage"`) }, []string{"web/prod", "web/staging", "api/prod"}},
 		// Only the release whose closure the pin moves: web imports no lib.
 		{"a registry dependency's version", func() { edit(t, dir, "cue.mod/module.cue", "v0.1.0", "v0.2.0") }, []string{"api/prod"}},
-		{"the module file's language version", func() { edit(t, dir, "cue.mod/module.cue", `language: version: "v0.12.0"`, `language: version: "v0.13.0"`) }, []string{"web/prod", "web/staging", "api/prod"}},
+		{"the module file's language version", func() {
+			edit(t, dir, "cue.mod/module.cue", `language: version: "v0.12.0"`, `language: version: "v0.13.0"`)
+		}, []string{"web/prod", "web/staging", "api/prod"}},
 	}
 	for _, c := range cases {
 		c.change()
