@@ -211,7 +211,7 @@ func TestShardedWorkflowCarriesEveryShardsRenders(t *testing.T) {
 
 	// Why outside: a cache restored into the deployment directory (the
 	// workspace, with path ".") is untracked files, which a shard refuses.
-	inside := filepath.Join(r.dir, "examples", ".opm-cache", "renders")
+	inside := filepath.Join(r.dir, "examples", ".opm-cache", "00")
 	assert.NilError(t, os.MkdirAll(inside, 0o755))
 	assert.NilError(t, os.WriteFile(filepath.Join(inside, "entry"), []byte("restored"), 0o644))
 	assert.ErrorContains(t, job.run(), "uncommitted changes")

@@ -26,7 +26,7 @@ type Explanation struct {
 // sides' fingerprints are equal.
 func Explain(ctx context.Context, sel Selection) ([]Explanation, error) {
 	ro := sel.renderOptions()
-	tree, err := worktreeSnapshot(ro.Dir).scan(ctx, cacheDir("environments"))
+	tree, err := worktreeSnapshot(ro.Dir).scan(ctx, openCache("", nil))
 	if err != nil {
 		return nil, err
 	}

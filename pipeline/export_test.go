@@ -2,8 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/opmodel/pipeline/engine/cache"
 )
 
 // SetSoakProbe makes a rollout's soak re-check health every interval and
@@ -30,5 +34,31 @@ func ReviewPart(ctx context.Context, opts ReviewOptions) (*PartialReview, error)
 	return reviewPart(ctx, opts, "generated")
 }
 
-// IdentityEntry is the identity cache's file name for an input fingerprint.
-func IdentityEntry(inputs string) string { return filepath.Base(identityCache{}.path(inputs)) }
+// CachedIdentity is the body of the unkeyed identity entry in the cache
+// at dir for an input fingerprint.
+func CachedIdentity(dir, inputs string) (string, bool) {
+	b, ok := cache.Open(dir, 0, nil).Get(cache.Identity, inputs)
+	return string(b), ok
+}
+
+// ForgeIdentity stores body as the unkeyed identity entry for inputs, as
+// anyone who can write the cache directory can.
+func ForgeIdentity(dir, inputs, body string) error {
+	return cache.Open(dir, 0, nil).Put(cache.Identity, inputs, []byte(body))
+}
+
+// CachedRenders counts the render entries in the cache at dir, by the
+// kind their seal line names.
+func CachedRenders(dir string) int {
+	n := 0
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if b, err := os.ReadFile(p); err == nil && strings.HasPrefix(string(b), "opm-cache-v2 "+string(cache.Render)+" ") {
+			n++
+		}
+		return nil
+	})
+	return n
+}

@@ -46,7 +46,7 @@ func Fleet(ctx context.Context, sel Selection) ([]FleetEnvironment, error) {
 // blanked where the syntax allows it, so the cost does not grow with the
 // releases a repository holds), and that load reports what is wrong.
 func readFleet(ctx context.Context, dir string) (*fleet.Fleet, error) {
-	if tree, err := worktreeSnapshot(dir).scan(ctx, cacheDir("environments")); err == nil {
+	if tree, err := worktreeSnapshot(dir).scan(ctx, openCache("", nil)); err == nil {
 		if f, err := tree.Fleet(ctx); !errors.Is(err, fingerprint.ErrUnsure) {
 			return f, err
 		}

@@ -6,101 +6,82 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 
-	"github.com/opmodel/pipeline/engine/cachefile"
+	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/render"
 )
 
 // identityCache keeps rendered releases' identities by input fingerprint,
 // as a build cache keeps outputs by action key: equal fingerprints mean
 // equal renders, so a hit is exactly the identity a render would give,
-// and a re-apply where nothing moved then evaluates no CUE at all. An
-// entry is a small JSON file (name, namespace, ids, module, the
-// environment's cluster settings; nothing secret) under the user cache
-// directory (OPM_CACHE_DIR overrides it). A cache that cannot be read or
-// written is no cache: the identities are evaluated.
-type identityCache struct{ dir string }
+// and a re-apply where nothing moved then evaluates no release at all. An
+// entry (kind cache.Identity of the one cache) holds what locates the
+// release — key, name, namespace, ids, module; nothing secret — and never
+// what bounds it: the cluster identity it acts as and where it may write
+// are read from the deployment directory on every hit (render.PolicyOf),
+// and an entry whose namespace that policy could not have rendered is not
+// trusted. A cache that cannot be read or written is no cache: the
+// identities are evaluated.
+type identityCache struct{ c *cache.Cache }
 
-func newIdentityCache() identityCache { return identityCache{dir: cacheDir("identities")} }
-
-// cacheDir is where opm keeps the cache named sub: under OPM_CACHE_DIR,
-// else the user cache directory; "" when there is none (no cache).
-func cacheDir(sub string) string {
-	if d := os.Getenv("OPM_CACHE_DIR"); d != "" {
-		return filepath.Join(d, sub)
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(d, "opm", sub)
-}
+func newIdentityCache() identityCache { return identityCache{c: openCache("", nil)} }
 
 // cachedIdentity is what an entry holds: every field of a release that
-// an identity-only render sets, so a hit is that render. The reach
-// (namespaces the environment allows) is one: without it the fast path's
-// check of the recorded entries against the reach allowed everything.
+// an identity-only render sets, but its policy (Cluster, Reach).
 type cachedIdentity struct {
-	Key         string         `json:"key"`
-	Name        string         `json:"name"`
-	Namespace   string         `json:"namespace"`
-	Environment string         `json:"environment,omitempty"`
-	ReleaseID   string         `json:"releaseId"`
-	Module      render.Module  `json:"module"`
-	Cluster     render.Cluster `json:"cluster"`
-	Reach       *render.Reach  `json:"reach,omitempty"`
+	Key         string        `json:"key"`
+	Name        string        `json:"name"`
+	Namespace   string        `json:"namespace"`
+	Environment string        `json:"environment,omitempty"`
+	ReleaseID   string        `json:"releaseId"`
+	Module      render.Module `json:"module"`
 }
 
-// identityFormat names the entries' format in their file names: entries of
-// an older format (v1 without the reach, v2 with its namespaces under
-// "allowed") are never read as this one's.
-const identityFormat = "v3-"
-
-func (c identityCache) path(fp string) string {
-	return filepath.Join(c.dir, identityFormat+strings.TrimPrefix(fp, "inputs-sha256-")+".json")
-}
-
-// get returns the identity of the render with fingerprint fp.
+// get returns the identity of the render with fingerprint fp, without
+// its policy.
 func (c identityCache) get(fp string) (*render.Release, bool) {
-	if c.dir == "" || fp == "" {
-		return nil, false
-	}
-	b, err := os.ReadFile(c.path(fp))
-	if err != nil {
+	b, ok := c.c.Get(cache.Identity, fp)
+	if !ok {
 		return nil, false
 	}
 	var e cachedIdentity
 	if json.Unmarshal(b, &e) != nil || e.ReleaseID == "" {
+		c.c.Forget(cache.Identity, fp)
 		return nil, false
 	}
-	r := &render.Release{Key: e.Key, Name: e.Name, Namespace: e.Namespace, Environment: e.Environment,
-		ReleaseID: e.ReleaseID, Module: e.Module, Cluster: e.Cluster, Fingerprint: fp}
-	r.Reach = e.Reach
-	return r, true
+	return &render.Release{Key: e.Key, Name: e.Name, Namespace: e.Namespace, Environment: e.Environment,
+		ReleaseID: e.ReleaseID, Module: e.Module, Fingerprint: fp}, true
 }
 
-// put records r's identity under its fingerprint, atomically.
+// put records r's identity under its fingerprint.
 func (c identityCache) put(r *render.Release) {
-	if c.dir == "" || r.Fingerprint == "" {
+	if c.c == nil || r.Fingerprint == "" {
 		return
 	}
 	b, err := json.Marshal(cachedOf(r))
 	if err != nil {
 		return
 	}
-	_ = cachefile.Write(c.dir, filepath.Base(c.path(r.Fingerprint)), b) // no cache is a slower run, not a failure
+	_ = c.c.Put(cache.Identity, r.Fingerprint, b) // no cache is a slower run, not a failure
 }
 
 // cachedOf is what the cache keeps of r.
 func cachedOf(r *render.Release) cachedIdentity {
-	e := cachedIdentity{Key: r.Key, Name: r.Name, Namespace: r.Namespace, Environment: r.Environment,
-		ReleaseID: r.ReleaseID, Module: r.Module, Cluster: r.Cluster, Reach: r.Reach}
-	return e
+	return cachedIdentity{Key: r.Key, Name: r.Name, Namespace: r.Namespace, Environment: r.Environment,
+		ReleaseID: r.ReleaseID, Module: r.Module}
 }
+
+// served is what a cache hit serves of a release: the entry, and the
+// policy read from the directory.
+type served struct {
+	cachedIdentity
+	Cluster render.Cluster
+	Reach   *render.Reach
+}
+
+func servedOf(r *render.Release) served { return served{cachedOf(r), r.Cluster, r.Reach} }
 
 // verifyIdentities, with OPM_VERIFY_SKIPS set, renders the identities the
 // cache served and fails loudly when one differs: the cache would have
@@ -119,7 +100,7 @@ func verifyIdentities(ctx context.Context, sel Selection, cached []*render.Relea
 		return fmt.Errorf("%s: the cache served %d identities, the render has %d", EnvVerifySkips, len(cached), len(rels))
 	}
 	for i, r := range rels {
-		if got, want := cachedOf(cached[i]), cachedOf(r); !reflect.DeepEqual(got, want) {
+		if got, want := servedOf(cached[i]), servedOf(r); !reflect.DeepEqual(got, want) {
 			return fmt.Errorf("%s: the cached identity of release %s is %+v, the render's %+v", EnvVerifySkips, r.Key, got, want)
 		}
 	}
@@ -127,14 +108,32 @@ func verifyIdentities(ctx context.Context, sel Selection, cached []*render.Relea
 }
 
 // all returns the identities of every fingerprint (by release key),
-// sorted by key, when the cache has each one; hit is false otherwise.
-func (c identityCache) all(fps map[string]string) (out []*render.Release, hit bool) {
+// sorted by key, when the cache has each one and the environment's policy,
+// evaluated from dir now, holds for each; hit is false otherwise. Each
+// identity's cluster and reach are that policy's.
+func (c identityCache) all(ctx context.Context, dir, env string, fps map[string]string) (out []*render.Release, hit bool) {
+	if c.c == nil || len(fps) == 0 {
+		return nil, false
+	}
 	for _, k := range slices.Sorted(maps.Keys(fps)) {
 		r, ok := c.get(fps[k])
-		if !ok || r.Key != k {
+		if !ok || r.Key != k || r.Environment != env {
 			return nil, false
 		}
 		out = append(out, r)
+	}
+	if env == "" {
+		return out, true // no environment: no policy, as a render gives
+	}
+	p, ok, err := render.PolicyOf(ctx, dir, env)
+	if err != nil || !ok {
+		return nil, false // the render decides, and says what is wrong
+	}
+	for _, r := range out {
+		if !p.Holds(r.Namespace) {
+			return nil, false
+		}
+		p.Apply(r)
 	}
 	return out, true
 }
@@ -144,7 +143,7 @@ func (c identityCache) all(fps map[string]string) (out []*render.Release, hit bo
 // (render's IdentityOnly), which fills the cache.
 func identities(ctx context.Context, sel Selection) ([]*render.Release, error) {
 	cache := newIdentityCache()
-	if out, hit := cache.all(sel.fingerprints); hit {
+	if out, hit := cache.all(ctx, sel.Dir, sel.Environment, sel.fingerprints); hit {
 		return out, nil
 	}
 	io := sel.renderOptions()

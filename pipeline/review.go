@@ -46,16 +46,17 @@ type ReviewOptions struct {
 	// NoSkip renders every release on both sides, even those whose input
 	// fingerprints are equal, and reads nothing from the render cache.
 	NoSkip bool `json:"noSkip,omitempty"`
-	// NoCache neither reads nor writes the render cache (OPM_CACHE_DIR/renders).
+	// NoCache reads and writes no cache of any kind (renders, evaluated
+	// environments, identities).
 	NoCache bool `json:"noCache,omitempty"`
-	// CacheDir, when set, is where this review keeps its caches (renders,
-	// environments) instead of OPM_CACHE_DIR or the user cache directory:
+	// CacheDir, when set, is where this review keeps its cache instead of
+	// OPM_CACHE_DIR or the user cache directory:
 	// the Dagger module restores it from a cache volume.
 	CacheDir string `json:"-"`
-	// CacheKey authenticates the render cache's entries: written with an
-	// HMAC under it, read only when theirs verifies, so whoever can write
-	// a shared cache without the key cannot make a review show a forged
-	// render. Nil: OPM_CACHE_KEY; empty there too: unkeyed (a cache only
+	// CacheKey authenticates the cache's entries, of every kind: written
+	// with an HMAC under it, read only when theirs verifies, so whoever can
+	// write a shared cache without the key cannot make a review show a
+	// forged render or forged environments. Nil: OPM_CACHE_KEY; empty there too: unkeyed (a cache only
 	// this user writes).
 	CacheKey []byte `json:"-"`
 	// Shard, when set, reviews only its part of the pairs (see Shard):
@@ -126,7 +127,7 @@ type review struct {
 func openReview(ctx context.Context, opts ReviewOptions) (_ *review, err error) {
 	r := &review{opts: opts, head: worktreeSnapshot(opts.renderOptions().Dir)}
 	if !opts.NoSkip {
-		r.head.scanAhead(ctx, opts.cacheDir("environments"))
+		r.head.scanAhead(ctx, opts.cache())
 		defer func() {
 			if err != nil {
 				r.head.wait()
@@ -156,7 +157,7 @@ func openReview(ctx context.Context, opts ReviewOptions) (_ *review, err error) 
 	if err != nil {
 		return nil, err
 	}
-	if r.base, err = commitSnapshot(ctx, r.repo, dir, mergeBase, !opts.NoSkip, opts.cacheDir("environments")); err != nil {
+	if r.base, err = commitSnapshot(ctx, r.repo, dir, mergeBase, !opts.NoSkip, opts.cache()); err != nil {
 		return nil, err
 	}
 	r.baseRef, r.scope = ref, "\x00"+mergeBase

@@ -4,45 +4,30 @@ package pipeline
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strconv"
-
+	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/rendercache"
 	"github.com/opmodel/pipeline/engine/workers"
 )
 
+// cache is the one cache this review reads and writes: none with
+// NoCache (of any kind: renders, environments, identities).
+func (o ReviewOptions) cache() *cache.Cache {
+	if o.NoCache {
+		return nil
+	}
+	return openCache(o.CacheDir, o.CacheKey)
+}
+
 // reviewCache is the render cache a review reads and writes: none with
 // NoCache or NoSkip, or when the sides could not be fingerprinted.
 func reviewCache(opts ReviewOptions, scanned bool) *rendercache.Cache {
-	if opts.NoCache || opts.NoSkip || !scanned {
+	if opts.NoSkip || !scanned {
 		return nil
 	}
-	max, _ := strconv.ParseInt(os.Getenv(EnvCacheMaxBytes), 10, 64)
-	key := opts.CacheKey
-	if key == nil {
-		key = []byte(os.Getenv(EnvCacheKey))
-	}
-	return rendercache.Open(opts.cacheDir("renders"), max, key)
+	return rendercache.New(opts.cache())
 }
-
-// cacheDir is where the review keeps the cache named sub: under CacheDir
-// when set, else where every opm command keeps it.
-func (o ReviewOptions) cacheDir(sub string) string {
-	if o.CacheDir != "" {
-		return filepath.Join(o.CacheDir, sub)
-	}
-	return cacheDir(sub)
-}
-
-// EnvCacheMaxBytes bounds the render cache (bytes; default 1 GiB).
-const EnvCacheMaxBytes = "OPM_CACHE_MAX_BYTES"
-
-// EnvCacheKey authenticates the render cache's entries (a secret only
-// trusted runs hold; see ReviewOptions.CacheKey).
-const EnvCacheKey = "OPM_CACHE_KEY"
 
 // lookUpRenders finds, for each unit reviewed here, each side's render
 // in the cache by the unit's input fingerprint on that side. What is

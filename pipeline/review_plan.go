@@ -37,7 +37,7 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap
 		if !required && snap.absent() {
 			return s, true
 		}
-		t, err := snap.scan(ctx, opts.cacheDir("environments"))
+		t, err := snap.scan(ctx, opts.cache())
 		if err != nil {
 			return nil, false
 		}

@@ -155,16 +155,7 @@ func TestWarmCacheReviewsTheSame(t *testing.T) {
 	cold, err := pipeline.Review(t.Context(), opts)
 	assert.NilError(t, err)
 	assert.Assert(t, cold.Counts.Changed())
-	entries := func() int {
-		n := 0
-		_ = filepath.WalkDir(filepath.Join(os.Getenv("OPM_CACHE_DIR"), "renders"), func(_ string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				n++
-			}
-			return nil
-		})
-		return n
-	}
+	entries := func() int { return pipeline.CachedRenders(os.Getenv("OPM_CACHE_DIR")) }
 	assert.Equal(t, entries(), 2, "both sides' renders are cached")
 	warm, err := pipeline.Review(t.Context(), opts)
 	assert.NilError(t, err)
@@ -283,7 +274,7 @@ func TestReviewKeepsItsCachesInCacheDir(t *testing.T) {
 		})
 		return n
 	}
-	assert.Equal(t, files(filepath.Join(own, "renders")), 8)
+	assert.Equal(t, pipeline.CachedRenders(own), 8)
 	assert.Equal(t, files(global), 0, "nothing is cached outside CacheDir")
 
 	again, err := pipeline.Review(t.Context(), opts)
@@ -378,7 +369,7 @@ func TestPlannedSplitBalancesByRecordedCost(t *testing.T) {
 	gitRun(t, dir, "checkout", "-q", "feature")
 	_, err = pipeline.Review(t.Context(), opts)
 	assert.NilError(t, err)
-	cache := rendercache.Open(filepath.Join(cacheDir, "renders"), 0, nil)
+	cache := rendercache.Open(cacheDir, 0, nil)
 	rel, _, ok := cache.Get(ex[0].Fingerprint)
 	assert.Assert(t, ok, "main's r3 in prod is cached")
 	assert.NilError(t, cache.Put(ex[0].Fingerprint, rel, 10*time.Second))

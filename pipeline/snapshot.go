@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/gitref"
@@ -78,7 +79,7 @@ func (s *snapshot) absent() bool {
 // scan parses the snapshot without evaluating it, once: the fingerprint
 // tree every skip and cache lookup of its releases reads. envCache is
 // where evaluated environments are kept between runs.
-func (s *snapshot) scan(ctx context.Context, envCache string) (*fingerprint.Tree, error) {
+func (s *snapshot) scan(ctx context.Context, envCache *cache.Cache) (*fingerprint.Tree, error) {
 	if s.scanned != nil {
 		<-s.scanned
 		return s.tree, s.scanErr
@@ -100,7 +101,7 @@ func (s *snapshot) scan(ctx context.Context, envCache string) (*fingerprint.Tree
 // 200-module monorepo alone is a tenth of a one-module change's review).
 // CUE's loader runs concurrently in separate loads (engine/render does
 // the same, under make race). Every later scan waits for it.
-func (s *snapshot) scanAhead(ctx context.Context, envCache string) {
+func (s *snapshot) scanAhead(ctx context.Context, envCache *cache.Cache) {
 	if s.scanned != nil || s.tree != nil {
 		return
 	}
@@ -119,7 +120,7 @@ func (s *snapshot) wait() {
 }
 
 // parse parses and scans the snapshot's files.
-func (s *snapshot) parse(ctx context.Context, envCache string) (*fingerprint.Tree, error) {
+func (s *snapshot) parse(ctx context.Context, envCache *cache.Cache) (*fingerprint.Tree, error) {
 	p, err := load.ParseImports(ctx, s.dir, s.overlay)
 	if err != nil {
 		return nil, err
@@ -155,7 +156,7 @@ func (s *snapshot) environmentsOnly() map[string][]byte {
 // the commit cannot be read that way (its environments do not evaluate,
 // a values file is reached through a symbolic link), a checkout: it
 // reproduces what reading objects cannot.
-func commitSnapshot(ctx context.Context, repo, dir, commit string, read bool, envCache string) (*snapshot, error) {
+func commitSnapshot(ctx context.Context, repo, dir, commit string, read bool, envCache *cache.Cache) (*snapshot, error) {
 	if read {
 		s, err := readCommit(ctx, repo, dir, commit)
 		if err == nil {
@@ -211,7 +212,7 @@ func readCommit(ctx context.Context, repo, dir, commit string) (*snapshot, error
 // the deployment directory, inside the repository, are read from git and
 // written where a checkout puts them. Its cost follows those files, not
 // the repository. An error means the commit cannot be read this way.
-func (s *snapshot) completeValues(ctx context.Context, repo, envCache string) error {
+func (s *snapshot) completeValues(ctx context.Context, repo string, envCache *cache.Cache) error {
 	if _, err := os.Stat(s.dir); errors.Is(err, os.ErrNotExist) {
 		return nil // a new deployment: nothing to read
 	}

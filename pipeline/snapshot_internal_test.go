@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/internal/deploytest"
 )
@@ -13,7 +14,7 @@ import (
 // however many ask, and waited for before the snapshot is closed.
 func TestScanAheadIsTheScan(t *testing.T) {
 	dir := deploytest.HealthyDir(t, "environments: dev: namespace: \"dev\"\nenvironments: prod: namespace: \"prod\"\nreleases: app: #module: appmodule\n")
-	cache := t.TempDir()
+	cache := cache.Open(t.TempDir(), 0, nil)
 	ahead := worktreeSnapshot(dir)
 	ahead.scanAhead(t.Context(), cache)
 	ahead.scanAhead(t.Context(), cache) // a second start is no second scan

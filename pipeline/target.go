@@ -90,7 +90,7 @@ func resolveCached(ctx context.Context, t Target, opts ClusterOptions, ghosts bo
 	if sel.fingerprints = fingerprints(ctx, sel); sel.fingerprints == nil {
 		return resolve(ctx, t, opts, ghosts)
 	}
-	ids, hit := newIdentityCache().all(sel.fingerprints)
+	ids, hit := newIdentityCache().all(ctx, sel.Dir, sel.Environment, sel.fingerprints)
 	if !hit {
 		// identities renders them and fills the cache for the next reader.
 		var err error

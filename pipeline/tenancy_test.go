@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -459,4 +460,100 @@ func TestPlantedEntriesOutsideTheEnvironmentAreNotRead(t *testing.T) {
 	assert.NilError(t, err, "team-b's ConfigMap")
 	_, err = cs.CoreV1().Secrets(teamB).Get(t.Context(), "tools", metav1.GetOptions{})
 	assert.NilError(t, err, "team-b's Secret")
+}
+
+// Someone who can write the cache forges the identity a tenant's status
+// reads from it: another team's namespace and release ID, and (in the
+// format it had) no impersonation. The cache holds where a release is,
+// never who it acts as or where it may write: status runs as the
+// environment's identity, read from the directory, answers for the
+// tenant's own release, and reads nothing of the other team's.
+func TestForgedIdentityCannotChangeWhomStatusRunsAs(t *testing.T) {
+	t.Setenv("OPM_CACHE_DIR", t.TempDir())
+	t.Setenv(pipeline.EnvVerifySkips, "") // as a CI job runs it
+	cs := clientset(t)
+	teamA, teamB := env.Namespace(t), env.Namespace(t)
+	theirs, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: pipeline.Selection{
+		Dir: tenantDir(t, teamB, "", "", `{apiVersion: "v1", kind: "ConfigMap", metadata: name: "theirs", data: a: "b"}`), Environment: "tenant"}, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+
+	dir := tenantDir(t, teamA, fmt.Sprintf(`cluster: impersonate: serviceAccount: "%s/deployer"`, teamA), "", `{apiVersion: "v1", kind: "ConfigMap", metadata: name: "mine", data: a: "b"}`)
+	sel := pipeline.Selection{Dir: dir, Environment: "tenant"}
+	rb, err := pipeline.RBAC(t.Context(), pipeline.RBACOptions{Selection: sel, ClusterOptions: cluster(t), Bootstrap: true})
+	assert.NilError(t, err)
+	for _, o := range rb.Releases[0].Objects {
+		if o["kind"] != "Namespace" {
+			assert.NilError(t, createAsAdmin(t, o))
+		}
+	}
+	user := "system:serviceaccount:" + teamA + ":deployer"
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + teamA, "system:authenticated"}
+	kubetest.WaitUntilAllowed(t, cs, user, groups, "list", "", "secrets", teamA, "")
+	assert.Assert(t, !kubetest.CanI(t, cs, user, groups, "list", "", "configmaps", teamB, ""), "the tenant cannot read team-b")
+	mine, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: cluster(t)})
+	assert.NilError(t, err, "as the tenant")
+
+	_, c := latestChange(t, mine.Releases[0])
+	body, ok := pipeline.CachedIdentity(os.Getenv("OPM_CACHE_DIR"), c.Inputs)
+	assert.Assert(t, ok, "the apply cached the identity")
+	forged := strings.ReplaceAll(strings.ReplaceAll(body, mine.Releases[0].ReleaseID, theirs.Releases[0].ReleaseID), teamA, teamB)
+	assert.NilError(t, pipeline.ForgeIdentity(os.Getenv("OPM_CACHE_DIR"), c.Inputs, forged))
+
+	st, err := pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+	assert.Equal(t, st.Releases[0].Namespace, teamA)
+	assert.Equal(t, st.Releases[0].ReleaseID, mine.Releases[0].ReleaseID)
+	for _, comp := range st.Releases[0].Components {
+		for _, o := range comp.Objects {
+			assert.Check(t, o.Namespace != teamB, "status read %s/%s with another identity", o.Namespace, o.Name)
+		}
+	}
+	assert.Assert(t, !kubetest.CanI(t, cs, user, groups, "list", "", "configmaps", teamB, ""), "after: the tenant still cannot read team-b")
+}
+
+// A tenant who may write its own inventory Secret records another team's
+// ConfigMap in its newest change, with the resourceVersion it guesses, and
+// re-seals the change: were the recorded entries read before they are
+// checked against the reach, diff's fast path would say "inputs identical"
+// exactly when the guess is right — an existence and resourceVersion
+// oracle on a namespace the tenant cannot read. Diff takes the full path,
+// reads nothing there, and says what it left alone.
+func TestDiffFastPathChecksRecordedEntriesAgainstTheReach(t *testing.T) {
+	teamA, teamB := env.Namespace(t), env.Namespace(t)
+	cs := clientset(t)
+	_, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: pipeline.Selection{
+		Dir: tenantDir(t, teamB, "", "", `{apiVersion: "v1", kind: "ConfigMap", metadata: name: "theirs", data: a: "b"}`), Environment: "tenant"}, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+	theirs, err := cs.CoreV1().ConfigMaps(teamB).Get(t.Context(), "theirs", metav1.GetOptions{})
+	assert.NilError(t, err)
+
+	sel := pipeline.Selection{Dir: tenantDir(t, teamA, "", "", `{apiVersion: "v1", kind: "ConfigMap", metadata: name: "mine", data: a: "b"}`), Environment: "tenant"}
+	_, err = pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+	d, err := pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: sel, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+	assert.Assert(t, d.Releases[0].InputsIdentical, "the fast path is taken before the edit")
+
+	invs, err := cs.CoreV1().Secrets(teamA).List(t.Context(), metav1.ListOptions{LabelSelector: inventory.LabelComponent + "=" + inventory.ComponentInventory})
+	assert.NilError(t, err)
+	inv, err := inventory.Decode(&invs.Items[0])
+	assert.NilError(t, err)
+	id, c, _ := inv.Latest()
+	c.Inventory.Entries = append(c.Inventory.Entries, inventory.Entry{ID: manifest.ID{Kind: "ConfigMap", Namespace: teamB, Name: "theirs"},
+		V: "v1", Component: "raw", Applied: &inventory.Applied{RV: theirs.ResourceVersion}})
+	c.Seal() // the seal is a digest anyone can recompute
+	inv.Changes[id] = c
+	planted, err := inv.Encode()
+	assert.NilError(t, err)
+	planted.ResourceVersion = invs.Items[0].ResourceVersion
+	_, err = cs.CoreV1().Secrets(teamA).Update(t.Context(), planted, metav1.UpdateOptions{})
+	assert.NilError(t, err)
+
+	d, err = pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: sel, ClusterOptions: cluster(t)})
+	assert.NilError(t, err)
+	assert.Assert(t, !d.Releases[0].InputsIdentical, "the fast path answered from entries outside the reach")
+	for _, o := range d.Releases[0].Objects {
+		assert.Check(t, o.Object.Namespace != teamB, "diff read %s/%s", o.Object.Namespace, o.Object.Name)
+	}
+	assert.Check(t, is.Contains(strings.Join(d.Releases[0].Warnings, "\n"), "records ConfigMap/"+teamB+"/theirs outside where the environment may write"))
 }

@@ -198,27 +198,28 @@ func TestIdentityCacheServesTheFastPath(t *testing.T) {
 	assert.NilError(t, err)
 	first := res.Releases[0]
 	_, c := latestChange(t, first)
-	entry := filepath.Join(cacheDir, "identities", pipeline.IdentityEntry(c.Inputs))
-	b, err := os.ReadFile(entry)
-	assert.NilError(t, err, "the full apply cached the identity")
-	assert.Assert(t, strings.Contains(string(b), first.ReleaseID), string(b))
-	// The reach too: the fast path checks the recorded entries against it,
-	// and an identity without one allowed every namespace.
-	assert.Assert(t, strings.Contains(string(b), fmt.Sprintf(`"reach":{"namespaces":[%q],"environment":"dev"}`, ns)), string(b))
-	assert.Assert(t, !strings.Contains(string(b), "smoke-secret-value"), "no values in the cache")
+	b, ok := pipeline.CachedIdentity(cacheDir, c.Inputs)
+	assert.Assert(t, ok, "the full apply cached the identity")
+	assert.Assert(t, strings.Contains(b, first.ReleaseID), b)
+	// Never the policy: who the release acts as and where it may write are
+	// read from the directory on every hit.
+	assert.Assert(t, !strings.Contains(b, "reach") && !strings.Contains(b, "cluster"), b)
+	assert.Assert(t, !strings.Contains(b, "smoke-secret-value"), "no values in the cache")
 
 	res, err = pipeline.Apply(t.Context(), opts)
 	assert.NilError(t, err)
 	assert.Check(t, res.Releases[0].InputsIdentical)
 
-	// A tampered entry (another namespace) finds no such release there:
-	// the full path runs and the result is still right.
-	assert.NilError(t, os.WriteFile(entry, []byte(strings.ReplaceAll(string(b), ns, "elsewhere")), 0o600))
+	// A forged entry (another namespace, its seal recomputed) is one the
+	// environment could not have rendered: not served; the identity is
+	// rendered (and cached again), and the answer is the release's.
+	assert.NilError(t, pipeline.ForgeIdentity(cacheDir, c.Inputs, strings.ReplaceAll(b, ns, "elsewhere")))
 	res, err = pipeline.Apply(t.Context(), opts)
 	assert.NilError(t, err)
-	assert.Check(t, !res.Releases[0].InputsIdentical)
 	assert.Equal(t, res.Releases[0].Namespace, ns)
-	assert.Equal(t, res.Releases[0].Counts.Unchanged, 3)
+	assert.Check(t, res.Releases[0].InputsIdentical, "the rendered identity finds the recorded change")
+	again, ok := pipeline.CachedIdentity(cacheDir, c.Inputs)
+	assert.Assert(t, ok && again == b, "the forged entry was not replaced: %s", again)
 }
 
 // Status reads the identities an apply cached, so it evaluates no CUE when
@@ -235,9 +236,8 @@ func TestStatusReadsTheCachedIdentities(t *testing.T) {
 	res, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: co})
 	assert.NilError(t, err)
 	_, c := latestChange(t, res.Releases[0])
-	entry := filepath.Join(cacheDir, "identities", pipeline.IdentityEntry(c.Inputs))
-	b, err := os.ReadFile(entry)
-	assert.NilError(t, err)
+	b, ok := pipeline.CachedIdentity(cacheDir, c.Inputs)
+	assert.Assert(t, ok)
 	status := func() (*pipeline.StatusResult, error) {
 		return pipeline.Status(t.Context(), pipeline.StatusOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: co})
 	}
@@ -246,7 +246,9 @@ func TestStatusReadsTheCachedIdentities(t *testing.T) {
 	assert.Equal(t, st.Releases[0].Namespace, ns)
 	assert.Equal(t, st.Releases[0].ReleaseID, res.Releases[0].ReleaseID)
 
-	assert.NilError(t, os.WriteFile(entry, []byte(strings.ReplaceAll(string(b), ns, "elsewhere")), 0o600))
+	// Another release's identity (its ID), sealed: served, and caught by
+	// the verification.
+	assert.NilError(t, pipeline.ForgeIdentity(cacheDir, c.Inputs, strings.ReplaceAll(b, res.Releases[0].ReleaseID, "forged-id")))
 	_, err = status()
 	assert.ErrorContains(t, err, "the cached identity of release app", "the cache was read, and its entry checked")
 

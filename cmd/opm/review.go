@@ -39,14 +39,15 @@ fingerprint (every file its render reads, its values files, opm's version) is th
 same on both sides is listed as unchanged without being evaluated (--no-skip
 renders it anyway).
 
-Renders are kept in a content-addressed cache (OPM_CACHE_DIR/renders, default the
-user cache directory) keyed by their input fingerprint: a release rendered before
-with the same inputs — the base side, once main was reviewed or merged — is read,
-verified, instead of evaluated (--no-cache neither reads nor writes it). Releases
-holding secret data are never cached. How many renders the cache answered is
-printed on stderr ("render cache: 4 of 8 renders read from the cache, 4 rendered").
-A cache that untrusted runs can also write needs OPM_CACHE_KEY (a secret): entries
-are then authenticated with it, and one written without it is a miss.
+Renders are kept in opm's content-addressed cache (OPM_CACHE_DIR, default the
+user cache directory; "off" keeps none) keyed by their input fingerprint: a
+release rendered before with the same inputs — the base side, once main was
+reviewed or merged — is read, verified, instead of evaluated (--no-cache reads
+and writes no cache of any kind). Releases holding secret data are never cached.
+How many renders the cache answered is printed on stderr ("render cache: 4 of 8
+renders read from the cache, 4 rendered"). A cache that untrusted runs can also
+write needs OPM_CACHE_KEY (a secret): every entry is then authenticated with it,
+and one written without it is a miss.
 
 --shard I/N reviews the I-th of N parts of the pairs to render and prints a
 partial review (JSON) instead; "opm review merge" combines the N partials into the
@@ -111,7 +112,7 @@ or more for errors, as diff.`,
 	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "review as apply --prune-pvcs would prune")
 	fs.BoolVar(&opts.PruneCRDs, "prune-crds", false, "review as apply --prune-crds would prune")
 	fs.BoolVar(&opts.NoSkip, "no-skip", false, "render every release on both sides, even those whose input fingerprints are equal")
-	fs.BoolVar(&opts.NoCache, "no-cache", false, "neither read nor write the render cache")
+	fs.BoolVar(&opts.NoCache, "no-cache", false, "read and write no cache of any kind (renders, environments, identities)")
 	fs.StringVar(&shard, "shard", "", "review only part I of N (\"2/8\") and print it as a partial review for opm review merge")
 	fs.StringVar(&planFile, "plan", "", "with --shard: review the part the split in this file (opm review plan --shards N -o json) assigns")
 	cmd.AddCommand(newReviewMergeCmd(), newReviewPlanCmd())

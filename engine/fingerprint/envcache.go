@@ -1,18 +1,15 @@
 package fingerprint
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"cuelang.org/go/cue/build"
 
-	"github.com/opmodel/pipeline/engine/cachefile"
+	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/load"
 )
@@ -25,8 +22,10 @@ import (
 // verified on read). A review's two sides with the same root package, and
 // every later run on the same inputs, evaluate the environments once.
 
-// envEntry is a cache entry: the evaluation's result, and the SHA-256 of
-// it as written, checked on read (a truncated or corrupt entry is a miss).
+// envEntry is a cache entry (engine/cache, kind Environments): the
+// evaluation's result. The one cache seals it (with OPM_CACHE_KEY when
+// set); what it holds decides which files a fingerprint covers, never a
+// security boundary (the policy is read from the directory each time).
 // Positions in Fleet name files under Dir, the directory evaluated: the
 // same inputs in another directory (a review's checkout) share the entry,
 // and read it with their own directory's positions.
@@ -38,15 +37,6 @@ type envEntry struct {
 	Bad      map[string]string   `json:"bad,omitempty"`
 	Fleet    []fleet.Declaration `json:"fleet"`
 	FleetBad bool                `json:"fleetBad,omitempty"`
-	Sum      string              `json:"sum"`
-}
-
-func (e *envEntry) digest() string {
-	c := *e
-	c.Sum = ""
-	b, _ := json.Marshal(c)
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
 }
 
 // envKey is the cache key of the environments' evaluation, which reads
@@ -65,20 +55,18 @@ func (t *Tree) envKey(reach []*build.Instance) string {
 	return strings.TrimPrefix(Sum(inputs), Prefix)
 }
 
-// UseCache keeps evaluated environments under dir (created on first
-// write); "" keeps them in memory only.
-func (t *Tree) UseCache(dir string) { t.cacheDir = dir }
+// UseCache keeps evaluated environments in c; nil keeps them in memory
+// only.
+func (t *Tree) UseCache(c *cache.Cache) { t.cache = c }
 
 func (t *Tree) cachedEnvironments(key string) (*environments, bool) {
-	if t.cacheDir == "" || key == "" {
-		return nil, false
-	}
-	b, err := os.ReadFile(filepath.Join(t.cacheDir, key+".json"))
-	if err != nil {
+	b, ok := t.cache.Get(cache.Environments, key)
+	if !ok {
 		return nil, false
 	}
 	var e envEntry
-	if json.Unmarshal(b, &e) != nil || e.Key != key || e.Sum != e.digest() {
+	if json.Unmarshal(b, &e) != nil || e.Key != key {
+		t.cache.Forget(cache.Environments, key)
 		return nil, false
 	}
 	out := &environments{names: e.Names, files: e.Files, bad: map[string]error{}, fleetBad: e.FleetBad}
@@ -99,7 +87,7 @@ func (t *Tree) cachedEnvironments(key string) (*environments, bool) {
 // failed as a whole is not cached (it is retried, and reported by the
 // render).
 func (t *Tree) storeEnvironments(key string, e *environments) {
-	if t.cacheDir == "" || key == "" || e.err != nil {
+	if t.cache == nil || key == "" || e.err != nil {
 		return
 	}
 	entry := envEntry{Key: key, Dir: t.dir, Names: slices.Clone(e.names), Files: e.files, Bad: map[string]string{},
@@ -107,12 +95,11 @@ func (t *Tree) storeEnvironments(key string, e *environments) {
 	for name, err := range e.bad {
 		entry.Bad[name] = strings.TrimSuffix(err.Error(), ": "+ErrUnsure.Error())
 	}
-	entry.Sum = entry.digest()
 	b, err := json.Marshal(entry)
 	if err != nil {
 		return
 	}
-	_ = cachefile.Write(t.cacheDir, key+".json", b) // no cache is a slower run, not a failure
+	_ = t.cache.Put(cache.Environments, key, b) // no cache is a slower run, not a failure
 }
 
 // rebase is pos (file:line:col) with a file under from named under to.

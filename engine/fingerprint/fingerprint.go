@@ -53,6 +53,7 @@ import (
 	"cuelang.org/go/mod/modfile"
 
 	"github.com/opmodel/pipeline/buildinfo"
+	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/values"
@@ -101,8 +102,8 @@ type Tree struct {
 	mu   sync.Mutex
 	pkgs map[string]pkgInputs
 	envs *environments
-	// cacheDir keeps evaluated environments (UseCache).
-	cacheDir string
+	// cache keeps evaluated environments (UseCache).
+	cache *cache.Cache
 }
 
 type pkgInputs struct {

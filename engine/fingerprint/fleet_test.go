@@ -1,6 +1,7 @@
 package fingerprint_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	opmcache "github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/load"
@@ -72,7 +74,7 @@ func fleetOf(t *testing.T, dir, cache string) (*fleet.Fleet, error) {
 	assert.NilError(t, err)
 	tree, err := fingerprint.Scan(t.Context(), p)
 	assert.NilError(t, err)
-	tree.UseCache(cache)
+	tree.UseCache(opmcache.Open(cache, 0, nil))
 	return tree.Fleet(t.Context())
 }
 
@@ -146,9 +148,7 @@ func TestFleetIsTheLoadedFleet(t *testing.T) {
 			continue
 		}
 		var stored struct{ Dir string }
-		b, err := os.ReadFile(entry)
-		assert.NilError(t, err)
-		assert.NilError(t, json.Unmarshal(b, &stored))
+		assert.NilError(t, json.Unmarshal(entryBody(t, entry), &stored))
 		assert.Equal(t, stored.Dir, first, "%s: the copy did not read the cached evaluation", what)
 	}
 	t.Logf("%d fleets read, %d refused alike, %d left to the load", good, bad, unsure)
@@ -158,7 +158,7 @@ func TestFleetIsTheLoadedFleet(t *testing.T) {
 // newEntry is the one cache entry not seen before, now seen.
 func newEntry(t *testing.T, cache string, seen map[string]bool) string {
 	t.Helper()
-	entries, err := filepath.Glob(filepath.Join(cache, "*.json"))
+	entries, err := filepath.Glob(filepath.Join(cache, "*", "*"))
 	assert.NilError(t, err)
 	var added []string
 	for _, e := range entries {
@@ -180,6 +180,17 @@ func fleetBad(path string) bool {
 		return false
 	}
 	b, _ := os.ReadFile(path)
+	_, body, _ := bytes.Cut(b, []byte("\n"))
 	var e struct{ FleetBad bool }
-	return json.Unmarshal(b, &e) == nil && e.FleetBad
+	return json.Unmarshal(body, &e) == nil && e.FleetBad
+}
+
+// entryBody is what the cache entry at path holds after its seal line.
+func entryBody(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	assert.NilError(t, err)
+	_, body, ok := bytes.Cut(b, []byte("\n"))
+	assert.Assert(t, ok, "%s has no seal line", path)
+	return body
 }

@@ -9,6 +9,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	opmcache "github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/internal/deploytest"
@@ -163,13 +164,13 @@ func TestEnvironmentCacheIsVerifiedOnRead(t *testing.T) {
 		assert.NilError(t, err)
 		tree, err := fingerprint.Scan(t.Context(), p)
 		assert.NilError(t, err)
-		tree.UseCache(cache)
+		tree.UseCache(opmcache.Open(cache, 0, nil))
 		fp, err := tree.Of(t.Context(), "web", in)
 		assert.NilError(t, err)
 		return fp
 	}
 	cold := cached()
-	entries, err := filepath.Glob(filepath.Join(cache, "*.json"))
+	entries, err := filepath.Glob(filepath.Join(cache, "*", "*"))
 	assert.NilError(t, err)
 	assert.Equal(t, len(entries), 1)
 	assert.Equal(t, cached(), cold, "a hit")

@@ -267,6 +267,12 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		return nil, false, nil
 	}
 	entries := c.Inventory.Entries
+	if !rel.Reach.AllowsAll(entries) {
+		// Entries outside the reach are never read (that would tell their
+		// existence and versions): the full path leaves them alone and
+		// says so.
+		return nil, false, nil
+	}
 	live, _, err := discover.FromInventory(ctx, cl, entries, discover.Options{Workers: workers, ReleaseID: rel.ReleaseID})
 	if err != nil {
 		return nil, false, fmt.Errorf("reading the live objects of release %s: %w", rel.Name, err)

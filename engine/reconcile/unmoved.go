@@ -42,11 +42,8 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		return nil, false, nil
 	}
 	entries := c.Inventory.Entries
-	reach := rel.Reach.Recorded()
-	for _, e := range entries {
-		if !reach.Allows(e) {
-			return nil, false, nil // the full path says what it leaves alone
-		}
+	if !rel.Reach.AllowsAll(entries) {
+		return nil, false, nil // the full path says what it leaves alone
 	}
 	found, _, err := discover.FromInventory(ctx, cl, entries, discover.Options{Workers: r.client.Options().Concurrency, ReleaseID: rel.ReleaseID})
 	if err != nil {

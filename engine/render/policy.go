@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -144,4 +145,62 @@ func EnvironmentCluster(ctx context.Context, dir, env string) (Cluster, error) {
 		return Cluster{}, err
 	}
 	return clusterOf(v), nil
+}
+
+// Policy is an environment's policy as the deployment in a directory
+// declares it now: the cluster its releases act in and as, and where they
+// may write. A command that took a release's identity from a cache takes
+// these from here, never from the cache: what decides a security boundary
+// is read from the directory each time.
+type Policy struct {
+	Environment string
+	Cluster     Cluster
+	// Namespace is the namespace the environment puts its releases in,
+	// "" when it declares none.
+	Namespace string
+	reach     *Reach
+}
+
+// PolicyOf evaluates the environments of dir and returns env's policy;
+// ok is false when env is not declared there (a release that writes its
+// environment inline: only its render knows the policy).
+func PolicyOf(ctx context.Context, dir, env string) (p *Policy, ok bool, err error) {
+	envs, err := load.Environments(ctx, dir, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	v := envs.LookupPath(cue.MakePath(cue.Str(env)))
+	if env == "" || !v.Exists() {
+		return nil, false, nil
+	}
+	p = &Policy{Environment: env, Cluster: clusterOf(v)}
+	if ns := v.LookupPath(cue.ParsePath("namespace")); ns.IsConcrete() {
+		p.Namespace, _ = ns.String()
+	}
+	if p.reach, err = reachOf(v, env, ""); err != nil {
+		return nil, false, policyError(env, err)
+	}
+	return p, true, nil
+}
+
+// Holds reports whether a release in namespace ns is one the policy can
+// have rendered: the environment's namespace when it declares one, else
+// (allowed namespaces declared) one of those. A cached identity that
+// fails it is not trusted.
+func (p *Policy) Holds(ns string) bool {
+	if p.Namespace != "" {
+		return ns == p.Namespace
+	}
+	return p.reach.Explicit && p.reach.Allows(ns)
+}
+
+// Apply sets rel's cluster and reach from the policy, for its namespace.
+func (p *Policy) Apply(rel *Release) {
+	rel.Cluster = p.Cluster
+	r := *p.reach
+	r.Namespaces = slices.Clone(r.Namespaces)
+	if !r.Explicit {
+		r.Namespaces = []string{rel.Namespace}
+	}
+	rel.Reach = &r
 }

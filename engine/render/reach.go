@@ -144,3 +144,18 @@ func inferredScopes(rs []manifest.Resource) string {
 	}
 	return fmt.Sprintf("the scope of %s is not in the catalog's table: rendered namespaced without a cluster; apply and diff ask the API server, and refuse a cluster-scoped kind the environment does not allow", strings.Join(kinds, ", "))
 }
+
+// AllowsAll reports whether every recorded entry is one the environment
+// lets the release write: a fast path that reads what an inventory
+// records (which whoever may write the inventory Secret can edit) first
+// checks it here, and leaves anything else to the full path, which says
+// what it leaves alone.
+func (r *Reach) AllowsAll(entries []inventory.Entry) bool {
+	rec := r.Recorded()
+	for _, e := range entries {
+		if !rec.Allows(e) {
+			return false
+		}
+	}
+	return true
+}

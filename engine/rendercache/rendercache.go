@@ -3,23 +3,11 @@
 // the base side of a pull request, which the merge to main already
 // rendered — is read instead of evaluated.
 //
-// It works as Go's build cache does (cmd/go/internal/cache): an entry is
-// addressed by the hash of its key, written to a temporary file and
-// renamed into place (engine/cachefile), so a concurrent reader sees all
-// of it or nothing; it is verified on read — the SHA-256 of its body is in
-// its first line, and the fingerprint it was stored under is in its body —
-// so a corrupt, truncated or misplaced entry is a miss, never an error or
-// a wrong answer; reading an entry refreshes its time (at most once an
-// hour) and Trim evicts the least recently used entries beyond a size
-// bound.
-//
-// A checksum only proves an entry whole. Whoever can write the directory
-// (a cache volume or runner disk shared with untrusted runs) could store
-// a well-formed forgery, so a cache opened with a key (OPM_CACHE_KEY, a
-// secret only trusted runs hold) writes an HMAC-SHA256 of each body under
-// that key instead, and reads only entries whose HMAC verifies: a forged
-// entry, an unkeyed one, or one keyed otherwise is a miss. A cache opened
-// without a key reads only unkeyed entries.
+// Its entries are the one cache's (engine/cache: one format, one seal,
+// keyed with OPM_CACHE_KEY when set, one trim); this package is their
+// codec. A read is checked beyond the seal: the fingerprint it was stored
+// under is in its body, and its objects must hash to the manifest digest
+// it records.
 //
 // A fingerprint covers the renderer's build ID, so renders of another opm
 // are never returned. Releases that hold secret data (their Secrets'
@@ -28,62 +16,32 @@
 package rendercache
 
 import (
-	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/opmodel/pipeline/engine/cachefile"
+	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/render"
 )
 
-// header starts every entry of an unkeyed cache, before the body's
-// SHA-256; keyedHeader every entry of a keyed one, before its HMAC.
-const (
-	header      = "opm-render-cache-v1 "
-	keyedHeader = "opm-render-cache-v1-hmac-sha256 "
-)
+// Cache is the renders of the one cache. Nil is disabled: every Get
+// misses and Put stores nothing.
+type Cache struct{ c *cache.Cache }
 
-// DefaultMaxBytes bounds the cache when no bound is given: 1 GiB, about
-// 50 000 renders of the generated monorepo's releases.
-const DefaultMaxBytes = 1 << 30
-
-// touchAfter is how stale an entry's time may be before a read refreshes
-// it: a write per read would cost more than the LRU order is worth.
-const touchAfter = time.Hour
-
-// Cache is a directory of renders. The zero value and nil are disabled:
-// every Get misses and Put stores nothing.
-type Cache struct {
-	dir string
-	max int64
-	key []byte
-}
-
-// Open returns the cache in dir, bounded to max bytes (DefaultMaxBytes
-// when max <= 0); nil when dir is empty. With a key, entries are
-// authenticated with it (see the package comment).
-func Open(dir string, max int64, key []byte) *Cache {
-	if dir == "" {
+// New returns the renders of c; nil when c is nil.
+func New(c *cache.Cache) *Cache {
+	if c == nil {
 		return nil
 	}
-	if max <= 0 {
-		max = DefaultMaxBytes
-	}
-	return &Cache{dir: dir, max: max, key: slices.Clone(key)}
+	return &Cache{c: c}
 }
+
+// Open is New of cache.Open(dir, max, key).
+func Open(dir string, max int64, key []byte) *Cache { return New(cache.Open(dir, max, key)) }
 
 // entry is what a file holds.
 type entry struct {
@@ -105,39 +63,18 @@ type entry struct {
 	Components     []string          `json:"components"`
 }
 
-// path is where the entry for fingerprint fp lives: the hex SHA-256 of
-// fp, under a directory of its first two characters.
-func (c *Cache) path(fp string) string {
-	sum := sha256.Sum256([]byte(fp))
-	h := hex.EncodeToString(sum[:])
-	return filepath.Join(c.dir, h[:2], h)
-}
-
 // Get returns the render stored under fingerprint fp and what it cost,
-// or ok false: not stored, or an entry that does not verify (which is
+// or ok false: not stored, or an entry that does not check out (which is
 // removed).
 func (c *Cache) Get(fp string) (rel *render.Release, cost time.Duration, ok bool) {
-	if c == nil || fp == "" {
+	e, ok := c.entry(fp)
+	if !ok {
 		return nil, 0, false
 	}
-	p := c.path(fp)
-	b, err := os.ReadFile(p)
+	rel, err := e.release()
 	if err != nil {
+		c.c.Forget(cache.Render, fp)
 		return nil, 0, false
-	}
-	e, err := c.decode(b)
-	if err != nil || e.Fingerprint != fp {
-		_ = os.Remove(p)
-		return nil, 0, false
-	}
-	rel, err = e.release()
-	if err != nil {
-		_ = os.Remove(p)
-		return nil, 0, false
-	}
-	if st, err := os.Stat(p); err == nil && time.Since(st.ModTime()) > touchAfter {
-		now := time.Now()
-		_ = os.Chtimes(p, now, now)
 	}
 	return rel, time.Duration(e.Seconds * float64(time.Second)), true
 }
@@ -145,18 +82,28 @@ func (c *Cache) Get(fp string) (rel *render.Release, cost time.Duration, ok bool
 // Cost returns what the render stored under fp cost, without decoding
 // its objects; ok false when none is stored.
 func (c *Cache) Cost(fp string) (time.Duration, bool) {
-	if c == nil || fp == "" {
-		return 0, false
-	}
-	b, err := os.ReadFile(c.path(fp))
-	if err != nil {
-		return 0, false
-	}
-	e, err := c.decode(b)
-	if err != nil || e.Fingerprint != fp {
+	e, ok := c.entry(fp)
+	if !ok {
 		return 0, false
 	}
 	return time.Duration(e.Seconds * float64(time.Second)), true
+}
+
+// entry reads and decodes the entry of fp.
+func (c *Cache) entry(fp string) (*entry, bool) {
+	if c == nil || fp == "" {
+		return nil, false
+	}
+	body, ok := c.c.Get(cache.Render, fp)
+	if !ok {
+		return nil, false
+	}
+	e, err := decode(body)
+	if err != nil || e.Fingerprint != fp {
+		c.c.Forget(cache.Render, fp)
+		return nil, false
+	}
+	return e, true
 }
 
 // Cacheable reports whether rel may be stored: not when it holds secret
@@ -188,32 +135,11 @@ func (c *Cache) Put(fp string, rel *render.Release, cost time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("caching the render of %s: %w", rel.Name, err)
 	}
-	b := append([]byte(c.seal(body)+"\n"), body...)
-	p := c.path(fp)
-	return cachefile.Write(filepath.Dir(p), filepath.Base(p), b)
+	return c.c.Put(cache.Render, fp, body)
 }
 
-// seal is the first line of an entry with this body: its SHA-256, or in
-// a keyed cache its HMAC.
-func (c *Cache) seal(body []byte) string {
-	if len(c.key) == 0 {
-		sum := sha256.Sum256(body)
-		return header + hex.EncodeToString(sum[:])
-	}
-	m := hmac.New(sha256.New, c.key)
-	m.Write(body)
-	return keyedHeader + hex.EncodeToString(m.Sum(nil))
-}
-
-// decode verifies an entry's first line and decodes its body.
-func (c *Cache) decode(b []byte) (*entry, error) {
-	line, body, ok := bytes.Cut(b, []byte("\n"))
-	if !ok {
-		return nil, errors.New("not a render cache entry")
-	}
-	if !hmac.Equal(line, []byte(c.seal(body))) {
-		return nil, errors.New("checksum or authentication mismatch")
-	}
+// decode decodes an entry's body.
+func decode(body []byte) (*entry, error) {
 	var e entry
 	if err := json.Unmarshal(body, &e); err != nil {
 		return nil, err
@@ -246,58 +172,10 @@ func (e *entry) release() (*render.Release, error) {
 	return rel, nil
 }
 
-// Trim evicts the least recently used entries until the cache holds at
-// most nine tenths of its bound, when it holds more than the bound.
-// Temporary files of writers that died are removed once an hour old.
+// Trim trims the one cache the renders are kept in (cache.Trim).
 func (c *Cache) Trim() error {
 	if c == nil {
 		return nil
 	}
-	type file struct {
-		path string
-		size int64
-		mod  time.Time
-	}
-	var files []file
-	var total int64
-	err := filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil // removed meanwhile
-		}
-		if strings.HasPrefix(d.Name(), ".tmp-") {
-			if time.Since(info.ModTime()) > time.Hour {
-				_ = os.Remove(p)
-			}
-			return nil
-		}
-		files = append(files, file{p, info.Size(), info.ModTime()})
-		total += info.Size()
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("trimming the render cache %s: %w", c.dir, err)
-	}
-	if total <= c.max {
-		return nil
-	}
-	slices.SortFunc(files, func(a, b file) int { return a.mod.Compare(b.mod) })
-	for _, f := range files {
-		if total <= c.max*9/10 {
-			break
-		}
-		if err := os.Remove(f.path); err == nil || errors.Is(err, fs.ErrNotExist) {
-			total -= f.size
-		}
-	}
-	return nil
+	return c.c.Trim()
 }
