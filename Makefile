@@ -121,7 +121,7 @@ RACE_TESTS := ^(TestScanAheadIsTheScan|TestReviewOfAGroup|TestReviewParallelEqua
 RENDER_RACE_TESTS := ^(TestParallelRenderEqualsSequential|TestEmbeddedBlueprint|TestReferencesAreChecked)$$
 race: kube-bin
 	KUBEBUILDER_ASSETS="$(BIN)" go test -race -count=1 -run '$(RACE_TESTS)' ./pipeline
-	go test -race -count=1 ./engine/rendercache ./engine/fingerprint ./engine/cachefile
+	go test -race -count=1 ./engine/cache ./engine/rendercache ./engine/fingerprint ./engine/workers
 	go test -race -count=1 -run '$(RENDER_RACE_TESTS)' ./engine/render
 
 # The Dagger module as the pinned engine loads it (hack/daggercheck, its own

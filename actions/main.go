@@ -39,7 +39,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	ctx, action, flush := newAction(ctx, os.Getenv, os.Stdout)
-	err := run(ctx, action, http.DefaultClient)
+	err := guarded(func() error { return run(ctx, action, http.DefaultClient) })
 	stop()
 	if err != nil {
 		action.Errorf("%s", err)
@@ -48,6 +48,20 @@ func main() {
 	if err != nil {
 		os.Exit(1)
 	}
+}
+
+// guarded runs fn, turning a panic (a bug) into an error: its text then
+// goes through the run's redactor like every other line, without a stack
+// trace (whose argument words could show a short secret as a number).
+// Worker goroutines raise their panics in the goroutine that waits for
+// them (engine/workers), so this one recover sees them too.
+func guarded(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("opm failed on an internal error (a bug; please report it with the workflow step that ran): %v", r)
+		}
+	}()
+	return fn()
 }
 
 // newAction returns the Action's toolkit writing its log to w through the

@@ -1222,8 +1222,14 @@ func (m *Opm) redacting(ctx context.Context) context.Context {
 }
 
 // publish redacts what a function returns: every string of the result,
-// however deep (a File's content is one), and the error.
+// however deep (a File's content is one), and the error. Deferred by every
+// function, it also recovers a panic (a bug; worker goroutines raise
+// theirs in the goroutine that waits, engine/workers): the function fails
+// with one error line through the redactor, never a stack trace.
 func publish(ctx context.Context, ret any, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("opm failed on an internal error (a bug; please report it with the call you made): %v", r)
+	}
 	red := redact.From(ctx)
 	*err = red.Error(*err)
 	red.Value(ret)

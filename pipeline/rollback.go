@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/opmodel/pipeline/engine/fault"
@@ -15,6 +14,7 @@ import (
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/workers"
 )
 
 // RollbackOptions are the options of Rollback. ApplyOptions.Selection
@@ -290,21 +290,19 @@ func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Durat
 		if opts.DryRun {
 			continue
 		}
-		var wg sync.WaitGroup
+		var g workers.Group
 		for _, k := range idx {
 			if res.Environments[k].Result != RolloutRolledBack {
 				continue
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			g.Go(func() {
 				re := &res.Environments[k]
 				if healthy, why, _ := waitHealthy(ctx, opts.ClusterOptions, opts.Selection.ForEnvironment(re.Name), timeout, healthNarration{}, nil); !healthy {
 					re.Result, re.Error = RolloutUnhealthy, why
 				}
-			}()
+			})
 		}
-		wg.Wait()
+		g.Wait()
 		for _, k := range idx {
 			if re := &res.Environments[k]; re.Result == RolloutUnhealthy {
 				return res, fmt.Errorf("wave %d stopped the rollback at %s (unhealthy); earlier waves were not rolled back", re.Wave, re.Name)

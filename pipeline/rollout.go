@@ -13,6 +13,7 @@ import (
 	"github.com/opmodel/pipeline/engine/gitref"
 	"github.com/opmodel/pipeline/engine/health"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/workers"
 )
 
 // RolloutOptions are the options of Rollout: Apply's, for a fleet.
@@ -116,18 +117,16 @@ func Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
 			idx[i] = start + i
 		}
 		start += len(wave)
-		var wg sync.WaitGroup
+		var g workers.Group
 		sem := make(chan struct{}, par)
 		for _, i := range idx {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			g.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				res.Environments[i] = rolloutEnvironment(ctx, opts, res.Environments[i])
-			}()
+			})
 		}
-		wg.Wait()
+		g.Wait()
 		if soak := waveSoak(wave); soak > 0 && !opts.DryRun && !opts.NoWait && waveOK(res, idx) {
 			soakWave(ctx, opts, res, idx, soak, w == len(waves)-1)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/gitref"
 	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/workers"
 )
 
 // snapshot is a deployment directory as one tree: the working tree, or
@@ -31,9 +32,9 @@ type snapshot struct {
 	// tree is the snapshot as already parsed and scanned (a commit's
 	// environments are evaluated to find its values files), or nil.
 	tree *fingerprint.Tree
-	// scanned is closed when a scan started ahead (scanAhead) is done;
-	// scanErr is its error. nil: none was started.
-	scanned chan struct{}
+	// scanned runs a scan started ahead (scanAhead); scanErr is its
+	// error. nil: none was started.
+	scanned *workers.Group
 	scanErr error
 	// commit is the commit the snapshot is of ("" for the working tree);
 	// root is where the repository's files of it are.
@@ -81,7 +82,7 @@ func (s *snapshot) absent() bool {
 // where evaluated environments are kept between runs.
 func (s *snapshot) scan(ctx context.Context, envCache *cache.Cache) (*fingerprint.Tree, error) {
 	if s.scanned != nil {
-		<-s.scanned
+		s.scanned.Wait()
 		return s.tree, s.scanErr
 	}
 	if s.tree != nil {
@@ -105,17 +106,16 @@ func (s *snapshot) scanAhead(ctx context.Context, envCache *cache.Cache) {
 	if s.scanned != nil || s.tree != nil {
 		return
 	}
-	s.scanned = make(chan struct{})
-	go func() {
-		defer close(s.scanned)
+	s.scanned = &workers.Group{}
+	s.scanned.Go(func() {
 		s.tree, s.scanErr = s.parse(ctx, envCache)
-	}()
+	})
 }
 
 // wait returns when a scan started ahead is done.
 func (s *snapshot) wait() {
 	if s != nil && s.scanned != nil {
-		<-s.scanned
+		s.scanned.Wait()
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/workers"
 )
 
 // StatusOptions are the options of Status.
@@ -126,19 +127,17 @@ func Status(ctx context.Context, opts StatusOptions) (*StatusResult, error) {
 			opts.Progress = func(r string, h health.ObjectHealth) { mu.Lock(); defer mu.Unlock(); p(r, h) }
 		}
 	}
-	var wg sync.WaitGroup
+	var g workers.Group
 	for i, d := range ds {
 		if !opts.Wait {
 			res.Releases[i], errs[i] = releaseStatus(ctx, d, opts)
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() {
 			res.Releases[i], errs[i] = releaseStatus(ctx, d, opts)
-		}()
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	for _, rs := range res.Releases {
 		res.Healthy = res.Healthy && rs.Healthy
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/workers"
 )
 
 // listMin is the smallest group of objects (one type, one namespace) that
@@ -65,7 +65,7 @@ func (c *Client) GetAll(ctx context.Context, rs []manifest.Resource) (map[manife
 		groups[k] = append(groups[k], r)
 	}
 
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := workers.WithContext(ctx)
 	g.SetLimit(c.opts.Concurrency)
 	getOne := func(ctx context.Context, r manifest.Resource) error {
 		live, err := c.getLive(ctx, r)

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/workers"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -92,7 +92,7 @@ func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts Appl
 
 	var errs []error
 	for si, stage := range stages {
-		g, gctx := errgroup.WithContext(ctx)
+		g, gctx := workers.WithContext(ctx)
 		g.SetLimit(c.opts.Concurrency)
 		var emu sync.Mutex
 		for _, i := range stage {

@@ -3,7 +3,6 @@ package preview
 import (
 	"context"
 
-	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/opmodel/pipeline/engine/discover"
@@ -11,6 +10,7 @@ import (
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/render"
+	pool "github.com/opmodel/pipeline/engine/workers"
 )
 
 // Prefetch reads, while the render still runs, what a preview reads from
@@ -23,7 +23,7 @@ type Prefetch struct {
 	name, namespace, releaseID string
 	ghosts                     bool // the label scan ran
 
-	done     chan struct{}
+	done     *pool.Group // a panic of the prefetch is raised where it is waited for
 	inv      *inventory.Inventory
 	recorded map[manifest.ID]*unstructured.Unstructured // nil value: absent
 	labelled []*unstructured.Unstructured
@@ -34,14 +34,13 @@ type Prefetch struct {
 // StartPrefetch starts reading for id, a release's identity (render's
 // IdentityOnly, or a cached one).
 func StartPrefetch(ctx context.Context, cl *kube.Cluster, id *render.Release, opts Options) *Prefetch {
-	p := &Prefetch{name: id.Name, namespace: id.Namespace, releaseID: id.ReleaseID, ghosts: opts.Ghosts, done: make(chan struct{})}
+	p := &Prefetch{name: id.Name, namespace: id.Namespace, releaseID: id.ReleaseID, ghosts: opts.Ghosts, done: &pool.Group{}}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = 8
 	}
-	go func() {
-		defer close(p.done)
-		g, gctx := errgroup.WithContext(ctx)
+	p.done.Go(func() {
+		g, gctx := pool.WithContext(ctx)
 		if opts.Ghosts {
 			g.Go(func() error {
 				var err error
@@ -70,7 +69,7 @@ func StartPrefetch(ctx context.Context, cl *kube.Cluster, id *render.Release, op
 			return nil
 		})
 		p.err = g.Wait()
-	}()
+	})
 	return p
 }
 
@@ -80,7 +79,7 @@ func (p *Prefetch) forRelease(rel *render.Release, ghosts bool) *Prefetch {
 	if p == nil || p.name != rel.Name || p.namespace != rel.Namespace || p.releaseID != rel.ReleaseID {
 		return nil
 	}
-	<-p.done
+	p.done.Wait()
 	if p.err != nil || (ghosts && !p.ghosts) {
 		return nil
 	}

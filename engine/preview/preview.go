@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/render"
+	pool "github.com/opmodel/pipeline/engine/workers"
 )
 
 // Options tune a preview.
@@ -116,19 +116,15 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	// The ghost scan (one LIST per type and selector) needs nothing from
 	// the previews: run it beside them.
 	var labelled []*unstructured.Unstructured
-	scan := make(chan error, 1)
+	var scan pool.Group
+	var scanErr error
 	switch {
 	case opts.Ghosts && pf != nil:
 		labelled, res.Discovery = pf.labelled, pf.stats
-		scan <- nil
 	case opts.Ghosts:
-		go func() {
-			var err error
-			labelled, res.Discovery, err = discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers})
-			scan <- err
-		}()
-	default:
-		scan <- nil
+		scan.Go(func() {
+			labelled, res.Discovery, scanErr = discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers})
+		})
 	}
 
 	// Live objects are read in batches (one LIST per type and namespace by
@@ -136,7 +132,7 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	// each; the dry runs that follow are necessarily one per object.
 	live, err := liveObjects(ctx, cl, current, pf, workers, rel.ReleaseID)
 	if err != nil {
-		<-scan
+		scan.Wait()
 		return nil, fmt.Errorf("reading the live objects of release %s: %w", rel.Name, err)
 	}
 	recorded := make(map[manifest.ID]bool, len(previous))
@@ -145,7 +141,7 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	}
 	rendered := make([]Object, len(rel.Resources))
 	applied := recordedApplied(inv)
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := pool.WithContext(ctx)
 	g.SetLimit(workers)
 	for i, r := range rel.Resources {
 		if o, ok := unchangedSinceApplied(applied, r, live[i].Object); ok {
@@ -174,7 +170,7 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		})
 	}
 	if err := g.Wait(); err != nil {
-		<-scan
+		scan.Wait()
 		return nil, err
 	}
 	res.Objects = rendered
@@ -184,8 +180,8 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	}
 	res.Objects = append(res.Objects, stale...)
 
-	if err := <-scan; err != nil {
-		return nil, fmt.Errorf("looking for ghosts of release %s: %w", rel.Name, err)
+	if scan.Wait(); scanErr != nil {
+		return nil, fmt.Errorf("looking for ghosts of release %s: %w", rel.Name, scanErr)
 	}
 	if opts.Ghosts {
 		if rel.Sensitive() {
@@ -341,7 +337,7 @@ func previewObject(ctx context.Context, client *objects.Client, r manifest.Resou
 func previewStale(ctx context.Context, client *objects.Client, stale []inventory.Entry, workers int, m *diff.Masker) ([]Object, error) {
 	out := make([]Object, len(stale))
 	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := pool.WithContext(ctx)
 	g.SetLimit(workers)
 	for i, e := range stale {
 		g.Go(func() error {

@@ -34,7 +34,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +48,7 @@ import (
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/taint"
+	"github.com/opmodel/pipeline/engine/workers"
 )
 
 // Options tune Apply and Prune.
@@ -701,7 +701,7 @@ func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted
 	}
 
 	for _, stage := range deleteStages(stale) {
-		g, gctx := errgroup.WithContext(ctx)
+		g, gctx := workers.WithContext(ctx)
 		g.SetLimit(r.client.Options().Concurrency)
 		for _, e := range stage {
 			o := objectOfEntry(e)

@@ -7,7 +7,6 @@ package workers
 import (
 	"context"
 	"runtime"
-	"sync"
 	"sync/atomic"
 )
 
@@ -27,7 +26,8 @@ func Count(n, limit int) int {
 // already has. fn writes its result at index i, so output order is the
 // input order whatever finishes first. The error returned is the one of
 // the lowest i that failed — what a sequential loop would have returned —
-// and units after a failed one are not started.
+// and units after a failed one are not started. A panic of setup or fn is
+// raised again in the caller's goroutine (Group).
 func Each[S any](ctx context.Context, limit, n int, setup func(ctx context.Context, worker int) (S, error), fn func(ctx context.Context, s S, i int) error) error {
 	workers := Count(n, limit)
 	errs := make([]error, n)
@@ -35,11 +35,9 @@ func Each[S any](ctx context.Context, limit, n int, setup func(ctx context.Conte
 	var next atomic.Int64
 	var failedAt atomic.Int64
 	failedAt.Store(int64(n))
-	var wg sync.WaitGroup
+	var g Group
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() {
 			s, err := setup(ctx, w)
 			if err != nil {
 				setupErrs[w] = err
@@ -64,9 +62,9 @@ func Each[S any](ctx context.Context, limit, n int, setup func(ctx context.Conte
 					}
 				}
 			}
-		}()
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -88,9 +86,9 @@ func Each[S any](ctx context.Context, limit, n int, setup func(ctx context.Conte
 // results (at index i): Run has none.
 func Run(ctx context.Context, workers, n int, do func(i int)) {
 	var next atomic.Int64
-	var wg sync.WaitGroup
+	var g Group
 	for range max(workers, 1) {
-		wg.Go(func() {
+		g.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n || ctx.Err() != nil {
@@ -100,5 +98,5 @@ func Run(ctx context.Context, workers, n int, do func(i int)) {
 			}
 		})
 	}
-	wg.Wait()
+	g.Wait()
 }

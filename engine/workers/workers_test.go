@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -61,4 +62,45 @@ func TestEachReturnsTheFirstErrorInIndexOrder(t *testing.T) {
 		return 0, errors.New("no state")
 	}, func(context.Context, int, int) error { return nil })
 	assert.Error(t, err, "no state", "a unit no goroutine could take fails the call")
+}
+
+// A panic on a worker is raised again in the caller's goroutine, where a
+// front door's recover sees it, instead of ending the process.
+func TestAWorkersPanicReachesTheCaller(t *testing.T) {
+	for name, run := range map[string]func(){
+		"Each": func() {
+			_ = workers.Each(t.Context(), 2, 4, func(context.Context, int) (int, error) { return 0, nil },
+				func(_ context.Context, _ int, i int) error {
+					if i == 3 {
+						panic("boom in unit 3")
+					}
+					return nil
+				})
+		},
+		"Run": func() {
+			workers.Run(t.Context(), 2, 4, func(i int) {
+				if i == 2 {
+					panic("boom in unit 2")
+				}
+			})
+		},
+		"Group": func() {
+			var g workers.Group
+			g.Go(func() {})
+			g.Go(func() { panic("boom in a goroutine") })
+			g.Wait()
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got any
+			func() {
+				defer func() { got = recover() }()
+				run()
+			}()
+			p, ok := got.(*workers.Panic)
+			if !ok || !strings.HasPrefix(p.Error(), "boom in") {
+				t.Fatalf("recovered %v, want the worker's panic", got)
+			}
+		})
+	}
 }
