@@ -100,6 +100,9 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 		if rel := rendered[key]; !ok && rel != nil {
 			var err error
 			if rc, err = diffRelease(ctx, cl, rel, opts, m, prefetched[key]); err != nil {
+				// A refusal of the server's dry run quotes what it
+				// refuses, as apply's does: masked the same way.
+				err = maskSecrets(rel, err)
 				rc.Error = err.Error()
 				errs = append(errs, fmt.Errorf("release %s: %w", rel.Name, err))
 			}
@@ -138,7 +141,7 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 		var pv *preview.Result
 		ok := false
 		if !opts.NoSkip {
-			pv, ok, err = preview.Unmoved(ctx, cluster, id, preview.Options{Ghosts: !opts.NoGhosts, Masker: m})
+			pv, ok, err = preview.Unmoved(ctx, cluster, id, preview.Options{Ghosts: !opts.NoGhosts, Masker: maskerOf(m, id)})
 		}
 		if err != nil || !ok {
 			// The full diff decides, and reports what went wrong; what
@@ -188,7 +191,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 	rc.Head = Revision{ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID}
 	rc.Warnings = append(append(rc.Warnings, rel.Warnings...), scoped...)
 	rc.Reach = reachOf(rel.Resources)
-	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts, Masker: m, Prefetched: pf})
+	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts, Masker: maskerOf(m, rel), Prefetched: pf})
 	if err != nil {
 		rc.Unreachable = fault.KindOf(err) == fault.Connectivity
 		return rc, err
@@ -251,4 +254,11 @@ func diffFleet(ctx context.Context, opts DiffOptions, envs []FleetEnvironment) (
 		opts.Environments = append(opts.Environments, e.Name)
 	}
 	return diffEach(ctx, opts)
+}
+
+// maskerOf is the run's masker for the objects of rel: its markers belong
+// to the release in its environment, so equal values of two releases (or
+// of one release in two environments) are never linked.
+func maskerOf(m *diff.Masker, rel *render.Release) *diff.Masker {
+	return m.In(rel.Environment + "\x00" + rel.Key)
 }

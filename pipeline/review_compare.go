@@ -96,6 +96,9 @@ func (r *review) compareRelease(key, env string, head, base sideRender) ReleaseC
 // compare classifies head objects against base objects by
 // Kubernetes identity, then adds the stale set in delete order.
 func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, baseFields, headFields map[manifest.ID][]taint.Field) error {
+	// Markers belong to the release in its environment: the same in base
+	// and head, unrelated to any other release's.
+	m := r.masker.In(rc.Environment + "\x00" + rc.key)
 	baseByID := make(map[manifest.ID]manifest.Resource, len(baseRes))
 	for _, res := range baseRes {
 		baseByID[res.ID()] = res
@@ -103,7 +106,7 @@ func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resourc
 	for _, res := range headRes {
 		oc := ObjectChange{Object: reviewRef(inventory.EntryOf(res))}
 		before := baseByID[res.ID()].Object // nil when the base lacks it
-		text, err := diff.Unified(before, res.Object, reviewDiffOptions(res.ID(), r.masker.ForObject(headFields[res.ID()], baseFields[res.ID()])))
+		text, err := diff.Unified(before, res.Object, reviewDiffOptions(res.ID(), m.ForObject(headFields[res.ID()], baseFields[res.ID()])))
 		if err != nil {
 			return err
 		}
@@ -121,7 +124,7 @@ func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resourc
 	}
 	for _, e := range inventory.Stale(inventory.Entries(baseRes), inventory.Entries(headRes)) {
 		oc := ObjectChange{Object: reviewRef(e), Change: Stale}
-		text, err := diff.Unified(baseByID[e.ID].Object, nil, reviewDiffOptions(e.ID, r.masker.ForObject(baseFields[e.ID])))
+		text, err := diff.Unified(baseByID[e.ID].Object, nil, reviewDiffOptions(e.ID, m.ForObject(baseFields[e.ID])))
 		if err != nil {
 			return err
 		}

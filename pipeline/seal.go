@@ -76,7 +76,9 @@ func (rc *ReleaseChanges) redact(secrets []string) {
 		return
 	}
 	for i := range rc.Objects {
-		rc.Objects[i].Warning = values.Redact(rc.Objects[i].Warning, secrets)
+		// An object's warning is the API server's refusal, when it has one:
+		// masked as every command masks refusals, then as opm's words.
+		rc.Objects[i].Warning = values.Redact(values.RedactQuoted(rc.Objects[i].Warning, secrets), secrets)
 	}
 	for i := range rc.Warnings {
 		rc.Warnings[i] = values.Redact(rc.Warnings[i], secrets)

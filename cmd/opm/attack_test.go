@@ -223,3 +223,55 @@ func assertColumnsAligned(t *testing.T, text, header string) {
 		}
 	}
 }
+
+// API refusals quote what they refuse: a label derived from the PIN
+// ("p0815!", not a valid label value) and a port the PIN multiplies out of
+// range (815 × 100 = 81500). Diff's server-side dry run and apply's apply
+// are refused, in text and JSON; neither the PIN nor what it derives into
+// is printed, quoted or not, and each refusal still names the object and
+// the field.
+func TestAttackerLearnsNothingFromRefusals(t *testing.T) {
+	t.Setenv("SOPS_AGE_KEY", deploytest.SopsAgeKey())
+	ns := env.Namespace(t)
+	dir := deploytest.AttackDir(t, ns, deploytest.AttackSOPS, deploytest.AttackCanary, deploytest.AttackPIN)
+	mod := filepath.Join(dir, "attack", "attack.cue")
+	b, err := os.ReadFile(mod)
+	assert.NilError(t, err)
+	refused := strings.Replace(string(b), "\t\"strings\"\n", "\t\"strconv\"\n\t\"strings\"\n", 1)
+	refused = strings.Replace(refused, "\t\tdata: purpose: \"named after the PIN\"\n\t}]", `		data: purpose: "named after the PIN"
+	}, {
+		apiVersion: "v1"
+		kind:       "ConfigMap"
+		metadata: {name: "labelled", labels: pin: "p\(#config.pin)!"}
+		data: purpose: "a label the API server refuses"
+	}, {
+		apiVersion: "v1"
+		kind:       "Service"
+		metadata: name: "ported"
+		spec: {selector: app: "x", ports: [{name: "web", port: strconv.Atoi(#config.pin) * 100}]}
+	}]`, 1)
+	assert.Assert(t, !strings.Contains(refused, "named after the PIN\"\n\t}]"), "the module's shape changed: %s", refused)
+	assert.NilError(t, os.WriteFile(mod, []byte(refused), 0o644))
+
+	kc := "--kubeconfig=" + env.Kubeconfig
+	prod := []string{"--env", "production", kc}
+	var published strings.Builder
+	for _, args := range [][]string{
+		append([]string{"diff", dir}, prod...),
+		append([]string{"diff", dir, "-o", "json"}, prod...),
+		append([]string{"apply", "--no-wait", dir}, prod...),
+		append([]string{"apply", "--no-wait", dir, "-o", "json"}, prod...),
+	} {
+		code, out, errOut := runOpm(t, args...)
+		assert.Check(t, code != 0, "opm %v succeeded on objects the API server refuses:\n%s%s", args, out, errOut)
+		fmt.Fprintf(&published, "$ opm %s\n%s\n%s\n", strings.Join(args, " "), errOut, out)
+	}
+	text := published.String()
+	assert.Check(t, is.Len(attacktest.Leaks(text), 0), "the refusals show the PIN:\n%s", text)
+	for _, derived := range []string{"81500", "p0815!", "p0815"} {
+		assert.Check(t, !strings.Contains(text, derived), "the refusals show %q, derived from the PIN:\n%s", derived, text)
+	}
+	assert.Check(t, strings.Contains(text, "ConfigMap"), "the refusals no longer name the object:\n%s", text)
+	assert.Check(t, strings.Contains(text, "metadata.labels"), "the refusals no longer name the field:\n%s", text)
+	assert.Check(t, strings.Contains(text, "spec.ports[0].port"), "the refusals no longer name the field:\n%s", text)
+}

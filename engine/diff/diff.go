@@ -10,10 +10,14 @@
 // selfLink, status and kubectl's last-applied-configuration annotation) are
 // removed, so only what a user wrote can differ. Secret values are masked
 // here, not by callers: every value of a Secret's data and stringData is
-// replaced by a marker carrying a short HMAC-SHA-256 of the value under a
-// random key of the run (a Masker), so a changed value shows as two
-// different markers and an unchanged one as two equal markers, while
-// nothing links a marker to the value (no offline guessing from a public
+// replaced by a marker carrying a short HMAC-SHA-256, under a random key of
+// the run (a Masker), of the value and of where it is — the Masker's scope
+// (a release in an environment), the object, the field. So the same place
+// keeps its marker from one side of a diff to the other (a changed value
+// shows as two markers, an unchanged one as one), while equal values at
+// different places get unrelated markers: a marker never says that two
+// values are equal (no dictionary of public values to compare a secret
+// against), nor links to the value (no offline guessing from a public
 // pull-request comment) or to another run's markers; no caller can forget
 // to mask.
 package diff
@@ -63,6 +67,8 @@ const MaskPrefix = "(masked, hmac:"
 // Masker turns Secret values into markers keyed by a random per-run key.
 type Masker struct {
 	key []byte
+	// scope is where the objects diffed belong (In): part of every place.
+	scope string
 	// fields are the fields of one object a secret reaches (engine/taint):
 	// masked on both sides of its diff, as a Secret's values are.
 	fields []taint.Field
@@ -80,7 +86,16 @@ func (m *Masker) ForObject(fields ...[]taint.Field) *Masker {
 	if len(all) == 0 {
 		return m
 	}
-	return &Masker{key: m.key, fields: all}
+	return &Masker{key: m.key, scope: m.scope, fields: all}
+}
+
+// In returns a Masker with m's key (and fields) whose markers belong to
+// scope — a release in an environment: equal values in two scopes get
+// unrelated markers, as in two objects or two fields.
+func (m *Masker) In(scope string) *Masker {
+	c := *m
+	c.scope = m.scope + "\x00" + scope
+	return &c
 }
 
 // NewMasker returns a Masker with a fresh random key.
@@ -104,13 +119,24 @@ func KeyedMasker(key []byte, scope string) *Masker {
 	return &Masker{key: h.Sum(nil)}
 }
 
-// Mask returns the marker that stands for a Secret value: the first 12
-// hex characters of its HMAC-SHA-256 under the Masker's key. Equal values
-// give equal markers within one Masker, unrelated ones across Maskers.
-func (m *Masker) Mask(value []byte) string {
+// Mask returns the marker that stands for a secret value at place (an
+// object and a field, see Place): the first 12 hex characters of an
+// HMAC-SHA-256 of the Masker's scope, place and value under the Masker's
+// key. Equal values at one place give equal markers within one Masker;
+// anything else, unrelated ones.
+func (m *Masker) Mask(place string, value []byte) string {
 	h := hmac.New(sha256.New, m.key)
+	fmt.Fprintf(h, "%d:%s%d:%s", len(m.scope), m.scope, len(place), place)
 	h.Write(value)
 	return MaskPrefix + hex.EncodeToString(h.Sum(nil))[:12] + ")"
+}
+
+// Place is where a value of obj is: the object's identity and the field's
+// path (a Secret's data and stringData are one place per key, as the API
+// server merges them).
+func Place(obj *unstructured.Unstructured, path ...string) string {
+	gvk := obj.GroupVersionKind()
+	return strings.Join(append([]string{gvk.Group, gvk.Kind, obj.GetNamespace(), obj.GetName()}, path...), "\x00")
 }
 
 // Unified returns a unified diff of the YAML of before and after, or ""
@@ -124,7 +150,10 @@ func Unified(before, after *unstructured.Unstructured, opts Options) (string, er
 	if m == nil {
 		m = NewMasker()
 	}
-	na, nb := Normalize(before, m), Normalize(after, m)
+	// One object, one set of places: the rendered side's identity names
+	// both sides (a live object is the same object).
+	ident := cmpObj(after, before)
+	na, nb := normalize(before, ident, m), normalize(after, ident, m)
 	if len(m.fields) > 0 {
 		var desired map[string]any
 		if nb != nil {
@@ -132,7 +161,7 @@ func Unified(before, after *unstructured.Unstructured, opts Options) (string, er
 		}
 		for _, o := range []*unstructured.Unstructured{na, nb} {
 			if o != nil {
-				o.Object = m.maskFields(o.Object, desired)
+				o.Object = m.maskFields(ident, o.Object, desired)
 			}
 		}
 	}
@@ -186,7 +215,7 @@ func toYAML(obj *unstructured.Unstructured) (string, error) {
 // carry a secret by the marker of the key. Beside a key that carries a
 // secret, every key the desired object does not have is masked too: the
 // live object's key may carry the secret before it rotated.
-func (m *Masker) maskFields(obj, desired map[string]any) map[string]any {
+func (m *Masker) maskFields(ident *unstructured.Unstructured, obj, desired map[string]any) map[string]any {
 	text := func(v any) []byte {
 		if s, ok := v.(string); ok {
 			return []byte(s)
@@ -221,7 +250,12 @@ func (m *Masker) maskFields(obj, desired map[string]any) map[string]any {
 			}
 		}
 	}
-	out := taint.Mask(obj, fields, func(v any) any { return m.Mask(text(v)) }, func(k string) string { return m.Mask([]byte(k)) })
+	var out any = obj
+	for _, f := range fields {
+		place := Place(ident, f.Path...)
+		keyPlace := Place(ident, append(slices.Clone(f.Path[:len(f.Path)-1]), "(key)")...)
+		out = taint.Mask(out, []taint.Field{f}, func(v any) any { return m.Mask(place, text(v)) }, func(k string) string { return m.Mask(keyPlace, []byte(k)) })
+	}
 	return out.(map[string]any)
 }
 
@@ -247,6 +281,11 @@ func at(v any, path []string) any {
 // Secret values masked by m: the form in which objects are compared and
 // shown. obj is not modified; nil gives nil.
 func Normalize(obj *unstructured.Unstructured, m *Masker) *unstructured.Unstructured {
+	return normalize(obj, obj, m)
+}
+
+// normalize is Normalize with the places of ident (the object as diffed).
+func normalize(obj, ident *unstructured.Unstructured, m *Masker) *unstructured.Unstructured {
 	if obj == nil {
 		return nil
 	}
@@ -260,8 +299,8 @@ func Normalize(obj *unstructured.Unstructured, m *Masker) *unstructured.Unstruct
 		}
 	}
 	if isSecret(out) {
-		maskField(out.Object, "data", true, m)
-		maskField(out.Object, "stringData", false, m)
+		maskField(ident, out.Object, "data", true, m)
+		maskField(ident, out.Object, "stringData", false, m)
 	}
 	return out
 }
@@ -272,9 +311,9 @@ func isSecret(obj *unstructured.Unstructured) bool {
 }
 
 // maskField masks every value of the map at field. data values are base64
-// and are hashed decoded, so the same value in data and in stringData gets
-// the same marker. Anything that is not a map of strings is masked whole.
-func maskField(obj map[string]any, field string, b64 bool, masker *Masker) {
+// and are hashed decoded, and a key of data and the same key of stringData
+// are one place, so the same value there gets the same marker. Anything that is not a map of strings is masked whole.
+func maskField(ident *unstructured.Unstructured, obj map[string]any, field string, b64 bool, masker *Masker) {
 	v, ok := obj[field]
 	if !ok || v == nil {
 		return
@@ -296,7 +335,7 @@ func maskField(obj map[string]any, field string, b64 bool, masker *Masker) {
 				raw = dec
 			}
 		}
-		m[k] = masker.Mask(raw)
+		m[k] = masker.Mask(Place(ident, "values", k), raw)
 	}
 }
 

@@ -190,26 +190,28 @@ func TestUnifiedMasksSecretValues(t *testing.T) {
 	before.SetAnnotations(map[string]string{manifest.LastAppliedAnnotation: `{"stringData":{"extra":"` + oldPass + `"}}`})
 
 	m := NewMasker()
-	Mask := m.Mask
+	Mask := func(key string, v []byte) string { return m.Mask(Place(after, "values", key), v) }
 	got, err := Unified(before, after, Options{Masker: m})
 	assert.NilError(t, err)
 	for _, secretText := range []string{oldPass, newPass, keep, b64(oldPass), b64(newPass), b64(keep)} {
 		assert.Assert(t, !strings.Contains(got, secretText), "secret material %q leaked:\n%s", secretText, got)
 	}
-	assert.Assert(t, is.Contains(got, "-  password: "+Mask([]byte(oldPass))))
-	assert.Assert(t, is.Contains(got, "+  password: "+Mask([]byte(newPass))))
-	assert.Assert(t, is.Contains(got, "-  extra: "+Mask([]byte(oldPass))))
+	assert.Assert(t, is.Contains(got, "-  password: "+Mask("password", []byte(oldPass))))
+	assert.Assert(t, is.Contains(got, "+  password: "+Mask("password", []byte(newPass))))
+	assert.Assert(t, is.Contains(got, "-  extra: "+Mask("extra", []byte(oldPass))))
 	// An unchanged value is the same marker on both sides: a context line.
-	assert.Assert(t, is.Contains(got, "\n   token: "+Mask([]byte(keep))+"\n"))
-	// The same value in data and stringData hashes the same.
-	assert.Equal(t, Mask([]byte(oldPass)), Normalize(before, m).Object["data"].(map[string]any)["password"])
-	assert.Assert(t, strings.HasPrefix(Mask([]byte("x")), MaskPrefix))
-	assert.Equal(t, len(Mask([]byte("x"))), len(MaskPrefix)+12+1)
+	assert.Assert(t, is.Contains(got, "\n   token: "+Mask("token", []byte(keep))+"\n"))
+	// The same value under another key is another marker: nothing says
+	// that password and extra were equal.
+	assert.Assert(t, Mask("password", []byte(oldPass)) != Mask("extra", []byte(oldPass)))
+	assert.Equal(t, Mask("password", []byte(oldPass)), Normalize(before, m).Object["data"].(map[string]any)["password"])
+	assert.Assert(t, strings.HasPrefix(Mask("x", []byte("x")), MaskPrefix))
+	assert.Equal(t, len(Mask("x", []byte("x"))), len(MaskPrefix)+12+1)
 	// Unsalted, a marker would let anyone confirm a guessed value offline;
 	// keyed per run, it matches neither the plain hash nor another run.
 	sum := sha256.Sum256([]byte(oldPass))
 	assert.Assert(t, !strings.Contains(got, hex.EncodeToString(sum[:])[:6]), got)
-	assert.Assert(t, NewMasker().Mask([]byte(oldPass)) != Mask([]byte(oldPass)))
+	assert.Assert(t, NewMasker().Mask(Place(after, "values", "password"), []byte(oldPass)) != Mask("password", []byte(oldPass)))
 	// Without a Masker, one diff still marks equal values equally.
 	again, err := Unified(before, after, Options{})
 	assert.NilError(t, err)
@@ -224,7 +226,7 @@ func TestUnifiedMasksAddedAndRemovedSecrets(t *testing.T) {
 		got, err := Unified(pair[0], pair[1], Options{Masker: m})
 		assert.NilError(t, err)
 		assert.Assert(t, !strings.Contains(got, pass) && !strings.Contains(got, b64(pass)), got)
-		assert.Assert(t, is.Contains(got, m.Mask([]byte(pass))))
+		assert.Assert(t, is.Contains(got, m.Mask(Place(s, "values", "p"), []byte(pass))))
 		assert.Assert(t, is.Contains(got, "odd: (masked)"), "a non-string value is masked whole")
 	}
 	// A malformed data field is masked whole as well.
@@ -273,35 +275,44 @@ func TestSecretFieldsMaskedInAnyObject(t *testing.T) {
 	assert.Equal(t, same, "")
 }
 
-// One value has one marker in one run, whatever diff shows it: a Secret
-// added, removed or modified, with the fields a secret reaches traced
-// once or from both renders, a Secret's data (base64) or stringData, and
-// a traced ConfigMap field holding the same value.
-func TestOneValueOneMarker(t *testing.T) {
-	secret := func(ns, field, v string) *unstructured.Unstructured {
+// One place keeps one marker in one run, whatever diff shows it: a Secret
+// added, removed or modified, with the fields a secret reaches traced once
+// or from both renders, a Secret's data (base64) or stringData. Everything
+// else — the same value under another key, in another object, another
+// namespace, a traced ConfigMap field, another scope (release and
+// environment) — gets an unrelated marker: markers link nothing.
+func TestOnePlaceOneMarkerAndNothingElseLinked(t *testing.T) {
+	secret := func(ns, field, key, v string) *unstructured.Unstructured {
 		if field == "data" {
 			v = base64.StdEncoding.EncodeToString([]byte(v))
 		}
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
-			"metadata": map[string]any{"name": "s", "namespace": ns}, field: map[string]any{"password": v}}}
+			"metadata": map[string]any{"name": "s", "namespace": ns}, field: map[string]any{key: v}}}
 	}
 	config := func(v string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": "c"}, "data": map[string]any{"dsn": v}}}
 	}
 	m := NewMasker()
-	want := map[string]string{"first": m.Mask([]byte("first")), "second": m.Mask([]byte("second"))}
+	marker := func(got string) string {
+		t.Helper()
+		i := strings.Index(got, MaskPrefix)
+		assert.Assert(t, i >= 0, got)
+		return got[i : i+len(MaskPrefix)+13]
+	}
+	place := Place(secret("a", "data", "password", ""), "values", "password")
+	want := map[string]string{"first": m.Mask(place, []byte("first")), "second": m.Mask(place, []byte("second"))}
 	for _, field := range []string{"data", "stringData"} {
 		traced := []taint.Field{{Path: []string{field, "password"}}}
 		for name, c := range map[string]struct {
 			before, after *unstructured.Unstructured
 			masker        *Masker
 		}{
-			"added":            {nil, secret("a", field, "second"), m.ForObject(traced)},
-			"removed":          {secret("a", field, "first"), nil, m.ForObject(traced)},
-			"modified":         {secret("a", field, "first"), secret("a", field, "second"), m},
-			"modified-traced":  {secret("a", field, "first"), secret("a", field, "second"), m.ForObject(traced)},
-			"traced-from-both": {secret("a", field, "first"), secret("a", field, "second"), m.ForObject(traced, traced)},
+			"added":            {nil, secret("a", field, "password", "second"), m.ForObject(traced)},
+			"removed":          {secret("a", field, "password", "first"), nil, m.ForObject(traced)},
+			"modified":         {secret("a", field, "password", "first"), secret("a", field, "password", "second"), m},
+			"modified-traced":  {secret("a", field, "password", "first"), secret("a", field, "password", "second"), m.ForObject(traced)},
+			"traced-from-both": {secret("a", field, "password", "first"), secret("a", field, "password", "second"), m.ForObject(traced, traced)},
 		} {
 			got, err := Unified(c.before, c.after, Options{Masker: c.masker})
 			assert.NilError(t, err)
@@ -313,8 +324,17 @@ func TestOneValueOneMarker(t *testing.T) {
 			}
 		}
 	}
-	dsn := []taint.Field{{Path: []string{"data", "dsn"}}}
-	got, err := Unified(config("first"), config("second"), Options{Masker: m.ForObject(dsn, dsn)})
-	assert.NilError(t, err)
-	assert.Assert(t, strings.Contains(got, "-  dsn: "+want["first"]) && strings.Contains(got, "+  dsn: "+want["second"]), got)
+	seen := map[string]string{want["second"]: "the Secret's password"}
+	added := func(what string, o *unstructured.Unstructured, mk *Masker) {
+		t.Helper()
+		got, err := Unified(nil, o, Options{Masker: mk})
+		assert.NilError(t, err)
+		mark := marker(got)
+		assert.Assert(t, seen[mark] == "", "%s has the marker of %s: %s", what, seen[mark], mark)
+		seen[mark] = what
+	}
+	added("another key", secret("a", "data", "token", "second"), m)
+	added("another namespace", secret("b", "data", "password", "second"), m)
+	added("another scope", secret("a", "data", "password", "second"), m.In("release web in prod"))
+	added("a traced ConfigMap field", config("second"), m.ForObject([]taint.Field{{Path: []string{"data", "dsn"}}}))
 }

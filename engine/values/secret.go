@@ -178,19 +178,21 @@ func Redact(msg string, secrets []string) string {
 const invalidValue = "Invalid value: "
 
 // RedactQuoted replaces each of secrets where a message quotes a value —
-// "value" in Go quotes, or after the API server's "Invalid value: " — with
-// SecretMark, however short: text that quotes nothing else keeps every
-// public word, so the mask tells nobody which public strings are secret
-// (a secret "changed" must not make "spec.selector changed" read
-// "spec.selector (secret)").
+// "value" in Go quotes, after the API server's "Invalid value: ", or as a
+// field's value in an object dump the server or opm prints (`Field:815`,
+// `"field":815`, `key=815`) — with SecretMark, however short: text that
+// quotes nothing else keeps every public word, so the mask tells nobody
+// which public strings are secret (a secret "changed" must not make
+// "spec.selector changed" read "spec.selector (secret)"). It is the one
+// masker of API refusals, in every command that prints them.
 func RedactQuoted(msg string, secrets []string) string {
 	for _, sec := range secrets {
 		if sec == "" {
 			continue
 		}
 		msg = strings.ReplaceAll(msg, fmt.Sprintf("%q", sec), SecretMark)
-		re := regexp.MustCompile(regexp.QuoteMeta(invalidValue+sec) + `($|[\s),\]:;])`)
-		msg = re.ReplaceAllString(msg, invalidValue+SecretMark+"${1}")
+		re := regexp.MustCompile(`(` + regexp.QuoteMeta(invalidValue) + `|[:=] ?)` + regexp.QuoteMeta(sec) + `($|[\s),\]}:;"'])`)
+		msg = re.ReplaceAllString(msg, "${1}"+SecretMark+"${2}")
 	}
 	return msg
 }

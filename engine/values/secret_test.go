@@ -94,6 +94,11 @@ func TestRedactQuotedMasksOnlyQuotedValues(t *testing.T) {
 		`field spec.x = "changed"`:        `field spec.x = (secret)`,
 		`immutable spec.selector changed`: `immutable spec.selector changed`,
 		`Invalid value: 701234: too big`:  `Invalid value: 701234: too big`,
+		// Object dumps an immutable refusal carries, JSON and Go syntax.
+		`{"TerminationGracePeriodSeconds":70123,"x":1}`:     `{"TerminationGracePeriodSeconds":(secret),"x":1}`,
+		`core.PodSpec{TerminationGracePeriodSeconds:70123}`: `core.PodSpec{TerminationGracePeriodSeconds:(secret)}`,
+		`selector app=Ab3x9Q, tier=web`:                     `selector app=(secret), tier=web`,
+		`{"name":"Ab3x9Q-x"}`:                               `{"name":"Ab3x9Q-x"}`,
 	} {
 		assert.Equal(t, values.RedactQuoted(in, secrets), want)
 	}
