@@ -17,6 +17,7 @@ import (
 	"github.com/opmodel/pipeline/engine/lock"
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/reconcile"
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
 )
 
@@ -350,6 +351,7 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 			if r != nil {
 				ar.fill(r)
 				ar.maskSecrets(rel)
+				ar.orderHidden(redact.From(ctx))
 			}
 			err = traceRefusal(rel, err)
 			ar.Warnings = append(append(slices.Clone(rel.Warnings), scoped...), ar.Warnings...)

@@ -11,6 +11,7 @@ import (
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/preview"
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
 )
 
@@ -234,6 +235,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("the render is empty: apply would prune all %d recorded objects, so it refuses without --force", rc.Counts.Stale))
 	}
 	rc.redact(rel.Secrets)
+	rc.orderHidden(redact.From(ctx))
 	return rc, nil
 }
 

@@ -4,6 +4,7 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,13 +16,14 @@ import (
 	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/taint"
 )
 
 // compareRelease builds the review of one release × environment from both
 // sides' renders.
-func (r *review) compareRelease(key, env string, head, base sideRender) ReleaseChanges {
+func (r *review) compareRelease(ctx context.Context, key, env string, head, base sideRender) ReleaseChanges {
 	rc := ReleaseChanges{Name: key, key: key, Environment: env, Objects: []ObjectChange{}}
 	headRel, baseRel := head.rel, base.rel
 	var errs []error
@@ -90,6 +92,7 @@ func (r *review) compareRelease(key, env string, head, base sideRender) ReleaseC
 			rc.redact(r.Secrets)
 		}
 	}
+	rc.orderHidden(redact.From(ctx))
 	return rc
 }
 

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"cuelang.org/go/cue"
 
@@ -87,10 +86,10 @@ func loadReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap
 		loadBase()
 		return head, base
 	}
-	var wg sync.WaitGroup
-	wg.Go(loadBase)
+	var g workers.Group
+	g.Go(loadBase)
 	loadHead()
-	wg.Wait()
+	g.Wait()
 	return head, base
 }
 

@@ -197,7 +197,7 @@ func (r *review) reviewAll(ctx context.Context, head, base *reviewSide, envs, ke
 	sides := [2]*reviewSide{head, base}
 	renders := make([][2]sideRender, n)
 	var next [2]atomic.Int64
-	var wg sync.WaitGroup
+	var wg workers.Group
 	// Every goroutine's own copies are made before any starts: a side is
 	// written as it loads and renders.
 	owns := make([][2]*reviewSide, goroutines)
@@ -240,7 +240,7 @@ func (r *review) reviewAll(ctx context.Context, head, base *reviewSide, envs, ke
 	}
 	workers.Run(ctx, goroutines, n, func(i int) {
 		if env, key := unit(i); worthReviewing(head, base, key, env) {
-			out[i] = reviewed{rc: r.compareRelease(key, env, renders[i][0], renders[i][1]), ok: true}
+			out[i] = reviewed{rc: r.compareRelease(ctx, key, env, renders[i][0], renders[i][1]), ok: true}
 		}
 	})
 	return out, ctx.Err()
@@ -303,5 +303,5 @@ func (r *review) reviewRelease(ctx context.Context, head, base *reviewSide, key,
 	if !worthReviewing(head, base, key, env) {
 		return rc, false
 	}
-	return r.compareRelease(key, env, head.renderFor(ctx, key, env, r.opts.Selection), base.renderFor(ctx, key, env, r.opts.Selection)), true
+	return r.compareRelease(ctx, key, env, head.renderFor(ctx, key, env, r.opts.Selection), base.renderFor(ctx, key, env, r.opts.Selection)), true
 }

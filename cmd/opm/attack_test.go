@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -274,4 +276,129 @@ func TestAttackerLearnsNothingFromRefusals(t *testing.T) {
 	assert.Check(t, strings.Contains(text, "ConfigMap"), "the refusals no longer name the object:\n%s", text)
 	assert.Check(t, strings.Contains(text, "metadata.labels"), "the refusals no longer name the field:\n%s", text)
 	assert.Check(t, strings.Contains(text, "spec.ports[0].port"), "the refusals no longer name the field:\n%s", text)
+}
+
+// patchAttackModule rewrites the attack fixture's module: the import
+// block gains imports, and the objects list gains objects.
+func patchAttackModule(t *testing.T, dir, imports, objects string) {
+	t.Helper()
+	mod := filepath.Join(dir, "attack", "attack.cue")
+	b, err := os.ReadFile(mod)
+	assert.NilError(t, err)
+	patched := strings.Replace(string(b), "\t\"strings\"\n", imports+"\t\"strings\"\n", 1)
+	patched = strings.Replace(patched, "\t\tdata: purpose: \"named after the PIN\"\n\t}]", "\t\tdata: purpose: \"named after the PIN\"\n\t}, "+objects+"]", 1)
+	assert.Assert(t, strings.Count(patched, "named after the PIN\"\n\t}, ") == 1, "the module's shape changed: %s", patched)
+	assert.NilError(t, os.WriteFile(mod, []byte(patched), 0o644))
+}
+
+// fenceRE finds a fence post's letter.
+var fenceRE = regexp.MustCompile(`fence-([a-z])\b`)
+
+// markerRE finds a masked value and the key it is shown under.
+var markerRE = regexp.MustCompile(`([A-Za-z0-9_.-]+)"?: "?(\(masked, hmac:[0-9a-f]{12}\))`)
+
+// A pull request (its author cannot read the SOPS file) adds a Secret that
+// holds the dictionary of every character a token can have, one key each,
+// beside one key per character of the SOPS canary, and ConfigMaps named
+// from the canary's first character among public "fence posts" named from
+// every character. Were a marker a function of the value alone, the review
+// would spell the canary out key by key; were masked names listed in their
+// real order, the fence posts would. The review (markdown, text, JSON) and
+// the diff show no marker under two keys, and list every object whose name
+// a secret reaches after the public ones, in an order its real name does
+// not decide.
+func TestAttackerLearnsNothingFromMarkersOrOrder(t *testing.T) {
+	t.Setenv("SOPS_AGE_KEY", deploytest.SopsAgeKey())
+	ns := env.Namespace(t)
+	dir := deploytest.AttackDir(t, ns, deploytest.AttackSOPS, deploytest.AttackCanary, deploytest.AttackPIN)
+	gitRepo(t, dir, "the canary")
+	gitIn(t, dir, "checkout", "-q", "-b", "dictionary")
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-"
+	patchAttackModule(t, dir, "", `{
+		apiVersion: "v1"
+		kind:       "Secret"
+		metadata: name: "dictionary"
+		stringData: {
+			for c in strings.Split("`+alphabet+`", "") {"dict-\(c)": c}
+			for i, c in strings.Split(#config.canary, "") {"tok-\(i)": c}
+			for i, c in strings.Split(#config.pin, "") {"pin-\(i)": c}
+		}
+	}, for c in strings.Split("abcdefghijklmnopqrstuvwxyz", "") {
+		apiVersion: "v1"
+		kind:       "ConfigMap"
+		metadata: name: "fence-\(c)"
+		data: post: c
+	}, {
+		apiVersion: "v1"
+		kind:       "ConfigMap"
+		metadata: name: "fence-\(strings.ToLower(strings.SliceRunes(#config.canary, 0, 1)))x"
+		data: post: "between two posts"
+	}`)
+	gitIn(t, dir, "commit", "-q", "-am", "a dictionary")
+
+	kc := "--kubeconfig=" + env.Kubeconfig
+	var published strings.Builder
+	for _, args := range [][]string{
+		{"review", dir, "--base", "main"},
+		{"review", dir, "--base", "main", "-o", "markdown"},
+		{"review", dir, "--base", "main", "-o", "json"},
+		{"diff", dir, "--env", "production", kc},
+		{"diff", dir, "--env", "production", kc, "-o", "json"},
+	} {
+		code, out, errOut := runOpm(t, args...)
+		assert.Check(t, code == 0 || code == 1, "opm %v: exit %d\n%s%s", args, code, out, errOut)
+		fmt.Fprintf(&published, "$ opm %s\n%s\n%s\n", strings.Join(args, " "), errOut, out)
+
+		// Markers: none shown under two keys.
+		keysOf := map[string]map[string]bool{}
+		for _, m := range markerRE.FindAllStringSubmatch(out, -1) {
+			if keysOf[m[2]] == nil {
+				keysOf[m[2]] = map[string]bool{}
+			}
+			keysOf[m[2]][m[1]] = true
+		}
+		dict := 0
+		for marker, keys := range keysOf {
+			assert.Check(t, len(keys) == 1, "opm %v shows %s under %d keys, linking them: %v", args, marker, len(keys), keys)
+			for k := range keys {
+				if strings.HasPrefix(k, "dict-") {
+					dict++
+				}
+			}
+		}
+		if args[0] == "review" && !slices.Contains(args, "json") {
+			assert.Check(t, dict >= len(alphabet), "opm %v no longer shows the dictionary's markers (%d): the test proves nothing", args, dict)
+		}
+
+		// Order: no hidden name sits inside an ascending run of fence
+		// posts, where its neighbours would spell its first character.
+		lines := strings.Split(out, "\n")
+		post := func(l string) byte {
+			if m := fenceRE.FindStringSubmatch(l); m != nil {
+				return m[1][0]
+			}
+			return 0
+		}
+		posts := 0
+		for i, l := range lines {
+			if post(l) != 0 {
+				posts++
+			}
+			if !strings.Contains(l, "/(secret)") && !strings.Contains(l, "secret-name-") && !strings.Contains(l, `"(secret)"`) {
+				continue
+			}
+			var before, after byte
+			for j := i - 1; j >= 0 && before == 0; j-- {
+				before = post(lines[j])
+			}
+			for j := i + 1; j < len(lines) && after == 0; j++ {
+				after = post(lines[j])
+			}
+			assert.Check(t, before == 0 || after == 0 || before >= after,
+				"opm %v lists a hidden name between fence-%c and fence-%c (line %d):\n%s", args, before, after, i+1, out)
+		}
+		assert.Check(t, posts >= 26, "opm %v no longer lists the fence posts: the test proves nothing", args)
+	}
+	text := published.String()
+	assert.Check(t, is.Len(attacktest.Leaks(text), 0), "what the review published shows the canary:\n%s", text)
 }

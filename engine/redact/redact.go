@@ -69,6 +69,8 @@ type Redactor struct {
 	// short are names shorter than MinLength, replaced only as whole
 	// names (not inside a longer run of name characters). Copied on write.
 	short map[string]string
+	// names are the object names registered (Name), by their stand-ins.
+	names map[string]string
 }
 
 // New returns a Redactor sealing identifiers with sealer (nil: a random
@@ -197,6 +199,10 @@ func (r *Redactor) Name(name string) string {
 	stand := NamePrefix + strings.TrimPrefix(r.sealer.ChangeID("object name\x00"+name), manifest.SealedChangePrefix)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.names == nil {
+		r.names = map[string]string{}
+	}
+	r.names[name] = stand
 	if len(name) < MinLength {
 		short := maps.Clone(r.short)
 		if short == nil {
@@ -208,6 +214,19 @@ func (r *Redactor) Name(name string) string {
 	}
 	r.add(name, stand)
 	return stand
+}
+
+// Hidden reports whether name is an object name that carries a secret
+// (registered with Name), and its stand-in: a list that shows such names
+// orders them by the stand-in, never by the name it hides.
+func (r *Redactor) Hidden(name string) (stand string, ok bool) {
+	if r == nil {
+		return "", false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stand, ok = r.names[name]
+	return stand, ok
 }
 
 // String returns s with everything registered replaced.
