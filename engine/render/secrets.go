@@ -419,7 +419,8 @@ var errorToken = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|\s+|[^\s"]+`)
 // produce: what differs between the two derives from a secret, whatever
 // function derived it, and nothing else does, so a public value stays (no
 // oracle). When the stand-in render does not fail there is nothing to set
-// against, and every quoted string and every number is masked.
+// against: every quoted string, every number and every label of a path
+// that is not made of letters is masked.
 func maskDerived(msg, standIn string) string {
 	real := errorToken.FindAllString(msg, -1)
 	keep := make([]bool, len(real))
@@ -438,13 +439,41 @@ func maskDerived(msg, standIn string) string {
 	}
 	var b strings.Builder
 	for i, tok := range real {
-		if keep[i] || strings.TrimSpace(tok) == "" {
+		switch {
+		case strings.TrimSpace(tok) == "":
 			b.WriteString(tok)
-		} else {
+		case !keep[i]:
 			b.WriteString(values.SecretMark)
+		case standIn == "" && !filePosition.MatchString(tok):
+			// Nothing to compare: a path's labels may be spelled from a
+			// secret (data.x107_113_55…), so only labels of letters are
+			// kept, as CUE's words and a module's field names are.
+			b.WriteString(maskLabels(tok))
+		default:
+			b.WriteString(tok)
 		}
 	}
 	return b.String()
+}
+
+// filePosition is a token naming a place in a file (deploy.cue:12:3).
+var filePosition = regexp.MustCompile(`\.cue:\d+:\d+[,;:)]*$`)
+
+// publicLabel is a label kept in an error no stand-in could be set
+// against: letters (a definition's #, a hidden field's _ first).
+var publicLabel = regexp.MustCompile(`^[(]*[#_]*[A-Za-z]+[,;:()]*$`)
+
+// maskLabels masks each dot-separated label of tok that is not a
+// publicLabel.
+func maskLabels(tok string) string {
+	labels := strings.Split(tok, ".")
+	for i, l := range labels {
+		if l != "" && !publicLabel.MatchString(l) && strings.Trim(l, "():,;[]!=<>") != "" {
+			trail := l[len(strings.TrimRight(l, ":,;)")):]
+			labels[i] = values.SecretMark + trail
+		}
+	}
+	return strings.Join(labels, ".")
 }
 
 // reusable says which components a stand-in render may take from the real

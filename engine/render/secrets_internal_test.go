@@ -189,6 +189,11 @@ func TestRenderErrorsMaskWhatASecretDerives(t *testing.T) {
 		// Only the real value fails: nothing to compare, so every quoted
 		// string and number of the error is masked.
 		"only the secret fails": {`up: strings.ToUpper(#config.token) & !="` + strings.ToUpper(token) + `"`, []string{strings.ToUpper(token)}, []string{"out of bound", "deploy.cue:"}},
+		// A field label spelled from the secret's character codes, on a
+		// value only the secret fails: the path is unquoted, and nothing
+		// to compare says it derives from the secret.
+		"a label built from the secret": {`derived: {"x\(strings.Join([for c in strings.Split(#config.token, "") {"\(strings.ByteAt(c, 0))"}], "_"))": strings.ToUpper(#config.token) & !="` + strings.ToUpper(token) + `"}`,
+			[]string{codes(token), codes(token)[:11]}, []string{"out of bound", "deploy.cue:"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := tokenConfigMap(t, "fails", "derived", c.field)
@@ -308,4 +313,14 @@ releases: r: core.#ModuleRelease & {
 	}
 }
 `})
+}
+
+// codes is s's bytes as decimal codes joined by "_", as the module above
+// spells them.
+func codes(s string) string {
+	var out []string
+	for i := range len(s) {
+		out = append(out, fmt.Sprint(int(s[i])))
+	}
+	return strings.Join(out, "_")
 }
