@@ -324,3 +324,61 @@ func codes(s string) string {
 	}
 	return strings.Join(out, "_")
 }
+
+// A release's own values (no secret source at all) that a Secret holds:
+// eight plain parts of a DSN, then a PIN, all in one Secret, the PIN's
+// sha256 in a ConfigMap annotation. Every one of the nine is decided: the
+// PIN is traced into the annotation, however many values precede it, and
+// the public parts, whose stand-ins change the Secret too, are secret as
+// well — nothing is left untraced for being the ninth.
+func TestEveryRepositoryValueASecretHoldsIsTraced(t *testing.T) {
+	parts := []string{"host-db1", "port5432", "user-app", "name-shop", "ssl-require", "pool-ten", "schema-app", "zone-eu1"}
+	var config, values, dsn []string
+	for i, p := range parts {
+		config = append(config, fmt.Sprintf("p%d: string", i))
+		values = append(values, fmt.Sprintf("p%d: %q", i, p))
+		dsn = append(dsn, fmt.Sprintf(`\(#config.p%d)`, i))
+	}
+	dir := deploytest.Write(t, map[string]string{"deploy.cue": `package deploy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	core "github.com/opmodel/pipeline/catalog@v0"
+)
+
+releases: r: core.#ModuleRelease & {
+	metadata: {name: "r", namespace: "ns"}
+	#module: {
+		core.#Module
+		metadata: {apiVersion: "test.example/ninth/r@v0", name: "r", version: "0.1.0"}
+		#config: {
+			` + strings.Join(config, "\n\t\t\t") + `
+			pin: string
+		}
+		#components: raw: {
+			core.#Objects
+			spec: objects: [{apiVersion: "v1", kind: "Secret", metadata: name: "db", stringData: dsn: "` + strings.Join(dsn, ";") + `;pin=\(#config.pin)"},
+				{apiVersion: "v1", kind: "ConfigMap", metadata: {name: "c", annotations: "checksum/pin": hex.Encode(sha256.Sum256(#config.pin))}, data: x: "y"}]
+		}
+	}
+	values: {
+		` + strings.Join(values, "\n\t\t") + `
+		pin: "4827"
+	}
+}
+`})
+	rels, err := Render(context.Background(), Options{Dir: dir, Releases: []string{"r"}})
+	assert.NilError(t, err)
+	r := rels[0]
+	var annotation bool
+	for i, res := range r.Resources {
+		if res.Object.GetKind() == "ConfigMap" && i < len(r.SecretFields) {
+			for _, f := range r.SecretFields[i] {
+				annotation = annotation || strings.Join(f.Path, "/") == "metadata/annotations/checksum/pin"
+			}
+		}
+	}
+	assert.Assert(t, annotation, "the ninth value's checksum is not traced: %v", r.SecretFields)
+	assert.Assert(t, slices.Contains(r.Secrets, "4827"), "the PIN is not among the secrets to redact: %v", r.Secrets)
+}
