@@ -24,6 +24,7 @@ import (
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/engine/values"
 )
 
 // The steps of a smoke test, in order.
@@ -301,6 +302,9 @@ type smokeRun struct {
 	co     ClusterOptions
 	sr     *SmokeRelease
 	secret []string // Secret values to mask in free text
+	// derived are the release's secrets and what they derive into, masked
+	// where a refusal quotes a value, however short (values.RedactQuoted).
+	derived []string
 }
 
 func smokeRelease(ctx context.Context, opts SmokeOptions, cl *kube.Cluster, rel *render.Release, prefix string) (SmokeRelease, error) {
@@ -308,7 +312,7 @@ func smokeRelease(ctx context.Context, opts SmokeOptions, cl *kube.Cluster, rel 
 	for _, s := range smokeSteps {
 		sr.Steps = append(sr.Steps, SmokeStep{Name: s, State: StepSkipped})
 	}
-	run := &smokeRun{opts: opts, cl: cl, sr: &sr, secret: secretValues(rel)}
+	run := &smokeRun{opts: opts, cl: cl, sr: &sr, secret: secretValues(rel), derived: rel.Secrets}
 	ns, err := createSmokeNamespace(ctx, cl, prefix, rel.Name)
 	if err != nil {
 		sr.FailedStep = SmokeApply
@@ -586,6 +590,7 @@ func eventTime(e corev1.Event) time.Time {
 // mask replaces the release's Secret values in free text (errors,
 // conditions, Events) with the marker the diffs use.
 func (r *smokeRun) mask(s string) string {
+	s = values.RedactQuoted(s, r.derived) // as every command masks refusals
 	for _, v := range r.secret {
 		s = strings.ReplaceAll(s, v, "(masked)")
 	}
