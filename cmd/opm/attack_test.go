@@ -402,3 +402,39 @@ func TestAttackerLearnsNothingFromMarkersOrOrder(t *testing.T) {
 	text := published.String()
 	assert.Check(t, is.Len(attacktest.Leaks(text), 0), "what the review published shows the canary:\n%s", text)
 }
+
+// A SOPS file whose unauthenticated type tag was flipped (type:str →
+// type:bytes) makes the sops library panic. On the base side of a review,
+// and in render, diff and apply, it is a clear error naming the file: no
+// crash, no stack trace, nothing of the file's values.
+func TestTamperedTypeTagIsAnErrorEverywhere(t *testing.T) {
+	t.Setenv("SOPS_AGE_KEY", deploytest.SopsAgeKey())
+	ns := env.Namespace(t)
+	dir := deploytest.AttackDir(t, ns, deploytest.AttackSOPS, deploytest.AttackCanary, deploytest.AttackPIN)
+	sopsFile := filepath.Join(dir, "secrets", "production.sops.yaml")
+	good, err := os.ReadFile(sopsFile)
+	assert.NilError(t, err)
+	tampered := strings.Replace(string(good), ",type:str]", ",type:bytes]", 1)
+	assert.Assert(t, tampered != string(good))
+	assert.NilError(t, os.WriteFile(sopsFile, []byte(tampered), 0o644))
+	gitRepo(t, dir, "a tampered file on main")
+	gitIn(t, dir, "checkout", "-q", "-b", "restore")
+	assert.NilError(t, os.WriteFile(sopsFile, good, 0o644))
+	gitIn(t, dir, "commit", "-q", "-am", "the file restored")
+
+	kc := "--kubeconfig=" + env.Kubeconfig
+	check := func(args ...string) {
+		t.Helper()
+		code, out, errOut := runOpm(t, args...)
+		text := out + errOut
+		assert.Check(t, code != 0, "opm %v succeeded with a tampered file:\n%s", args, text)
+		assert.Check(t, strings.Contains(text, "production.sops.yaml"), "opm %v does not name the file:\n%s", args, text)
+		assert.Check(t, !strings.Contains(text, "goroutine ") && !strings.Contains(text, "panic"), "opm %v crashed:\n%s", args, text)
+		assert.Check(t, is.Len(attacktest.Leaks(text), 0), "opm %v shows a value:\n%s", args, text)
+	}
+	check("review", dir, "--base", "main", "--no-skip")
+	gitIn(t, dir, "checkout", "-q", "main")
+	check("render", dir, "--env", "production")
+	check("diff", dir, "--env", "production", kc)
+	check("apply", "--no-wait", dir, "--env", "production", kc)
+}
