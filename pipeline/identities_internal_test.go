@@ -51,3 +51,21 @@ releases: app: #module: appmodule
 	_, hit = c.all(t.Context(), dir, "staging", map[string]string{"app": want.Fingerprint})
 	assert.Assert(t, !hit, "an identity of another environment was served")
 }
+
+// No cache of any kind: OPM_CACHE_DIR=off for every command, --no-cache
+// for a review; a key given to a review seals every kind.
+func TestOneCacheIsOpenedOneWay(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(EnvCacheDir, dir)
+	t.Setenv(EnvCacheKey, "")
+	c := openCache("", nil)
+	assert.Equal(t, c.Dir(), dir)
+	assert.Assert(t, !c.Keyed())
+	assert.Assert(t, ReviewOptions{CacheKey: []byte("k")}.cache().Keyed())
+	assert.Assert(t, ReviewOptions{NoCache: true}.cache() == nil)
+	t.Setenv(EnvCacheKey, "from-the-environment")
+	assert.Assert(t, openCache("", nil).Keyed())
+	t.Setenv(EnvCacheDir, "off")
+	assert.Assert(t, openCache("", nil) == nil)
+	assert.Assert(t, newIdentityCache().c == nil)
+}
