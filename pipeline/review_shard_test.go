@@ -437,12 +437,14 @@ func TestPlannedSplitBalancesByRecordedCost(t *testing.T) {
 	assert.ErrorContains(t, err, "made for another review")
 }
 
-// Shards given one seal key (the CI secret every runner has) mask equal
-// Secret values equally, so their merge shows a rotated secret as one
-// review does: two markers, the old value's and the new one's, in every
-// release whichever shard reviewed it; the values themselves never show.
-// Without a seal key each shard's markers are its own; another review
-// (another head commit) gets other markers for the same value.
+// Shards given one seal key (the CI secret every runner has) mask alike,
+// so their merge shows a rotated secret as one review does: two markers
+// per release and environment, the old value's and the new one's, the
+// same whichever run of the shards made them; equal values of different
+// releases get unrelated markers (a marker links nothing but one place);
+// the values themselves never show. Without a seal key the shards'
+// markers are unrelated to the keyed ones; another review (another head
+// commit) gets other markers for the same values.
 func TestShardsMaskSecretsAlike(t *testing.T) {
 	t.Setenv("OPM_CACHE_DIR", t.TempDir())
 	var b strings.Builder
@@ -481,17 +483,20 @@ shared: secret: "first-canary-value"
 	sealed := redact.With(t.Context(), redact.New(manifest.NewSealer([]byte("the repository's seal key"))))
 	text, alike := merged(sealed)
 	assert.Assert(t, !strings.Contains(text, "canary-value"), "a secret value shows")
-	assert.Equal(t, len(alike), 2, "old and new value, whichever shard: %v", alike)
+	assert.Equal(t, len(alike), 16, "old and new value of 4 releases in 2 environments, each its own: %v", alike)
 	_, again := merged(sealed)
 	assert.DeepEqual(t, again, alike)
 
 	_, unkeyed := merged(t.Context())
-	assert.Equal(t, len(unkeyed), 4, "each shard's own markers: %v", unkeyed)
+	assert.Equal(t, len(unkeyed), 16, "%v", unkeyed)
+	for m := range unkeyed {
+		assert.Assert(t, !alike[m], "an unkeyed shard links to the keyed review's marker %s", m)
+	}
 
 	setValues(t, dir, `environments: dev: {namespace: "dev"}`, `environments: dev: {namespace: "dev-moved"}`)
 	gitRun(t, dir, "commit", "-qam", "another review")
 	_, other := merged(sealed)
-	assert.Equal(t, len(other), 2, "%v", other)
+	assert.Equal(t, len(other), 16, "%v", other)
 	for m := range other {
 		assert.Assert(t, !alike[m], "another review links to this one's marker %s", m)
 	}

@@ -151,13 +151,22 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 // about a tenth of a review's CPU). Like its deployment, a Session is for
 // one goroutine at a time.
 type Session struct {
-	d            *load.Deployment
-	transformers map[string][]transformer // by environment name
+	d    *load.Deployment
+	memo *perEnvironment
+}
+
+// perEnvironment is what every render in an environment shares, read
+// once per environment of a Session.
+type perEnvironment struct {
+	transformers map[string][]transformer
+	// platforms are the environments' OPM v2 platforms: their catalogs
+	// fetched and built (about 0.3 s each), not once per release.
+	platforms map[string]*opmv2.Platform
 }
 
 // NewSession starts rendering from d.
 func NewSession(d *load.Deployment) *Session {
-	return &Session{d: d, transformers: map[string][]transformer{}}
+	return &Session{d: d, memo: &perEnvironment{transformers: map[string][]transformer{}, platforms: map[string]*opmv2.Platform{}}}
 }
 
 // Deployment is the deployment the session renders from.
@@ -165,7 +174,7 @@ func (s *Session) Deployment() *load.Deployment { return s.d }
 
 // Render is FromDeployment for the session's deployment.
 func (s *Session) Render(ctx context.Context, opts Options) ([]*Release, error) {
-	p, err := prepareWith(ctx, s.d, opts, s.transformers)
+	p, err := prepareWith(ctx, s.d, opts, s.memo)
 	if err != nil {
 		return nil, err
 	}
@@ -191,8 +200,8 @@ func prepare(ctx context.Context, d *load.Deployment, opts Options) (*plan, erro
 }
 
 // prepareWith is prepare reusing, and recording in memo (when not nil),
-// the transformers read for an environment of d.
-func prepareWith(ctx context.Context, d *load.Deployment, opts Options, memo map[string][]transformer) (*plan, error) {
+// the transformers and the platform read for an environment of d.
+func prepareWith(ctx context.Context, d *load.Deployment, opts Options, memo *perEnvironment) (*plan, error) {
 	keys, err := selectReleases(d, opts.Releases)
 	if err != nil {
 		return nil, err
@@ -228,7 +237,11 @@ func prepareWith(ctx context.Context, d *load.Deployment, opts Options, memo map
 		p.files = append(p.files, s)
 	}
 	if !opts.IdentityOnly {
-		ts, ok := memo[opts.Environment]
+		var ts []transformer
+		ok := false
+		if memo != nil {
+			ts, ok = memo.transformers[opts.Environment]
+		}
 		if !ok {
 			providers, where, err := selectProviders(d, p.env)
 			if err != nil {
@@ -238,14 +251,24 @@ func prepareWith(ctx context.Context, d *load.Deployment, opts Options, memo map
 				return nil, fmt.Errorf("loading %s: %w", where, err)
 			}
 			if memo != nil {
-				memo[opts.Environment] = ts
+				memo.transformers[opts.Environment] = ts
 			}
 		}
 		p.transformers = ts
 		if p.env.Exists() {
-			if p.platform, err = loadPlatform(ctx, d, declaredOr(d, opts.Environment, p.env)); err != nil {
-				return nil, fmt.Errorf("environment %q: %w", opts.Environment, err)
+			platform, ok := (*opmv2.Platform)(nil), false
+			if memo != nil {
+				platform, ok = memo.platforms[opts.Environment]
 			}
+			if !ok {
+				if platform, err = loadPlatform(ctx, d, declaredOr(d, opts.Environment, p.env)); err != nil {
+					return nil, fmt.Errorf("environment %q: %w", opts.Environment, err)
+				}
+				if memo != nil {
+					memo.platforms[opts.Environment] = platform
+				}
+			}
+			p.platform = platform
 		}
 	}
 	return p, nil

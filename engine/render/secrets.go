@@ -506,9 +506,30 @@ func reusable(comps cue.Value, resources []manifest.Resource, transformers []tra
 	for _, r := range resources {
 		byComponent[r.Component] = append(byComponent[r.Component], r)
 	}
-	return func(name string, cv cue.Value) ([]manifest.Resource, bool) {
+	// The real render's side of each comparison is the same for every
+	// stand-in render: read and encoded once per component, not once per
+	// variant.
+	type realSide struct {
+		c    component
+		spec []byte
+		err  error
+	}
+	reals := map[string]*realSide{}
+	realOf := func(name string) *realSide {
+		if rs, ok := reals[name]; ok {
+			return rs
+		}
+		rs := &realSide{}
 		real := comps.LookupPath(cue.MakePath(cue.Str(name)))
-		a, errA := readComponent(name, real)
+		if rs.c, rs.err = readComponent(name, real); rs.err == nil {
+			rs.spec, rs.err = real.LookupPath(cue.ParsePath("spec")).MarshalJSON()
+		}
+		reals[name] = rs
+		return rs
+	}
+	return func(name string, cv cue.Value) ([]manifest.Resource, bool) {
+		rs := realOf(name)
+		a, errA := rs.c, rs.err
 		b, errB := readComponent(name, cv)
 		if errA != nil || errB != nil || !maps.Equal(a.labels, b.labels) || !maps.Equal(a.annotations, b.annotations) {
 			return nil, false
@@ -518,13 +539,12 @@ func reusable(comps cue.Value, resources []manifest.Resource, transformers []tra
 				return nil, false
 			}
 		}
-		specA, specB := real.LookupPath(cue.ParsePath("spec")), cv.LookupPath(cue.ParsePath("spec"))
+		specB := cv.LookupPath(cue.ParsePath("spec"))
 		if !plainData(specB) {
 			return nil, false
 		}
-		ja, errA := specA.MarshalJSON()
 		jb, errB := specB.MarshalJSON()
-		if errA != nil || errB != nil || !bytes.Equal(ja, jb) {
+		if errB != nil || !bytes.Equal(rs.spec, jb) {
 			return nil, false
 		}
 		return byComponent[name], true
