@@ -234,7 +234,9 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		}
 	}
 	res, err := eachRelease(ctx, sel, opts.ClusterOptions, "apply", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
-		return reconcile.Apply(ctx, cl, rel, maskedProgress(ro, rel))
+		o, flush := maskedProgress(ctx, ro, rel)
+		defer flush()
+		return reconcile.Apply(ctx, cl, rel, o)
 	})
 	if res != nil && len(unmoved) > 0 {
 		res.Releases = append(unmoved, res.Releases...)

@@ -9,6 +9,7 @@ import (
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/reconcile"
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
 )
 
@@ -105,13 +106,18 @@ func Delete(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
 			continue
 		}
 		rel := &render.Release{Name: d.name, Namespace: d.namespace, ReleaseID: d.releaseID, Environment: d.environment}
+		ro, flush := maskedProgress(ctx, reconcile.Options{DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs, PruneCRDs: opts.PruneCRDs, Progress: opts.Progress, Lock: opts.Locking.options()}, rel)
 		r, err := reconcile.Delete(ctx, d.cluster, rel, d.inv, entries, reconcile.DeleteOptions{
-			Options: reconcile.Options{DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs, PruneCRDs: opts.PruneCRDs, Progress: opts.Progress, Lock: opts.Locking.options()},
+			Options: ro,
 			Wait:    opts.Wait,
 			Reach:   d.reach,
 		})
+		flush()
 		if r != nil {
 			dr.Objects, dr.Deleted, dr.Skipped, dr.Inventory, dr.Warnings = r.Stale, r.Pruned, r.Skipped, r.Inventory, append(dr.Warnings, r.Warnings...)
+			for _, list := range [][]ObjectAction{dr.Objects, dr.Deleted, dr.Skipped} {
+				hiddenLast(redact.From(ctx), list, func(o ObjectAction) string { return o.Name }, func(ObjectAction) string { return "" })
+			}
 		}
 		if err != nil {
 			errs = append(errs, err)

@@ -76,6 +76,8 @@ func prune(ctx context.Context, opts PruneOptions) (*ApplyResult, error) {
 		Lock: opts.Locking.options(), PruneGhosts: opts.Ghosts,
 	}
 	return eachRelease(ctx, opts.Selection, opts.ClusterOptions, "prune", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
-		return reconcile.Prune(ctx, cl, rel, ro)
+		o, flush := maskedProgress(ctx, ro, rel)
+		defer flush()
+		return reconcile.Prune(ctx, cl, rel, o)
 	})
 }

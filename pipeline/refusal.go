@@ -1,11 +1,14 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +16,7 @@ import (
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/reconcile"
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/typecheck"
 	"github.com/opmodel/pipeline/engine/values"
@@ -147,15 +151,40 @@ func (ar *AppliedRelease) maskSecrets(rel *render.Release) {
 }
 
 // maskedProgress is ro whose progress events carry reasons with the
-// release's secrets masked, as the result does.
-func maskedProgress(ro reconcile.Options, rel *render.Release) reconcile.Options {
-	if ro.Progress == nil || len(rel.Secrets) == 0 {
-		return ro
+// release's secrets masked, as the result does, and whose events for
+// objects with hidden names (redact.Hidden) are held back and given, by
+// their stand-ins, when flush is called after the apply: streamed in apply
+// order, a hidden name would sit where its real name sorts, between public
+// neighbours that spell it out.
+func maskedProgress(ctx context.Context, ro reconcile.Options, rel *render.Release) (reconcile.Options, func()) {
+	if ro.Progress == nil {
+		return ro, func() {}
 	}
+	red := redact.From(ctx)
 	progress := ro.Progress
+	var mu sync.Mutex
+	type held struct {
+		stand string
+		e     reconcile.Event
+	}
+	var later []held
 	ro.Progress = func(e reconcile.Event) {
 		e.Object.Reason = values.RedactQuoted(e.Object.Reason, rel.Secrets)
+		if stand, ok := red.Hidden(e.Object.Name); ok {
+			mu.Lock()
+			later = append(later, held{stand, e})
+			mu.Unlock()
+			return
+		}
 		progress(e)
 	}
-	return ro
+	return ro, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		slices.SortStableFunc(later, func(a, b held) int { return strings.Compare(a.stand, b.stand) })
+		for _, h := range later {
+			progress(h.e)
+		}
+		later = nil
+	}
 }

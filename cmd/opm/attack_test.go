@@ -344,9 +344,12 @@ func TestAttackerLearnsNothingFromMarkersOrOrder(t *testing.T) {
 		{"review", dir, "--base", "main", "-o", "json"},
 		{"diff", dir, "--env", "production", kc},
 		{"diff", dir, "--env", "production", kc, "-o", "json"},
+		{"apply", "--no-wait", dir, "--env", "production", kc},
+		{"delete", dir, "--env", "production", kc},
 	} {
 		code, out, errOut := runOpm(t, args...)
 		assert.Check(t, code == 0 || code == 1, "opm %v: exit %d\n%s%s", args, code, out, errOut)
+		out += errOut // apply's progress
 		fmt.Fprintf(&published, "$ opm %s\n%s\n%s\n", strings.Join(args, " "), errOut, out)
 
 		// Markers: none shown under two keys.
