@@ -96,9 +96,6 @@ type ApplyOptions struct {
 	WaitTimeout   time.Duration        `json:"waitTimeout,omitempty"`
 	HealthWaiting func(waiting string) `json:"-"`
 
-	// fleetEnv is the environment as Rollout already read it, so each
-	// environment of a wave does not read the fleet again.
-	fleetEnv *FleetEnvironment
 	// shownDir is the deployment directory the user named, when Selection.Dir
 	// is a checkout of another commit (a rollback's): next steps name it.
 	shownDir string
@@ -179,9 +176,10 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 // Apply renders the selected releases and applies each to its cluster.
 // An environment with promotion gates (rollout.after) is applied only
 // with a commit its gating environments run, healthy; otherwise nothing
-// is written (fault.Gate) unless SkipGates. Front doors apply through
-// Deploy, which sends a fleet selection (a group, a comma list) to Rollout;
-// given one directly, Apply does the same, wave by wave.
+// is written (fault.Gate) unless SkipGates. A fleet selection (a group, a
+// comma list) is rolled out wave by wave: Apply routes through deploy, the
+// one place (with Deploy) that decides between one environment and
+// Rollout; Rollout applies each environment with applyEnvironment.
 //
 // The apply follows the release inventory RFC (apply flow steps 1–8):
 // apply in weight stages, prune the stale set, record the inventory.
@@ -189,19 +187,28 @@ func (o ApplyOptions) reconcileOptions() reconcile.Options {
 // release reached, the failed one included, and is returned with the
 // error.
 func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
-	gates, fleet := gatesOf(ctx, opts.Selection, opts.fleetEnv)
-	if fleet {
-		// A group or a list: Rollout's waves, with its defaults.
-		rr, err := Rollout(ctx, RolloutOptions{ApplyOptions: opts})
-		if rr == nil {
-			return nil, err
-		}
-		res := &ApplyResult{}
-		for _, e := range rr.Environments {
-			res.Releases = append(res.Releases, e.Releases...)
-		}
-		return res, err
+	// A group or a list: Rollout's waves, with its defaults, as Deploy
+	// routes them.
+	dr, err := deploy(ctx, RolloutOptions{ApplyOptions: opts}, opts.Wait, opts.WaitTimeout, true)
+	switch {
+	case dr == nil:
+		return nil, err
+	case dr.Apply != nil:
+		return dr.Apply, err
 	}
+	res := &ApplyResult{}
+	for _, e := range dr.Rollout.Environments {
+		res.Releases = append(res.Releases, e.Releases...)
+	}
+	return res, err
+}
+
+// applyEnvironment applies the selection in one environment (or none):
+// known is that environment as the fleet declares it, when the caller read
+// it (nil: its gates are read here). It routes nothing: Deploy decides
+// between one environment and a rollout, whose environments come here.
+func applyEnvironment(ctx context.Context, opts ApplyOptions, known *FleetEnvironment) (*ApplyResult, error) {
+	gates := gatesOf(ctx, opts.Selection, known)
 	ro := opts.reconcileOptions()
 	ro.Source = changeSource(ctx, opts.renderOptions().Dir, opts.RunURL, cmp.Or(opts.Actor, Actor(os.Getenv)))
 	if len(gates.Gates) > 0 {

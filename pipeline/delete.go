@@ -62,17 +62,14 @@ type DeletedRelease struct {
 // A fleet selection (a group, a comma list) deletes in each environment,
 // in wave order; every environment is tried and the errors joined.
 func Delete(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
-	envs, ok, err := fleetOf(ctx, opts.Selection, nil)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		return deleteFleet(ctx, opts, envs)
-	}
+	return routed(ctx, opts.Selection,
+		func() (*DeleteResult, error) { return deleteEnvironment(ctx, opts) },
+		func(envs []FleetEnvironment) (*DeleteResult, error) { return deleteFleet(ctx, opts, envs) })
+}
+
+// deleteEnvironment is Delete in one environment (or none).
+func deleteEnvironment(ctx context.Context, opts DeleteOptions) (*DeleteResult, error) {
 	ds, err := resolve(ctx, opts.Target, opts.ClusterOptions, false)
-	if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok {
-		return deleteFleet(ctx, opts, envs)
-	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,9 @@
 package pipeline
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // DeployResult is what Deploy did: Apply's result when the selection was
 // one environment (or none), Rollout's when it was a fleet. One of the two
@@ -17,8 +20,16 @@ type DeployResult struct {
 // or one Wave) is rolled out wave by wave (Rollout). The fleet is read
 // once: the environment found is what Apply checks the gates of.
 func Deploy(ctx context.Context, opts RolloutOptions) (*DeployResult, error) {
+	return deploy(ctx, opts, !opts.NoWait, opts.Timeout, false)
+}
+
+// deploy is the one place that routes between one environment and a
+// rollout. Apply waits as its options say (wait, timeout), and, for a
+// selection that names no fleet, lets the render say what is wrong with
+// the environment (lenient) rather than the fleet.
+func deploy(ctx context.Context, opts RolloutOptions, wait bool, timeout time.Duration, lenient bool) (*DeployResult, error) {
 	envs, err := Fleet(ctx, opts.Selection)
-	if err != nil {
+	if err != nil && (!lenient || opts.Selection.IsFleet()) {
 		return nil, err
 	}
 	if len(envs) > 1 || opts.Wave != nil {
@@ -29,12 +40,13 @@ func Deploy(ctx context.Context, opts RolloutOptions) (*DeployResult, error) {
 		return &DeployResult{Rollout: rr}, err
 	}
 	ao := opts.ApplyOptions
-	ao.Wait, ao.WaitTimeout = !opts.NoWait, opts.Timeout
+	ao.Wait, ao.WaitTimeout = wait, timeout
+	var known *FleetEnvironment
 	if len(envs) == 1 {
 		ao.Selection = ao.Selection.ForEnvironment(envs[0].Name)
-		ao.fleetEnv = &envs[0]
+		known = &envs[0]
 	}
-	res, err := Apply(ctx, ao)
+	res, err := applyEnvironment(ctx, ao, known)
 	if res == nil {
 		return nil, err
 	}

@@ -43,13 +43,13 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	if opts.AllEnvironments || len(opts.Environments) > 0 {
 		return diffEach(ctx, opts)
 	}
-	envs, ok, err := fleetOf(ctx, opts.Selection, nil)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		return diffFleet(ctx, opts, envs)
-	}
+	return routed(ctx, opts.Selection,
+		func() (*ChangeSet, error) { return diffEnvironment(ctx, opts) },
+		func(envs []FleetEnvironment) (*ChangeSet, error) { return diffFleet(ctx, opts, envs) })
+}
+
+// diffEnvironment is Diff in one environment (or none).
+func diffEnvironment(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	cl := newClusters(opts.ClusterOptions)
 	// One key for the whole output: equal Secret values mask equally.
 	m := diff.NewMasker()
@@ -80,9 +80,6 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	if needRender {
 		var err error
 		rels, err = render.Render(ctx, sel.renderOptions())
-		if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok {
-			return diffFleet(ctx, opts, envs)
-		}
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/render"
 )
 
 // FleetEnvironment is one environment of a fleet selection: its group,
@@ -79,7 +80,7 @@ func (s Selection) IsFleet() bool { return s.Group != "" || strings.Contains(s.E
 // with its "did you mean"), as apply reports it, never a render of no
 // environment.
 func fleetOf(ctx context.Context, sel Selection, err error) ([]FleetEnvironment, bool, error) {
-	if !sel.IsFleet() && (err == nil || sel.Environment == "" || !strings.Contains(err.Error(), "is not declared")) {
+	if !sel.IsFleet() && (err == nil || sel.Environment == "" || !errors.Is(err, render.ErrUndeclaredEnvironment)) {
 		return nil, false, nil
 	}
 	envs, ferr := Fleet(ctx, sel)
@@ -90,6 +91,30 @@ func fleetOf(ctx context.Context, sel Selection, err error) ([]FleetEnvironment,
 		return nil, false, nil
 	}
 	return envs, true, nil
+}
+
+// routed runs an operation on one environment, or on each environment of
+// a fleet: the one place a per-environment operation decides which. The
+// fleet is read before one only when the selection says fleet (a group, a
+// comma list); otherwise one runs, and only when it fails because --env
+// names no environment (render.ErrUndeclaredEnvironment: it may name a
+// group) is the fleet read and each run instead.
+func routed[T any](ctx context.Context, sel Selection, one func() (T, error), each func([]FleetEnvironment) (T, error)) (T, error) {
+	envs, ok, err := fleetOf(ctx, sel, nil)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	if ok {
+		return each(envs)
+	}
+	res, err := one()
+	if err != nil {
+		if envs, ok, _ := fleetOf(ctx, sel, err); ok {
+			return each(envs)
+		}
+	}
+	return res, err
 }
 
 // eachEnvironment runs op on the selection narrowed to each environment

@@ -43,7 +43,7 @@ func Gates(ctx context.Context, opts GatesOptions) (*GatesResult, error) {
 	if err := opts.single("checking promotion gates"); err != nil {
 		return nil, err
 	}
-	env, _ := gatesOf(ctx, opts.Selection, nil)
+	env := gatesOf(ctx, opts.Selection, nil)
 	if env.Name == "" {
 		// gatesOf leaves an undeclared environment for the render to name.
 		if _, err := Render(ctx, RenderOptions{Selection: opts.Selection}); err != nil {

@@ -63,17 +63,14 @@ type HistoryEntry struct {
 // A fleet selection (a group, a comma list, or an environment name that
 // is a group) lists each environment's releases in wave order.
 func History(ctx context.Context, opts HistoryOptions) (*HistoryResult, error) {
-	envs, ok, err := fleetOf(ctx, opts.Selection, nil)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		return historyFleet(ctx, opts, envs)
-	}
+	return routed(ctx, opts.Selection,
+		func() (*HistoryResult, error) { return historyEnvironment(ctx, opts) },
+		func(envs []FleetEnvironment) (*HistoryResult, error) { return historyFleet(ctx, opts, envs) })
+}
+
+// historyEnvironment is History in one environment (or none).
+func historyEnvironment(ctx context.Context, opts HistoryOptions) (*HistoryResult, error) {
 	found, err := findInventories(ctx, opts.Target, opts.ClusterOptions)
-	if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok {
-		return historyFleet(ctx, opts, envs)
-	}
 	if err != nil {
 		return nil, err
 	}

@@ -39,18 +39,9 @@ type PruneOptions struct {
 // A fleet selection (a group, a comma list) prunes each environment in
 // wave order; the first failure stops it.
 func Prune(ctx context.Context, opts PruneOptions) (*ApplyResult, error) {
-	envs, ok, err := fleetOf(ctx, opts.Selection, nil)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		return pruneFleet(ctx, opts, envs)
-	}
-	res, err := prune(ctx, opts)
-	if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok && res == nil {
-		return pruneFleet(ctx, opts, envs)
-	}
-	return res, err
+	return routed(ctx, opts.Selection,
+		func() (*ApplyResult, error) { return prune(ctx, opts) },
+		func(envs []FleetEnvironment) (*ApplyResult, error) { return pruneFleet(ctx, opts, envs) })
 }
 
 func pruneFleet(ctx context.Context, opts PruneOptions, envs []FleetEnvironment) (*ApplyResult, error) {

@@ -175,18 +175,15 @@ type ModuleRef struct {
 
 // Render renders the selected releases.
 func Render(ctx context.Context, opts RenderOptions) (*RenderResult, error) {
-	envs, ok, err := fleetOf(ctx, opts.Selection, nil)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		return renderFleet(ctx, opts, envs)
-	}
+	return routed(ctx, opts.Selection,
+		func() (*RenderResult, error) { return renderEnvironment(ctx, opts) },
+		func(envs []FleetEnvironment) (*RenderResult, error) { return renderFleet(ctx, opts, envs) })
+}
+
+// renderEnvironment is Render in one environment (or none).
+func renderEnvironment(ctx context.Context, opts RenderOptions) (*RenderResult, error) {
 	rels, err := render.Render(ctx, opts.renderOptions())
 	if err != nil {
-		if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok {
-			return renderFleet(ctx, opts, envs)
-		}
 		return nil, err
 	}
 	res := &RenderResult{Releases: make([]RenderedRelease, 0, len(rels))}

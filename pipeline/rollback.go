@@ -140,7 +140,7 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 	// change records it, as a skipped gate is recorded.
 	at.SkipGates = true
 	at.SkippedBy = cmp.Or(opts.SkippedBy, "rollback") + " to " + opts.To + ", which this environment ran before"
-	applied, err := Apply(ctx, at)
+	applied, err := applyEnvironment(ctx, at, nil)
 	if applied != nil {
 		res.ApplyResult = *applied
 	}

@@ -158,9 +158,8 @@ func rolloutEnvironment(ctx context.Context, opts RolloutOptions, re RolloutEnvi
 	sel := opts.Selection.ForEnvironment(re.Name)
 	ao := opts.ApplyOptions
 	ao.Selection = sel
-	ao.fleetEnv = &re.FleetEnvironment
 	ao.Wait = false // the wave waits, with the rollout's timeout
-	ar, err := Apply(ctx, ao)
+	ar, err := applyEnvironment(ctx, ao, &re.FleetEnvironment)
 	if fault.KindOf(err) == fault.Gate {
 		re.Result, re.Error = RolloutGated, err.Error()
 		return re
@@ -483,24 +482,20 @@ func renderedReleaseKeys(ctx context.Context, sel Selection) ([]string, error) {
 }
 
 // gatesOf is the environment a selection applies to, with its gates
-// (none without an environment); fleet is true when the selection names
-// several environments (a group, a comma list). An environment nobody
-// declares is left for the render to report.
-func gatesOf(ctx context.Context, sel Selection, known *FleetEnvironment) (env FleetEnvironment, fleet bool) {
+// (none without an environment, or for a selection of several: Deploy
+// routes those to Rollout before). An environment nobody declares is left
+// for the render to report.
+func gatesOf(ctx context.Context, sel Selection, known *FleetEnvironment) FleetEnvironment {
 	if sel.Environment == "" && sel.Group == "" {
-		return FleetEnvironment{}, false
+		return FleetEnvironment{}
 	}
 	if known != nil && known.Name == sel.Environment {
-		return *known, false
+		return *known
 	}
-	envs, err := Fleet(ctx, sel)
-	switch {
-	case err != nil:
-		return FleetEnvironment{}, sel.IsFleet()
-	case len(envs) == 1 && envs[0].Name == sel.Environment:
-		return envs[0], false
+	if envs, err := Fleet(ctx, sel); err == nil && len(envs) == 1 && envs[0].Name == sel.Environment {
+		return envs[0]
 	}
-	return FleetEnvironment{}, true
+	return FleetEnvironment{}
 }
 
 // waveOK reports whether every environment of a wave was applied.

@@ -375,7 +375,7 @@ func (r *smokeRun) step(ctx context.Context, i int, check func(context.Context) 
 }
 
 func (r *smokeRun) apply(ctx context.Context) (string, error) {
-	res, err := Apply(ctx, ApplyOptions{Selection: r.sel, ClusterOptions: r.co})
+	res, err := applyEnvironment(ctx, ApplyOptions{Selection: r.sel, ClusterOptions: r.co}, nil)
 	if res != nil && len(res.Releases) == 1 {
 		a := res.Releases[0]
 		r.sr.ReleaseID, r.sr.ManifestDigest, r.sr.ChangeID, r.sr.Objects = a.ReleaseID, a.ManifestDigest, a.ChangeID, len(a.Resources)

@@ -98,21 +98,19 @@ type ObjectStatus struct {
 // through the inventory (targeted GETs) or, without one, a label scan.
 // With Wait it polls until all are Current or one fails.
 func Status(ctx context.Context, opts StatusOptions) (*StatusResult, error) {
-	envs, ok, err := fleetOf(ctx, opts.Selection, nil)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		return statusFleet(ctx, opts, envs)
-	}
+	return routed(ctx, opts.Selection,
+		func() (*StatusResult, error) { return statusEnvironment(ctx, opts) },
+		func(envs []FleetEnvironment) (*StatusResult, error) { return statusFleet(ctx, opts, envs) })
+}
+
+// statusEnvironment is Status in one environment (or none).
+func statusEnvironment(ctx context.Context, opts StatusOptions) (*StatusResult, error) {
 	var ds []*deployed
+	var err error
 	if opts.rendered != nil {
 		ds, err = resolveRendered(ctx, opts.Target, opts.ClusterOptions, true, opts.rendered)
 	} else {
 		ds, err = resolveCached(ctx, opts.Target, opts.ClusterOptions, true)
-	}
-	if envs, ok, _ := fleetOf(ctx, opts.Selection, err); ok {
-		return statusFleet(ctx, opts, envs)
 	}
 	if err != nil {
 		return nil, err

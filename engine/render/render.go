@@ -359,6 +359,18 @@ func hint(name string, known []string) string {
 	return ""
 }
 
+// ErrUndeclaredEnvironment is what errors.Is finds in a render's error
+// when the environment selected is not declared: the name may be a group
+// of the fleet, which a front door routes to instead.
+var ErrUndeclaredEnvironment = errors.New("environment not declared")
+
+// undeclared is an error that Is ErrUndeclaredEnvironment, its text and
+// kind unchanged.
+type undeclared struct{ error }
+
+func (e undeclared) Is(target error) bool { return target == ErrUndeclaredEnvironment }
+func (e undeclared) Unwrap() error        { return e.error }
+
 func selectEnvironment(d *load.Deployment, name string) (cue.Value, error) {
 	envs := d.Root.LookupPath(cue.ParsePath("environments"))
 	all, _ := load.FieldNames(envs)
@@ -367,7 +379,7 @@ func selectEnvironment(d *load.Deployment, name string) (cue.Value, error) {
 		if len(all) > 0 {
 			known = "environments: " + strings.Join(all, ", ")
 		}
-		return cue.Value{}, fault.Validationf("environment %q is not declared in %s; %s%s", name, d.Dir, hint(name, all), known)
+		return cue.Value{}, undeclared{fault.Validationf("environment %q is not declared in %s; %s%s", name, d.Dir, hint(name, all), known)}
 	}
 	env := envs.LookupPath(cue.MakePath(cue.Str(name)))
 	if err := env.Validate(); err != nil {
