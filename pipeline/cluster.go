@@ -57,7 +57,7 @@ func (c *clusters) For(ctx context.Context, r *render.Release) (*kube.Cluster, e
 	if cl, ok := c.cache[env]; ok {
 		return cl, nil
 	}
-	cl, err := kube.Connect(ctx, kube.Selection{Kubeconfig: c.opts.Kubeconfig, KubeconfigData: c.opts.KubeconfigData, Context: c.opts.Context}, env, kube.Options{QPS: c.opts.QPS, Burst: c.opts.Burst})
+	cl, err := kube.Connect(ctx, kube.Flags{Kubeconfig: c.opts.Kubeconfig, KubeconfigData: c.opts.KubeconfigData, Context: c.opts.Context}, env, kube.Options{QPS: c.opts.QPS, Burst: c.opts.Burst})
 	if err != nil {
 		return nil, err
 	}

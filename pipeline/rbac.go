@@ -55,7 +55,7 @@ func RBAC(ctx context.Context, opts RBACOptions) (*RBACResult, error) {
 	res := &RBACResult{}
 	for _, rel := range rels {
 		env := kube.EnvCluster{Name: rel.Environment, KubeContext: rel.Cluster.KubeContext, KubeConfig: rel.Cluster.KubeConfig}
-		cl, err := kube.Connect(ctx, kube.Selection{Kubeconfig: opts.Kubeconfig, KubeconfigData: opts.KubeconfigData, Context: opts.Context}, env, kube.Options{QPS: opts.QPS, Burst: opts.Burst})
+		cl, err := kube.Connect(ctx, kube.Flags{Kubeconfig: opts.Kubeconfig, KubeconfigData: opts.KubeconfigData, Context: opts.Context}, env, kube.Options{QPS: opts.QPS, Burst: opts.Burst})
 		if err != nil {
 			return nil, err
 		}

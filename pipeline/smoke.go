@@ -267,8 +267,8 @@ func smokeFleet(ctx context.Context, opts SmokeOptions) (*SmokeResult, error) {
 	return res, errors.Join(errs...)
 }
 
-func (o SmokeOptions) kubeSelection() kube.Selection {
-	return kube.Selection{Kubeconfig: o.Kubeconfig, KubeconfigData: o.KubeconfigData, Context: o.Context}
+func (o SmokeOptions) kubeSelection() kube.Flags {
+	return kube.Flags{Kubeconfig: o.Kubeconfig, KubeconfigData: o.KubeconfigData, Context: o.Context}
 }
 
 // refuseRealCluster stops a smoke test from landing on an environment's

@@ -1,5 +1,6 @@
-// Package diff turns two versions of one Kubernetes object into a unified
-// diff of their YAML, the text every front door shows for a changed object
+// Package diff is the text differ (not `opm diff`, which is
+// engine/preview): it turns two versions of one Kubernetes object into a
+// unified diff of their YAML, the text every front door shows for a changed object
 // (opm diff, the pull-request review, the job summary). It is the text of
 // a diff, not `opm diff` itself: what an apply would change (server-side
 // dry run against the live objects, the stale set) is engine/preview,

@@ -24,7 +24,7 @@ func TestConnectToRealCluster(t *testing.T) {
 	file, err := os.ReadFile(testEnv.Kubeconfig)
 	assert.NilError(t, err)
 
-	for name, sel := range map[string]Selection{
+	for name, sel := range map[string]Flags{
 		"file": {Kubeconfig: testEnv.Kubeconfig},
 		"data": {KubeconfigData: file},
 	} {

@@ -90,7 +90,7 @@ func TestPointAtKeepsTLSVerificationThroughATunnel(t *testing.T) {
 	assert.Equal(t, cl.Server, "https://"+ep)
 	assert.Equal(t, cl.TLSServerName, api.Hostname())
 
-	c, err := Connect(t.Context(), Selection{KubeconfigData: out}, EnvCluster{}, Options{})
+	c, err := Connect(t.Context(), Flags{KubeconfigData: out}, EnvCluster{}, Options{})
 	assert.NilError(t, err)
 	assert.NilError(t, c.Ping(t.Context()), "the rewritten kubeconfig reaches the API server through the tunnel")
 
@@ -99,7 +99,7 @@ func TestPointAtKeepsTLSVerificationThroughATunnel(t *testing.T) {
 	cl.TLSServerName = ""
 	bare, err := clientcmd.Write(*cfg)
 	assert.NilError(t, err)
-	c, err = Connect(t.Context(), Selection{KubeconfigData: bare}, EnvCluster{}, Options{})
+	c, err = Connect(t.Context(), Flags{KubeconfigData: bare}, EnvCluster{}, Options{})
 	assert.NilError(t, err)
 	err = c.Ping(t.Context())
 	assert.Check(t, is.ErrorContains(err, "certificate"))

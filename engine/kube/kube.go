@@ -39,8 +39,10 @@ import (
 	"github.com/opmodel/pipeline/engine/suggest"
 )
 
-// Selection is what the command line asked for.
-type Selection struct {
+// Flags is the cluster the command line asked for (--kubeconfig,
+// --context, or kubeconfig content); not pipeline.Selection, which selects
+// releases and an environment.
+type Flags struct {
 	// Kubeconfig is the --kubeconfig path.
 	Kubeconfig string
 	// Context is the --context name.
@@ -102,7 +104,7 @@ type Cluster struct {
 
 // Connect selects the kubeconfig and context by the package's rule and
 // builds clients. It does not contact the cluster.
-func Connect(ctx context.Context, sel Selection, env EnvCluster, opts Options) (*Cluster, error) {
+func Connect(ctx context.Context, sel Flags, env EnvCluster, opts Options) (*Cluster, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -186,7 +188,7 @@ func (c *Cluster) Ping(ctx context.Context) error {
 
 // loadKubeconfig returns the merged kubeconfig, a description of where it
 // came from for messages, and the loading rules (nil for inline data).
-func loadKubeconfig(sel Selection, env EnvCluster) (*clientcmdapi.Config, string, clientcmd.ClientConfigLoader, error) {
+func loadKubeconfig(sel Flags, env EnvCluster) (*clientcmdapi.Config, string, clientcmd.ClientConfigLoader, error) {
 	if len(sel.KubeconfigData) > 0 {
 		const source = "the kubeconfig data"
 		cfg, err := clientcmd.Load(sel.KubeconfigData)
@@ -236,7 +238,7 @@ func contextHint(name string, cfg *clientcmdapi.Config) string {
 }
 
 // chooseContext applies the context half of the rule.
-func chooseContext(cfg *clientcmdapi.Config, source string, sel Selection, env EnvCluster) (string, error) {
+func chooseContext(cfg *clientcmdapi.Config, source string, sel Flags, env EnvCluster) (string, error) {
 	switch {
 	case sel.Context != "":
 		if _, ok := cfg.Contexts[sel.Context]; !ok {

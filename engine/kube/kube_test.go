@@ -61,14 +61,14 @@ func TestKubeconfigSource(t *testing.T) {
 
 	for _, tc := range []struct {
 		name        string
-		sel         Selection
+		sel         Flags
 		env         EnvCluster
 		wantContext string
 	}{
-		{"default loading rules (KUBECONFIG)", Selection{}, EnvCluster{}, "default-ctx"},
-		{"environment file over KUBECONFIG", Selection{}, EnvCluster{Name: "dev", KubeConfig: envPath}, "env-ctx"},
-		{"flag over environment file", Selection{Kubeconfig: flagPath}, EnvCluster{Name: "dev", KubeConfig: envPath}, "flag-ctx"},
-		{"data over flag and environment", Selection{Kubeconfig: flagPath, KubeconfigData: data}, EnvCluster{Name: "dev", KubeConfig: envPath}, "data-ctx"},
+		{"default loading rules (KUBECONFIG)", Flags{}, EnvCluster{}, "default-ctx"},
+		{"environment file over KUBECONFIG", Flags{}, EnvCluster{Name: "dev", KubeConfig: envPath}, "env-ctx"},
+		{"flag over environment file", Flags{Kubeconfig: flagPath}, EnvCluster{Name: "dev", KubeConfig: envPath}, "flag-ctx"},
+		{"data over flag and environment", Flags{Kubeconfig: flagPath, KubeconfigData: data}, EnvCluster{Name: "dev", KubeConfig: envPath}, "data-ctx"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			isolate(t, defaultPath)
@@ -86,15 +86,15 @@ func TestContextChoice(t *testing.T) {
 
 	for _, tc := range []struct {
 		name        string
-		sel         Selection
+		sel         Flags
 		env         EnvCluster
 		wantContext string
 	}{
-		{"current context when nothing is named", Selection{Kubeconfig: path}, EnvCluster{}, "current"},
-		{"current context when the environment has a cluster file but no context", Selection{}, EnvCluster{Name: "dev", KubeConfig: path}, "current"},
-		{"environment context over current", Selection{Kubeconfig: path}, EnvCluster{Name: "staging", KubeContext: "staging"}, "staging"},
-		{"flag context over environment context", Selection{Kubeconfig: path, Context: "prod"}, EnvCluster{Name: "staging", KubeContext: "staging"}, "prod"},
-		{"flag context even when the environment's is missing", Selection{Kubeconfig: path, Context: "prod"}, EnvCluster{Name: "qa", KubeContext: "qa"}, "prod"},
+		{"current context when nothing is named", Flags{Kubeconfig: path}, EnvCluster{}, "current"},
+		{"current context when the environment has a cluster file but no context", Flags{}, EnvCluster{Name: "dev", KubeConfig: path}, "current"},
+		{"environment context over current", Flags{Kubeconfig: path}, EnvCluster{Name: "staging", KubeContext: "staging"}, "staging"},
+		{"flag context over environment context", Flags{Kubeconfig: path, Context: "prod"}, EnvCluster{Name: "staging", KubeContext: "staging"}, "prod"},
+		{"flag context even when the environment's is missing", Flags{Kubeconfig: path, Context: "prod"}, EnvCluster{Name: "qa", KubeContext: "qa"}, "prod"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			isolate(t, "")
@@ -110,7 +110,7 @@ func TestEnvironmentContextMissingNeverFallsBack(t *testing.T) {
 	path := writeKubeconfig(t, "current", "current", "staging")
 	isolate(t, path)
 
-	_, err := Connect(t.Context(), Selection{}, EnvCluster{Name: "production", KubeContext: "prod-eu"}, Options{})
+	_, err := Connect(t.Context(), Flags{}, EnvCluster{Name: "production", KubeContext: "prod-eu"}, Options{})
 	assert.Check(t, is.ErrorContains(err, `environment "production"`))
 	assert.Check(t, is.ErrorContains(err, `kubeContext "prod-eu"`))
 	assert.Check(t, is.ErrorContains(err, "contexts there: current, staging"))
@@ -121,7 +121,7 @@ func TestExplicitContextMissing(t *testing.T) {
 	path := writeKubeconfig(t, "current", "current", "staging")
 	isolate(t, "")
 
-	_, err := Connect(t.Context(), Selection{Kubeconfig: path, Context: "nope"}, EnvCluster{}, Options{})
+	_, err := Connect(t.Context(), Flags{Kubeconfig: path, Context: "nope"}, EnvCluster{}, Options{})
 	assert.Check(t, is.ErrorContains(err, `context "nope" (--context)`))
 	assert.Check(t, is.ErrorContains(err, path))
 	assert.Check(t, is.ErrorContains(err, "contexts there: current, staging"))
@@ -132,7 +132,7 @@ func TestNoCurrentContext(t *testing.T) {
 	path := writeKubeconfig(t, "", "a", "b")
 	isolate(t, "")
 
-	_, err := Connect(t.Context(), Selection{Kubeconfig: path}, EnvCluster{}, Options{})
+	_, err := Connect(t.Context(), Flags{Kubeconfig: path}, EnvCluster{}, Options{})
 	assert.Check(t, is.ErrorContains(err, "has no current context"))
 	assert.Check(t, is.ErrorContains(err, "contexts there: a, b"))
 	assert.Check(t, is.Equal(fault.KindOf(err), fault.Connectivity))
@@ -141,7 +141,7 @@ func TestNoCurrentContext(t *testing.T) {
 func TestNoKubeconfigAnywhere(t *testing.T) {
 	isolate(t, "")
 
-	_, err := Connect(t.Context(), Selection{}, EnvCluster{}, Options{})
+	_, err := Connect(t.Context(), Flags{}, EnvCluster{}, Options{})
 	assert.Check(t, is.ErrorContains(err, "no usable kubeconfig"))
 	assert.Check(t, is.Equal(fault.KindOf(err), fault.Connectivity))
 }
@@ -151,11 +151,11 @@ func TestNamedKubeconfigMissing(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing")
 
 	// A named file that is absent must not fall back to the default one.
-	_, err := Connect(t.Context(), Selection{Kubeconfig: missing}, EnvCluster{}, Options{})
+	_, err := Connect(t.Context(), Flags{Kubeconfig: missing}, EnvCluster{}, Options{})
 	assert.Check(t, is.ErrorContains(err, missing))
 	assert.Check(t, is.Equal(fault.KindOf(err), fault.Connectivity))
 
-	_, err = Connect(t.Context(), Selection{}, EnvCluster{Name: "dev", KubeConfig: missing}, Options{})
+	_, err = Connect(t.Context(), Flags{}, EnvCluster{Name: "dev", KubeConfig: missing}, Options{})
 	assert.Check(t, is.ErrorContains(err, missing))
 	assert.Check(t, is.ErrorContains(err, `environment "dev"`))
 	assert.Check(t, is.Equal(fault.KindOf(err), fault.Connectivity))
@@ -168,7 +168,7 @@ func TestEnvironmentKubeconfigHomeRelative(t *testing.T) {
 	assert.NilError(t, os.MkdirAll(filepath.Join(home, ".kube"), 0o755))
 	assert.NilError(t, os.WriteFile(filepath.Join(home, ".kube", "dev"), kubeconfig(t, "dev", "dev"), 0o600))
 
-	c, err := Connect(t.Context(), Selection{}, EnvCluster{Name: "dev", KubeConfig: "~/.kube/dev"}, Options{})
+	c, err := Connect(t.Context(), Flags{}, EnvCluster{Name: "dev", KubeConfig: "~/.kube/dev"}, Options{})
 	assert.NilError(t, err)
 	assert.Equal(t, c.Server, server("dev"))
 }
@@ -178,7 +178,7 @@ func TestKubeconfigDataNeverQuoted(t *testing.T) {
 
 	// Malformed: the parser's message must not carry the content out.
 	bad := []byte("apiVersion: v1\nusers:\n- name: x\n  user:\n    token: hunter2-secret\n   bad: [indent\n")
-	_, err := Connect(t.Context(), Selection{KubeconfigData: bad}, EnvCluster{}, Options{})
+	_, err := Connect(t.Context(), Flags{KubeconfigData: bad}, EnvCluster{}, Options{})
 	assert.Assert(t, err != nil)
 	assert.Check(t, !strings.Contains(err.Error(), "hunter2"), "error quotes the kubeconfig: %v", err)
 	assert.Check(t, is.ErrorContains(err, "kubeconfig data is not a valid kubeconfig"))
@@ -186,7 +186,7 @@ func TestKubeconfigDataNeverQuoted(t *testing.T) {
 
 	// Well-formed but the wrong context: names contexts, not tokens.
 	data := kubeconfig(t, "a", "a")
-	_, err = Connect(t.Context(), Selection{KubeconfigData: data, Context: "b"}, EnvCluster{}, Options{})
+	_, err = Connect(t.Context(), Flags{KubeconfigData: data, Context: "b"}, EnvCluster{}, Options{})
 	assert.Assert(t, err != nil)
 	assert.Check(t, !strings.Contains(err.Error(), "secret-token"), "error quotes the kubeconfig: %v", err)
 	assert.Check(t, is.ErrorContains(err, "contexts there: a"))
@@ -196,7 +196,7 @@ func TestConnectHonoursCancelledContext(t *testing.T) {
 	isolate(t, writeKubeconfig(t, "a", "a"))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err := Connect(ctx, Selection{}, EnvCluster{}, Options{})
+	_, err := Connect(ctx, Flags{}, EnvCluster{}, Options{})
 	assert.ErrorIs(t, err, context.Canceled)
 }
 

@@ -1,4 +1,6 @@
-// Package objects carries out per-object verbs against the API server:
+// Package objects is opm's resource manager (what fluxcd/pkg/ssa's
+// ResourceManager is to Flux): it carries out per-object verbs against the
+// API server:
 // resolve a kind to a resource, get, server-side apply (skipping objects
 // that would not change), delete, and wait for CRDs to be Established or
 // for an object to be gone. ApplyAll applies a release's objects in

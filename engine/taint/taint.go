@@ -1,4 +1,5 @@
-// Package taint finds the parts of a render that carry a secret.
+// Package taint finds the parts of a render that carry a secret (taint
+// tracking as program analysis means it; nothing to do with node taints).
 //
 // It does not guess from text. Matching output against the secrets' text
 // misses whatever a function derived from them (a base64 encoding, a
