@@ -33,6 +33,17 @@ type loaderFS struct {
 
 	mu     sync.Mutex
 	listed map[string]listing
+	// read are the host's regular files as first read: cue/load opens a
+	// file several times in one load (to find its package, to parse it),
+	// and every open after the first is served from here, so one load
+	// reads each file from disk once.
+	read map[string]hostFile
+}
+
+type hostFile struct {
+	b    []byte
+	info fs.FileInfo
+	err  error
 }
 
 type listing struct {
@@ -41,7 +52,7 @@ type listing struct {
 }
 
 func newLoaderFS(overlay map[string][]byte) *loaderFS {
-	f := &loaderFS{files: map[string][]byte{}, dirs: map[string]map[string]bool{}, listed: map[string]listing{}}
+	f := &loaderFS{files: map[string][]byte{}, dirs: map[string]map[string]bool{}, listed: map[string]listing{}, read: map[string]hostFile{}}
 	for abs, b := range overlay {
 		name := strings.TrimPrefix(path.Clean(abs), "/")
 		f.files[name] = b
@@ -75,11 +86,38 @@ func (f *loaderFS) Open(name string) (fs.File, error) {
 	if _, ok := f.dirs[name]; ok {
 		return &dirFile{fsys: f, name: name}, nil
 	}
+	if h, ok := f.hostFile(name); ok {
+		if h.err != nil {
+			return nil, h.err
+		}
+		return &memFile{Reader: bytes.NewReader(h.b), info: h.info}, nil
+	}
 	file, err := os.Open(f.host(name))
 	if err != nil {
 		return nil, err
 	}
 	return file, nil
+}
+
+// hostFile is the host's file name as first read, when it is a regular
+// file; ok is false for anything else (a directory is opened as it is).
+func (f *loaderFS) hostFile(name string) (hostFile, bool) {
+	f.mu.Lock()
+	h, ok := f.read[name]
+	f.mu.Unlock()
+	if ok {
+		return h, true
+	}
+	st, err := os.Stat(f.host(name))
+	if err != nil || !st.Mode().IsRegular() {
+		return hostFile{}, false
+	}
+	h.info = st
+	h.b, h.err = os.ReadFile(f.host(name))
+	f.mu.Lock()
+	f.read[name] = h
+	f.mu.Unlock()
+	return h, true
 }
 
 // Stat implements fs.StatFS.
@@ -106,6 +144,9 @@ func (f *loaderFS) ReadFile(name string) ([]byte, error) {
 	}
 	if b, ok := f.files[name]; ok {
 		return slices.Clone(b), nil
+	}
+	if h, ok := f.hostFile(name); ok {
+		return slices.Clone(h.b), h.err
 	}
 	return os.ReadFile(f.host(name))
 }
@@ -188,7 +229,7 @@ func (i memInfo) Sys() any           { return nil }
 
 type memFile struct {
 	*bytes.Reader
-	info memInfo
+	info fs.FileInfo
 }
 
 func (m *memFile) Stat() (fs.FileInfo, error) { return m.info, nil }

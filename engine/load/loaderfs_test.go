@@ -1,6 +1,7 @@
 package load
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -72,4 +73,30 @@ func TestLoaderFSListsADirectoryOnce(t *testing.T) {
 	fresh, err := newLoaderFS(nil).ReadDir(name)
 	assert.NilError(t, err)
 	assert.Equal(t, len(fresh), 2, "a new load sees the new file")
+}
+
+// A file is read from the host once per load (one loaderFS): cue/load
+// opens a file several times in one load (its package, then its syntax),
+// and every later open, read or stat of the same loaderFS is the first
+// read, even after the file changed on disk; a new load reads it again.
+func TestLoaderFSReadsAFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "deploy.cue")
+	assert.NilError(t, os.WriteFile(p, []byte("package deploy\n"), 0o644))
+	fsys := newLoaderFS(nil)
+	name := strings.TrimPrefix(p, "/")
+	first, err := fsys.ReadFile(name)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(p, []byte("package changed\n"), 0o644))
+	again, err := fsys.ReadFile(name)
+	assert.NilError(t, err)
+	assert.Equal(t, string(again), string(first))
+	f, err := fsys.Open(name)
+	assert.NilError(t, err)
+	opened, err := io.ReadAll(f)
+	assert.NilError(t, err)
+	assert.Equal(t, string(opened), string(first))
+	fresh, err := newLoaderFS(nil).ReadFile(name)
+	assert.NilError(t, err)
+	assert.Equal(t, string(fresh), "package changed\n", "a new load reads the file again")
 }
