@@ -1218,7 +1218,8 @@ func (m *Opm) redacting(ctx context.Context) context.Context {
 	}
 	// An unreadable seal key seals with a random key of this call.
 	key, _ := plaintext(ctx, m.SealKey)
-	return redact.With(ctx, redact.New(pipeline.NewSealer(key)))
+	// One connection and discovery per cluster for the call.
+	return pipeline.WithSession(redact.With(ctx, redact.New(pipeline.NewSealer(key))))
 }
 
 // publish redacts what a function returns: every string of the result,

@@ -338,7 +338,7 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 	if err != nil {
 		return nil, err
 	}
-	cls := newClusters(co)
+	cls := newClusters(ctx, co)
 	cache := newIdentityCache()
 	res := &ApplyResult{Releases: make([]AppliedRelease, 0, len(rels))}
 	for _, rel := range rels {

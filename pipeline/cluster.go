@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/kube"
@@ -36,14 +37,62 @@ type ClusterOptions struct {
 }
 
 // clusters connects once per distinct cluster selection, so releases of
-// one environment share clients and discovery caches.
+// one environment share clients and discovery caches; within a session
+// (WithSession), every step of the command shares them: the apply, its
+// fast path and its health wait connect and discover once.
 type clusters struct {
-	opts  ClusterOptions
-	cache map[kube.EnvCluster]*kube.Cluster
+	opts   ClusterOptions
+	shared *connections
 }
 
-func newClusters(opts ClusterOptions) *clusters {
-	return &clusters{opts: opts, cache: map[kube.EnvCluster]*kube.Cluster{}}
+// connections are the clusters connected so far, by everything that
+// selects one.
+type connections struct {
+	mu    sync.Mutex
+	byKey map[connectionKey]*connection
+	// dialed counts the connections made (each with its API discovery).
+	dialed int
+}
+
+// connection is one cluster, connected by the first caller while others
+// of the same key wait (and callers of other keys do not).
+type connection struct {
+	mu sync.Mutex
+	cl *kube.Cluster
+}
+
+type connectionKey struct {
+	kubeconfig, data, context string
+	qps                       float32
+	burst                     int
+	ignoreEnvironment         bool
+	env                       kube.EnvCluster
+}
+
+func newConnections() *connections { return &connections{byKey: map[connectionKey]*connection{}} }
+
+// sessionKey carries a command's session in its context.
+type sessionKey struct{}
+
+// session is what one command's steps share.
+type session struct{ connections *connections }
+
+// WithSession returns ctx carrying a session for one command: every
+// operation called with it (and the steps each runs) shares one client and
+// one API discovery per cluster. A front door opens one per command; ctx
+// already carrying one is returned as it is.
+func WithSession(ctx context.Context) context.Context {
+	if _, ok := ctx.Value(sessionKey{}).(*session); ok {
+		return ctx
+	}
+	return context.WithValue(ctx, sessionKey{}, &session{connections: newConnections()})
+}
+
+func newClusters(ctx context.Context, opts ClusterOptions) *clusters {
+	if s, ok := ctx.Value(sessionKey{}).(*session); ok {
+		return &clusters{opts: opts, shared: s.connections}
+	}
+	return &clusters{opts: opts, shared: newConnections()}
 }
 
 // For returns the cluster a rendered release deploys to.
@@ -54,14 +103,28 @@ func (c *clusters) For(ctx context.Context, r *render.Release) (*kube.Cluster, e
 	}
 	// The identity holds even where the cluster comes from elsewhere.
 	env.ImpersonateUser, env.ImpersonateGroups = r.Cluster.ImpersonateUser, strings.Join(r.Cluster.ImpersonateGroups, ",")
-	if cl, ok := c.cache[env]; ok {
-		return cl, nil
+	key := connectionKey{kubeconfig: c.opts.Kubeconfig, data: string(c.opts.KubeconfigData), context: c.opts.Context,
+		qps: c.opts.QPS, burst: c.opts.Burst, ignoreEnvironment: c.opts.ignoreEnvironment, env: env}
+	c.shared.mu.Lock()
+	conn, ok := c.shared.byKey[key]
+	if !ok {
+		conn = &connection{}
+		c.shared.byKey[key] = conn
+	}
+	c.shared.mu.Unlock()
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	if conn.cl != nil {
+		return conn.cl, nil
 	}
 	cl, err := kube.Connect(ctx, kube.Flags{Kubeconfig: c.opts.Kubeconfig, KubeconfigData: c.opts.KubeconfigData, Context: c.opts.Context}, env, kube.Options{QPS: c.opts.QPS, Burst: c.opts.Burst})
 	if err != nil {
-		return nil, err
+		return nil, err // not kept: the next caller tries again
 	}
-	c.cache[env] = cl
+	conn.cl = cl
+	c.shared.mu.Lock()
+	c.shared.dialed++
+	c.shared.mu.Unlock()
 	return cl, nil
 }
 

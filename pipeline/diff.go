@@ -50,7 +50,7 @@ func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 
 // diffEnvironment is Diff in one environment (or none).
 func diffEnvironment(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
-	cl := newClusters(opts.ClusterOptions)
+	cl := newClusters(ctx, opts.ClusterOptions)
 	// One key for the whole output: equal Secret values mask equally.
 	m := diff.NewMasker()
 	// The identities of the fast path and the render after it are of the

@@ -62,3 +62,11 @@ func CachedRenders(dir string) int {
 	})
 	return n
 }
+
+// Dialed is how many clusters the session in ctx connected to.
+func Dialed(ctx context.Context) int {
+	s := ctx.Value(sessionKey{}).(*session)
+	s.connections.mu.Lock()
+	defer s.connections.mu.Unlock()
+	return s.connections.dialed
+}

@@ -126,7 +126,7 @@ func findInventories(ctx context.Context, t Target, co ClusterOptions) ([]foundI
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
-	cl := newClusters(co)
+	cl := newClusters(ctx, co)
 	if t.ByName() {
 		cluster, err := cl.For(ctx, &render.Release{})
 		if err != nil {

@@ -79,7 +79,7 @@ func Unlock(ctx context.Context, opts UnlockOptions) (*UnlockResult, error) {
 	if opts.Namespace == "" || (opts.Name == "" && opts.ReleaseID == "") {
 		return nil, fault.Validationf("unlock needs the release name (or --release-id) and --namespace")
 	}
-	cl, err := newClusters(opts.ClusterOptions).For(ctx, &render.Release{})
+	cl, err := newClusters(ctx, opts.ClusterOptions).For(ctx, &render.Release{})
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	cls := newClusters(opts.ClusterOptions)
+	cls := newClusters(ctx, opts.ClusterOptions)
 	res := &RepairResult{Releases: []RepairedRelease{}}
 	for _, rel := range rels {
 		rr := RepairedRelease{Name: rel.Name, Namespace: rel.Namespace, Environment: rel.Environment, ReleaseID: rel.ReleaseID,

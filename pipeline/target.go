@@ -123,7 +123,7 @@ func resolveRendered(ctx context.Context, t Target, opts ClusterOptions, ghosts 
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
-	cl := newClusters(opts)
+	cl := newClusters(ctx, opts)
 	if t.ByName() {
 		id := &render.Release{}
 		if t.Environment != "" {

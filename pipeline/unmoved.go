@@ -49,7 +49,7 @@ func applyUnmoved(ctx context.Context, opts ApplyOptions, sel Selection, ro reco
 	if err != nil {
 		return nil, sel.Releases, nil // the full path reports it
 	}
-	cls := newClusters(opts.ClusterOptions)
+	cls := newClusters(ctx, opts.ClusterOptions)
 	for _, id := range ids {
 		id.Fingerprint = sel.fingerprints[id.Key]
 		cl, err := cls.For(ctx, id)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -298,4 +299,24 @@ func TestApplySkipDistrustsAnInventoryEditedByHand(t *testing.T) {
 	assert.Check(t, !again.InputsIdentical, "a skip trusted an inventory edited by hand: %s", report.AppliedLine(again))
 	_, err := clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), removed, metav1.GetOptions{})
 	assert.NilError(t, err, "the deleted ConfigMap was not re-created")
+}
+
+// One session per command: an apply that waits for health, then a diff, a
+// status and a re-apply on its fast path, all in one session, connect to
+// the cluster (and discover its API) once.
+func TestASessionConnectsOncePerCluster(t *testing.T) {
+	_, dir := devRelease(t)
+	ctx := pipeline.WithSession(t.Context())
+	assert.Assert(t, pipeline.WithSession(ctx) == ctx, "a session is opened once")
+	sel := pipeline.Selection{Dir: dir, Environment: "dev"}
+	co := pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}
+	_, err := pipeline.Apply(ctx, pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, Wait: true, WaitTimeout: time.Minute})
+	assert.NilError(t, err)
+	_, err = pipeline.Diff(ctx, pipeline.DiffOptions{Selection: sel, ClusterOptions: co})
+	assert.NilError(t, err)
+	_, err = pipeline.Status(ctx, pipeline.StatusOptions{Target: pipeline.Target{Selection: sel}, ClusterOptions: co})
+	assert.NilError(t, err)
+	_, err = pipeline.Apply(ctx, pipeline.ApplyOptions{Selection: sel, ClusterOptions: co})
+	assert.NilError(t, err)
+	assert.Equal(t, pipeline.Dialed(ctx), 1)
 }
