@@ -21,8 +21,10 @@ type FleetEnvironment = fleet.Environment
 // Fleet resolves what a selection's Environment names: an environment, a
 // group (when no environment has that name), or a comma list of both; or,
 // with Group set, that group. Sorted by wave, then name. A selection of
-// one plain environment, or none, is returned as it is, with no fleet
-// read, so single-environment commands cost what they did.
+// no environment is returned as it is, with no fleet read; a plain
+// environment reads the fleet (it may name a group, and its gates are in
+// it) from the evaluation the fingerprints cache, so it costs no second
+// evaluation.
 func Fleet(ctx context.Context, sel Selection) ([]FleetEnvironment, error) {
 	if sel.Group == "" && !strings.Contains(sel.Environment, ",") {
 		if sel.Environment == "" {
