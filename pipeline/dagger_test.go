@@ -59,6 +59,7 @@ var helpers = map[string]string{
 	"ParseShard":           "parses --shard",
 	"ReadSplit":            "reads --plan's file for ReviewShard",
 	"SmokeSteps":           "the step names --steps accepts",
+	"WithSession":          "the session a front door opens per command (the Dagger module, per call in redacting)",
 }
 
 // routed are operations a Dagger function reaches through another, as
