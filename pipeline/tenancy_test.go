@@ -408,21 +408,9 @@ func TestPlantedEntriesOutsideTheEnvironmentAreNotRead(t *testing.T) {
 	_, err = pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: cluster(t)})
 	assert.NilError(t, err)
 
-	invs, err := cs.CoreV1().Secrets(teamA).List(t.Context(), metav1.ListOptions{LabelSelector: inventory.LabelComponent + "=" + inventory.ComponentInventory})
-	assert.NilError(t, err)
-	assert.Equal(t, len(invs.Items), 1)
-	inv, err := inventory.Decode(&invs.Items[0])
-	assert.NilError(t, err)
-	id, c, _ := inv.Latest()
-	c.Inventory.Entries = append(c.Inventory.Entries,
+	plantEntries(t, cs, teamA, false,
 		inventory.Entry{ID: manifest.ID{Kind: "ConfigMap", Namespace: teamB, Name: "tools"}, V: "v1", Component: "raw"},
 		inventory.Entry{ID: manifest.ID{Kind: "Secret", Namespace: teamB, Name: "tools"}, V: "v1", Component: "raw"})
-	inv.Changes[id] = c
-	planted, err := inv.Encode()
-	assert.NilError(t, err)
-	planted.ResourceVersion = invs.Items[0].ResourceVersion
-	_, err = cs.CoreV1().Secrets(teamA).Update(t.Context(), planted, metav1.UpdateOptions{})
-	assert.NilError(t, err)
 	outside := "records ConfigMap/" + teamB + "/tools, Secret/" + teamB + "/tools outside where the environment may write"
 
 	d, err := pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: sel, ClusterOptions: cluster(t)})
@@ -534,20 +522,9 @@ func TestDiffFastPathChecksRecordedEntriesAgainstTheReach(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Assert(t, d.Releases[0].InputsIdentical, "the fast path is taken before the edit")
 
-	invs, err := cs.CoreV1().Secrets(teamA).List(t.Context(), metav1.ListOptions{LabelSelector: inventory.LabelComponent + "=" + inventory.ComponentInventory})
-	assert.NilError(t, err)
-	inv, err := inventory.Decode(&invs.Items[0])
-	assert.NilError(t, err)
-	id, c, _ := inv.Latest()
-	c.Inventory.Entries = append(c.Inventory.Entries, inventory.Entry{ID: manifest.ID{Kind: "ConfigMap", Namespace: teamB, Name: "theirs"},
+	// The seal is a digest anyone can recompute.
+	plantEntries(t, cs, teamA, true, inventory.Entry{ID: manifest.ID{Kind: "ConfigMap", Namespace: teamB, Name: "theirs"},
 		V: "v1", Component: "raw", Applied: &inventory.Applied{RV: theirs.ResourceVersion}})
-	c.Seal() // the seal is a digest anyone can recompute
-	inv.Changes[id] = c
-	planted, err := inv.Encode()
-	assert.NilError(t, err)
-	planted.ResourceVersion = invs.Items[0].ResourceVersion
-	_, err = cs.CoreV1().Secrets(teamA).Update(t.Context(), planted, metav1.UpdateOptions{})
-	assert.NilError(t, err)
 
 	d, err = pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: sel, ClusterOptions: cluster(t)})
 	assert.NilError(t, err)
@@ -556,4 +533,27 @@ func TestDiffFastPathChecksRecordedEntriesAgainstTheReach(t *testing.T) {
 		assert.Check(t, o.Object.Namespace != teamB, "diff read %s/%s", o.Object.Namespace, o.Object.Name)
 	}
 	assert.Check(t, is.Contains(strings.Join(d.Releases[0].Warnings, "\n"), "records ConfigMap/"+teamB+"/theirs outside where the environment may write"))
+}
+
+// plantEntries adds entries to the newest change of the one inventory in
+// ns, as a tenant who may write Secrets there can; reseal recomputes the
+// change's entries digest.
+func plantEntries(t *testing.T, cs kubernetes.Interface, ns string, reseal bool, entries ...inventory.Entry) {
+	t.Helper()
+	invs, err := cs.CoreV1().Secrets(ns).List(t.Context(), metav1.ListOptions{LabelSelector: inventory.LabelComponent + "=" + inventory.ComponentInventory})
+	assert.NilError(t, err)
+	assert.Equal(t, len(invs.Items), 1)
+	inv, err := inventory.Decode(&invs.Items[0])
+	assert.NilError(t, err)
+	id, c, _ := inv.Latest()
+	c.Inventory.Entries = append(c.Inventory.Entries, entries...)
+	if reseal {
+		c.Seal()
+	}
+	inv.Changes[id] = c
+	planted, err := inv.Encode()
+	assert.NilError(t, err)
+	planted.ResourceVersion = invs.Items[0].ResourceVersion
+	_, err = cs.CoreV1().Secrets(ns).Update(t.Context(), planted, metav1.UpdateOptions{})
+	assert.NilError(t, err)
 }
