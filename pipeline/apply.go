@@ -340,6 +340,7 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 	}
 	cls := newClusters(ctx, co)
 	cache := newIdentityCache()
+	defer func() { _ = cache.c.Trim() }() // at most hourly: one policy for every kind
 	res := &ApplyResult{Releases: make([]AppliedRelease, 0, len(rels))}
 	for _, rel := range rels {
 		rel.Fingerprint = sel.fingerprints[rel.Key]

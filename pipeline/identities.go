@@ -156,5 +156,6 @@ func identities(ctx context.Context, sel Selection) ([]*render.Release, error) {
 		id.Fingerprint = sel.fingerprints[id.Key]
 		cache.put(id)
 	}
+	_ = cache.c.Trim() // at most hourly: one policy for every kind
 	return ids, nil
 }
