@@ -222,15 +222,15 @@ func applyEnvironment(ctx context.Context, opts ApplyOptions, known *FleetEnviro
 		}
 	}
 	sel := opts.Selection
-	sel.fingerprints = fingerprints(ctx, sel)
+	fps := fingerprints(ctx, sel)
 	// The identities of the fast path and the render after it are of the
 	// same deployment: it is loaded once.
 	sel.loads = load.NewMemo()
 	var unmoved []AppliedRelease
-	if !opts.NoSkip && sel.fingerprints != nil {
+	if !opts.NoSkip && fps != nil {
 		var rest []string
 		var err error
-		if unmoved, rest, err = applyUnmoved(ctx, opts, sel, ro); err != nil {
+		if unmoved, rest, err = applyUnmoved(ctx, opts, sel, fps, ro); err != nil {
 			return nil, err
 		}
 		if len(unmoved) > 0 && len(rest) == 0 {
@@ -240,7 +240,7 @@ func applyEnvironment(ctx context.Context, opts ApplyOptions, known *FleetEnviro
 			sel.Releases = rest
 		}
 	}
-	res, err := eachRelease(ctx, sel, opts.ClusterOptions, "apply", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
+	res, err := eachRelease(ctx, sel, fps, opts.ClusterOptions, "apply", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
 		o, flush := maskedProgress(ctx, ro, rel)
 		defer flush()
 		return reconcile.Apply(ctx, cl, rel, o)
@@ -333,7 +333,9 @@ type releaseOp func(ctx context.Context, cl *kube.Cluster, rel *render.Release) 
 
 // eachRelease renders the selection and runs op on each release, in order,
 // stopping at the first failure; done (if set) gets each release's result.
-func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operation string, done func(AppliedRelease), op releaseOp) (*ApplyResult, error) {
+// fps are the releases' input fingerprints by key (nil: none), recorded
+// with each release and its cached identity.
+func eachRelease(ctx context.Context, sel Selection, fps map[string]string, co ClusterOptions, operation string, done func(AppliedRelease), op releaseOp) (*ApplyResult, error) {
 	rels, err := render.Render(ctx, sel.renderOptions())
 	if err != nil {
 		return nil, err
@@ -343,7 +345,7 @@ func eachRelease(ctx context.Context, sel Selection, co ClusterOptions, operatio
 	defer func() { _ = cache.c.Trim() }() // at most hourly: one policy for every kind
 	res := &ApplyResult{Releases: make([]AppliedRelease, 0, len(rels))}
 	for _, rel := range rels {
-		rel.Fingerprint = sel.fingerprints[rel.Key]
+		rel.Fingerprint = fps[rel.Key]
 		cache.put(rel)
 		// The cluster may re-scope objects, and with them the digest: the
 		// result reports the release as it is applied.

@@ -123,8 +123,7 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 		return nil, nil, nil, nil
 	}
 	sel := opts.Selection
-	sel.fingerprints = fps
-	ids, err := identities(ctx, sel)
+	ids, err := identities(ctx, sel, fps)
 	if err != nil {
 		return nil, nil, nil, nil
 	}

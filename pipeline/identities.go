@@ -141,9 +141,9 @@ func (c identityCache) all(ctx context.Context, dir, env string, fps map[string]
 // identities returns the selected releases' identities, sorted by key:
 // from the cache when every one is there, else by evaluating them
 // (render's IdentityOnly), which fills the cache.
-func identities(ctx context.Context, sel Selection) ([]*render.Release, error) {
+func identities(ctx context.Context, sel Selection, fps map[string]string) ([]*render.Release, error) {
 	cache := newIdentityCache()
-	if out, hit := cache.all(ctx, sel.Dir, sel.Environment, sel.fingerprints); hit {
+	if out, hit := cache.all(ctx, sel.Dir, sel.Environment, fps); hit {
 		return out, nil
 	}
 	io := sel.renderOptions()
@@ -153,7 +153,7 @@ func identities(ctx context.Context, sel Selection) ([]*render.Release, error) {
 		return nil, err
 	}
 	for _, id := range ids {
-		id.Fingerprint = sel.fingerprints[id.Key]
+		id.Fingerprint = fps[id.Key]
 		cache.put(id)
 	}
 	_ = cache.c.Trim() // at most hourly: one policy for every kind

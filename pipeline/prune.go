@@ -66,7 +66,7 @@ func prune(ctx context.Context, opts PruneOptions) (*ApplyResult, error) {
 		Force: opts.Force, Concurrency: opts.Concurrency, Progress: opts.Progress,
 		Lock: opts.Locking.options(), PruneGhosts: opts.Ghosts,
 	}
-	return eachRelease(ctx, opts.Selection, opts.ClusterOptions, "prune", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
+	return eachRelease(ctx, opts.Selection, nil, opts.ClusterOptions, "prune", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
 		o, flush := maskedProgress(ctx, ro, rel)
 		defer flush()
 		return reconcile.Prune(ctx, cl, rel, o)

@@ -75,9 +75,6 @@ type Selection struct {
 	// loads, when set, shares loaded deployments between the renders of
 	// one operation (an apply's identities, then its objects).
 	loads *load.Memo
-	// fingerprints are the selected releases' input fingerprints by key,
-	// when computed (see fingerprints): apply records them.
-	fingerprints map[string]string
 }
 
 // InlineValues is one in-memory values file that is not secret.

@@ -87,14 +87,15 @@ func resolveCached(ctx context.Context, t Target, opts ClusterOptions, ghosts bo
 		return resolve(ctx, t, opts, ghosts)
 	}
 	sel := t.Selection
-	if sel.fingerprints = fingerprints(ctx, sel); sel.fingerprints == nil {
+	fps := fingerprints(ctx, sel)
+	if fps == nil {
 		return resolve(ctx, t, opts, ghosts)
 	}
-	ids, hit := newIdentityCache().all(ctx, sel.Dir, sel.Environment, sel.fingerprints)
+	ids, hit := newIdentityCache().all(ctx, sel.Dir, sel.Environment, fps)
 	if !hit {
 		// identities renders them and fills the cache for the next reader.
 		var err error
-		if ids, err = identities(ctx, sel); err != nil {
+		if ids, err = identities(ctx, sel, fps); err != nil {
 			return nil, err
 		}
 		return resolveRendered(ctx, t, opts, ghosts, ids)

@@ -44,14 +44,14 @@ func fingerprints(ctx context.Context, sel Selection) map[string]string {
 // objects nobody touched is reported unchanged without a render. rest
 // are the keys that need the full apply; with done empty, every release
 // does.
-func applyUnmoved(ctx context.Context, opts ApplyOptions, sel Selection, ro reconcile.Options) (done []AppliedRelease, rest []string, err error) {
-	ids, err := identities(ctx, sel)
+func applyUnmoved(ctx context.Context, opts ApplyOptions, sel Selection, fps map[string]string, ro reconcile.Options) (done []AppliedRelease, rest []string, err error) {
+	ids, err := identities(ctx, sel, fps)
 	if err != nil {
 		return nil, sel.Releases, nil // the full path reports it
 	}
 	cls := newClusters(ctx, opts.ClusterOptions)
 	for _, id := range ids {
-		id.Fingerprint = sel.fingerprints[id.Key]
+		id.Fingerprint = fps[id.Key]
 		cl, err := cls.For(ctx, id)
 		if err != nil {
 			rest = append(rest, id.Key)
