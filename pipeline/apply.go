@@ -13,7 +13,6 @@ import (
 	"github.com/opmodel/pipeline/engine/gitref"
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/kube"
-	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/lock"
 	"github.com/opmodel/pipeline/engine/objects"
 	"github.com/opmodel/pipeline/engine/reconcile"
@@ -210,14 +209,14 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 func applyEnvironment(ctx context.Context, opts ApplyOptions, known *FleetEnvironment) (*ApplyResult, error) {
 	gates := gatesOf(ctx, opts.Selection, known)
 	ro := opts.reconcileOptions()
-	ro.Source = changeSource(ctx, opts.renderOptions().Dir, opts.RunURL, cmp.Or(opts.Actor, Actor(os.Getenv)))
+	ro.Source = changeSource(ctx, opts.renderOptions(ctx).Dir, opts.RunURL, cmp.Or(opts.Actor, Actor(os.Getenv)))
 	if len(gates.Gates) > 0 {
 		if opts.SkipGates {
 			if ro.Source == nil {
 				ro.Source = &inventory.Source{}
 			}
 			ro.Source.GatesSkippedBy = cmp.Or(opts.SkippedBy, "unknown")
-		} else if err := waitGates(ctx, opts, gates, opts.renderOptions().Dir); err != nil {
+		} else if err := waitGates(ctx, opts, gates, opts.renderOptions(ctx).Dir); err != nil {
 			return nil, err
 		}
 	}
@@ -225,7 +224,7 @@ func applyEnvironment(ctx context.Context, opts ApplyOptions, known *FleetEnviro
 	fps := fingerprints(ctx, sel)
 	// The identities of the fast path and the render after it are of the
 	// same deployment: it is loaded once.
-	sel.loads = load.NewMemo()
+	ctx = withLoads(ctx)
 	var unmoved []AppliedRelease
 	if !opts.NoSkip && fps != nil {
 		var rest []string
@@ -336,7 +335,7 @@ type releaseOp func(ctx context.Context, cl *kube.Cluster, rel *render.Release) 
 // fps are the releases' input fingerprints by key (nil: none), recorded
 // with each release and its cached identity.
 func eachRelease(ctx context.Context, sel Selection, fps map[string]string, co ClusterOptions, operation string, done func(AppliedRelease), op releaseOp) (*ApplyResult, error) {
-	rels, err := render.Render(ctx, sel.renderOptions())
+	rels, err := render.Render(ctx, sel.renderOptions(ctx))
 	if err != nil {
 		return nil, err
 	}

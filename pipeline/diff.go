@@ -8,7 +8,6 @@ import (
 	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
-	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/preview"
 	"github.com/opmodel/pipeline/engine/redact"
@@ -55,7 +54,7 @@ func diffEnvironment(ctx context.Context, opts DiffOptions) (*ChangeSet, error) 
 	m := diff.NewMasker()
 	// The identities of the fast path and the render after it are of the
 	// same deployment: it is loaded once.
-	opts.Selection.loads = load.NewMemo()
+	ctx = withLoads(ctx)
 	sel := opts.Selection
 	unmoved, order, prefetched, err := diffUnmoved(ctx, cl, opts, m)
 	if err != nil {
@@ -79,7 +78,7 @@ func diffEnvironment(ctx context.Context, opts DiffOptions) (*ChangeSet, error) 
 	var rels []*render.Release
 	if needRender {
 		var err error
-		rels, err = render.Render(ctx, sel.renderOptions())
+		rels, err = render.Render(ctx, sel.renderOptions(ctx))
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,7 @@ type Explanation struct {
 // `inputs` (opm inventory shows it); a review skipped a pair when both
 // sides' fingerprints are equal.
 func Explain(ctx context.Context, sel Selection) ([]Explanation, error) {
-	ro := sel.renderOptions()
+	ro := sel.renderOptions(ctx)
 	tree, err := worktreeSnapshot(ro.Dir).scan(ctx, openCache("", nil))
 	if err != nil {
 		return nil, err

@@ -52,7 +52,7 @@ func Gates(ctx context.Context, opts GatesOptions) (*GatesResult, error) {
 		return nil, fault.Validationf("environment %q is not declared", opts.Environment)
 	}
 	res := &GatesResult{Environment: env.Name, Gates: env.Gates}
-	dir := opts.Selection.renderOptions().Dir
+	dir := opts.Selection.renderOptions(ctx).Dir
 	if len(env.Gates) == 0 {
 		return res, nil
 	}

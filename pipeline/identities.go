@@ -90,7 +90,7 @@ func verifyIdentities(ctx context.Context, sel Selection, cached []*render.Relea
 	if os.Getenv(EnvVerifySkips) == "" {
 		return nil
 	}
-	ro := sel.renderOptions()
+	ro := sel.renderOptions(ctx)
 	ro.IdentityOnly = true
 	rels, err := render.Render(ctx, ro)
 	if err != nil {
@@ -146,7 +146,7 @@ func identities(ctx context.Context, sel Selection, fps map[string]string) ([]*r
 	if out, hit := cache.all(ctx, sel.Dir, sel.Environment, fps); hit {
 		return out, nil
 	}
-	io := sel.renderOptions()
+	io := sel.renderOptions(ctx)
 	io.IdentityOnly = true
 	ids, err := render.Render(ctx, io)
 	if err != nil {

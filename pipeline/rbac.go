@@ -48,7 +48,7 @@ func RBAC(ctx context.Context, opts RBACOptions) (*RBACResult, error) {
 	if opts.Environment == "" {
 		return nil, fault.Validationf("rbac needs --env: the identity comes from the environment's cluster.impersonate")
 	}
-	rels, err := render.Render(ctx, opts.renderOptions())
+	rels, err := render.Render(ctx, opts.renderOptions(ctx))
 	if err != nil {
 		return nil, err
 	}

@@ -71,10 +71,6 @@ type Selection struct {
 	// AgeKeys are age secret keys that open SOPS-encrypted values files,
 	// tried before the sops CLI's places (SOPS_AGE_KEY, …).
 	AgeKeys []string `json:"-"`
-
-	// loads, when set, shares loaded deployments between the renders of
-	// one operation (an apply's identities, then its objects).
-	loads *load.Memo
 }
 
 // InlineValues is one in-memory values file that is not secret.
@@ -100,10 +96,12 @@ func (s Selection) dir() string {
 	return s.Dir
 }
 
-func (s Selection) renderOptions() render.Options {
+// renderOptions are the render's options for the selection; the loads of
+// the operation ctx carries (withLoads) are shared.
+func (s Selection) renderOptions(ctx context.Context) render.Options {
 	dir := s.dir()
 	o := render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles, Namespace: s.NamespaceOverride,
-		Keys: encrypted.Keys{AgeIdentities: s.AgeKeys}, VerifyInputs: os.Getenv(EnvVerifyInputs) != "", Loads: s.loads}
+		Keys: encrypted.Keys{AgeIdentities: s.AgeKeys}, VerifyInputs: os.Getenv(EnvVerifyInputs) != "", Loads: loadsOf(ctx)}
 	for _, v := range s.InlineValues {
 		o.Values = append(o.Values, values.Input{Name: v.Name, Data: v.Data})
 	}
@@ -179,7 +177,7 @@ func Render(ctx context.Context, opts RenderOptions) (*RenderResult, error) {
 
 // renderEnvironment is Render in one environment (or none).
 func renderEnvironment(ctx context.Context, opts RenderOptions) (*RenderResult, error) {
-	rels, err := render.Render(ctx, opts.renderOptions())
+	rels, err := render.Render(ctx, opts.renderOptions(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -224,4 +222,22 @@ func (r *RenderResult) YAML() ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// loadsKey carries an operation's load memo in its context.
+type loadsKey struct{}
+
+// withLoads returns ctx carrying a load memo for one operation on one
+// environment: its steps (the fast path's identities, the render after
+// it) load the deployment once. Never wider than that: a loaded
+// deployment is one CUE context, which one goroutine uses at a time, and a
+// rollout's environments run in parallel, each with its own.
+func withLoads(ctx context.Context) context.Context {
+	return context.WithValue(ctx, loadsKey{}, load.NewMemo())
+}
+
+// loadsOf is the load memo ctx carries, or nil (every render loads).
+func loadsOf(ctx context.Context) *load.Memo {
+	m, _ := ctx.Value(loadsKey{}).(*load.Memo)
+	return m
 }

@@ -52,7 +52,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairResult, error) {
 	if err := opts.Selection.single("repair"); err != nil {
 		return nil, err
 	}
-	rels, err := render.Render(ctx, opts.renderOptions())
+	rels, err := render.Render(ctx, opts.renderOptions(ctx))
 	if err != nil {
 		return nil, err
 	}

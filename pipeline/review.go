@@ -125,7 +125,7 @@ type review struct {
 // first ref that resolves and HEAD (read from git's objects, or checked
 // out with NoSkip or when the objects cannot stand for a checkout).
 func openReview(ctx context.Context, opts ReviewOptions) (_ *review, err error) {
-	r := &review{opts: opts, head: worktreeSnapshot(opts.renderOptions().Dir)}
+	r := &review{opts: opts, head: worktreeSnapshot(opts.renderOptions(ctx).Dir)}
 	if !opts.NoSkip {
 		r.head.scanAhead(ctx, opts.cache())
 		defer func() {

@@ -36,7 +36,7 @@ func lookUpRenders(ctx context.Context, opts ReviewOptions, cache *rendercache.C
 	if cache == nil {
 		return
 	}
-	ro := opts.Selection.renderOptions()
+	ro := opts.Selection.renderOptions(ctx)
 	type unit struct {
 		side     *reviewSide
 		env, key string

@@ -286,7 +286,7 @@ func identicalUnits(ctx context.Context, opts ReviewOptions, head, base *reviewS
 	if head.tree == nil || base.tree == nil {
 		return nil
 	}
-	ro := opts.Selection.renderOptions()
+	ro := opts.Selection.renderOptions(ctx)
 	type pair struct {
 		env, key  string
 		identical bool
