@@ -32,7 +32,7 @@ var (
 
 func present(t *testing.T, gvr schema.GroupVersionResource, ns, name string) bool {
 	t.Helper()
-	_, err := dynamic.NewForConfigOrDie(env.Config).Resource(gvr).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+	_, err := dynamic.NewForConfigOrDie(env.Config()).Resource(gvr).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false
 	}
@@ -43,7 +43,7 @@ func present(t *testing.T, gvr schema.GroupVersionResource, ns, name string) boo
 func applyOpts(dir string, files ...string) pipeline.ApplyOptions {
 	return pipeline.ApplyOptions{
 		Selection:      pipeline.Selection{Dir: dir, ValuesFiles: files},
-		ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig},
+		ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig()},
 	}
 }
 
@@ -86,7 +86,7 @@ func TestApplyResultJSON(t *testing.T) {
 
 	// The summary names the cluster by server URL and context.
 	sum := report.AppliedLine(r)
-	server := strings.TrimSuffix(env.Config.Host, "/")
+	server := strings.TrimSuffix(env.Config().Host, "/")
 	assert.Assert(t, is.Contains(sum, "release app applied on context "+kubetest.ContextName+" ("+server+")"), sum)
 	assert.Assert(t, is.Contains(sum, "3 created, 0 configured, 0 unchanged, 0 pruned, 0 skipped"), sum)
 	assert.Assert(t, is.Contains(sum, "digest="+r.ManifestDigest+" change="+r.ChangeID+" inventory=opm.app."+r.ReleaseID), sum)
@@ -112,7 +112,7 @@ func TestApplyThenPrune(t *testing.T) {
 	var events []string
 	pres, err := pipeline.Prune(t.Context(), pipeline.PruneOptions{
 		Selection:      pipeline.Selection{Dir: dir, ValuesFiles: []string{renamed}},
-		ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig},
+		ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig()},
 		Progress:       func(e pipeline.ProgressEvent) { events = append(events, e.Line()) },
 	})
 	assert.NilError(t, err)
@@ -226,7 +226,7 @@ func TestTheHealthWaitTakesTheReleasesTheApplyRendered(t *testing.T) {
 	dir := deploytest.HealthyDir(t, fmt.Sprintf(`
 environments: a: {namespace: %[1]q, group: "g", cluster: kubeConfig: %[2]q}
 releases: app: #module: appmodule
-`, ns, env.Kubeconfig))
+`, ns, env.Kubeconfig()))
 	broken := filepath.Join(dir, "broken.cue")
 	breakIt := func(pipeline.AppliedRelease) {
 		assert.Check(t, os.WriteFile(broken, []byte("package deploy\n\nreleases: app: metadata: name: 1\n"), 0o644))

@@ -163,7 +163,7 @@ func TestForgedEnvironmentsEntryCannotStopAKeyedApply(t *testing.T) {
 				t.Setenv(pipeline.EnvVerifySkips, "")
 			}
 			dir := valuesRepo(t)
-			opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "prod"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}}
+			opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "prod"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig()}}
 			gitRun(t, dir, "checkout", "-q", "main")
 			// The forger acts before main's apply: both applies read the
 			// environments from the cache.

@@ -194,7 +194,7 @@ func TestCatalogRendersEveryKindTheAPIServerAccepts(t *testing.T) {
 
 	// The API server validates each object (a server-side dry run): a
 	// transformer that renders an invalid field fails here.
-	cl, err := kube.FromConfig(env.Config, "opm-test", kube.Options{})
+	cl, err := kube.FromConfig(env.Config(), "opm-test", kube.Options{})
 	assert.NilError(t, err)
 	client := objects.New(cl, objects.Options{DryRun: true})
 	for _, r := range res {

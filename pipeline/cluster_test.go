@@ -33,7 +33,7 @@ import (
 
 func clientset(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Config)
+	cs, err := kubernetes.NewForConfig(env.Config())
 	assert.NilError(t, err)
 	return cs
 }
@@ -186,7 +186,7 @@ spec:
       terminationGracePeriodSeconds: 0
       containers: [{name: c, image: "`+kubetest.ReadyImage+`"}]
 `)
-	cl, err := kube.FromConfig(env.Config, kubetest.ContextName, kube.Options{})
+	cl, err := kube.FromConfig(env.Config(), kubetest.ContextName, kube.Options{})
 	assert.NilError(t, err)
 	_, err = reconcile.Apply(t.Context(), cl, rel, reconcile.Options{})
 	assert.NilError(t, err)

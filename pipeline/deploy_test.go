@@ -25,7 +25,7 @@ environments: b: {namespace: %[2]q, group: "g", cluster: kubeConfig: %[3]q, roll
 environments: c: {namespace: %[2]q, cluster: kubeConfig: %[3]q, rollout: after: ["nowhere"]}
 environments: nowhere: {namespace: %[1]q, cluster: kubeConfig: %[3]q}
 releases: app: #module: appmodule
-`, nsA, nsB, env.Kubeconfig))
+`, nsA, nsB, env.Kubeconfig()))
 	deploy := func(sel pipeline.Selection) (*pipeline.DeployResult, error) {
 		sel.Dir = dir
 		return pipeline.Deploy(t.Context(), pipeline.RolloutOptions{ApplyOptions: pipeline.ApplyOptions{Selection: sel}, Timeout: time.Minute})

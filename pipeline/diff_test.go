@@ -21,7 +21,7 @@ import (
 )
 
 func cluster(t *testing.T) pipeline.ClusterOptions {
-	return pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}
+	return pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig()}
 }
 
 // applyDir applies the release in dir (with values files) the way opm
@@ -30,7 +30,7 @@ func applyDir(t *testing.T, dir string, files ...string) *reconcile.Result {
 	t.Helper()
 	rels, err := render.Render(t.Context(), render.Options{Dir: dir, ValuesFiles: files})
 	assert.NilError(t, err)
-	cl, err := kube.FromConfig(env.Config, "opm-test", kube.Options{})
+	cl, err := kube.FromConfig(env.Config(), "opm-test", kube.Options{})
 	assert.NilError(t, err)
 	res, err := reconcile.Apply(t.Context(), cl, rels[0], reconcile.Options{})
 	assert.NilError(t, err)
@@ -136,7 +136,7 @@ func TestDiffReportsGhosts(t *testing.T) {
 			continue
 		}
 		u := r.Object.DeepCopy()
-		_, err := dynamic.NewForConfigOrDie(env.Config).Resource(schema.GroupVersionResource{Version: "v1", Resource: "services"}).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
+		_, err := dynamic.NewForConfigOrDie(env.Config()).Resource(schema.GroupVersionResource{Version: "v1", Resource: "services"}).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
 		assert.NilError(t, err)
 	}
 	rc := diffRelease(t, dir)

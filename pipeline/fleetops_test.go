@@ -30,7 +30,7 @@ environments: qa: {namespace: %[1]q, group: "pre", cluster: kubeConfig: %[4]q, r
 environments: canary: {namespace: %[2]q, group: "prod", cluster: kubeConfig: %[4]q, rollout: after: ["qa"]}
 environments: eu: {namespace: %[3]q, group: "prod", cluster: kubeConfig: %[4]q, rollout: after: ["canary"]}
 releases: app: {#module: appmodule, values: stamp: "a"}
-`, nss[0], nss[1], nss[2], env.Kubeconfig, qaRollout)+body)
+`, nss[0], nss[1], nss[2], env.Kubeconfig(), qaRollout)+body)
 	gitRun(t, dir, "init", "-q", "-b", "main")
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "a")
@@ -179,7 +179,7 @@ func TestSoakHoldsTheNextWave(t *testing.T) {
 	setValues(t, dir, `soak: "3s"`, `soak: "10m"`)
 	setValues(t, dir, `stamp: "a"`, `stamp: "b"`)
 	gitRun(t, dir, "commit", "-qam", "long soak")
-	cs, err := kubernetes.NewForConfig(env.Config)
+	cs, err := kubernetes.NewForConfig(env.Config())
 	assert.NilError(t, err)
 	var broke atomic.Bool
 	pipeline.SetSoakProbe(&ro, 200*time.Millisecond, func() {
@@ -234,7 +234,7 @@ releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
 environments: staging: {namespace: %q, values: memory: "12x"}
 releases: app: #module: appmodule
 `, ns)})
-	res, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "staging"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}})
+	res, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "staging"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig()}})
 	assert.Assert(t, err != nil)
 	assert.Equal(t, fault.KindOf(err), fault.Validation, "%v", err)
 	assert.ErrorContains(t, err, "Deployment")

@@ -97,7 +97,7 @@ releases: app: {#module: appmodule, values: {}}
 	// The tenant diffs its release too; and the Role grants nothing else.
 	_, err = pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: opts.Selection, ClusterOptions: opts.ClusterOptions, NoGhosts: true})
 	assert.NilError(t, err)
-	tenant := rest.CopyConfig(env.Config)
+	tenant := rest.CopyConfig(env.Config())
 	tenant.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":tenant"}
 	tc, err := kubernetes.NewForConfig(tenant)
 	assert.NilError(t, err)

@@ -41,7 +41,7 @@ environments: canary: {namespace: %[2]q, group: "prod", cluster: kubeConfig: %[4
 environments: eu: {namespace: %[3]q, group: "prod", cluster: kubeConfig: %[4]q, rollout: after: ["canary"]}
 releases: app: {#module: appmodule, values: stamp: "a"}
 releases: worker: {#module: workermodule, values: stamp: "w"}
-`, nss[0], nss[1], nss[2], env.Kubeconfig)})
+`, nss[0], nss[1], nss[2], env.Kubeconfig())})
 	gitRun(t, dir, "init", "-q", "-b", "main")
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "a")

@@ -57,7 +57,7 @@ func historyOf(t *testing.T, dir string) pipeline.ReleaseHistory {
 	t.Helper()
 	h, err := pipeline.History(t.Context(), pipeline.HistoryOptions{
 		Target:         pipeline.Target{Selection: pipeline.Selection{Dir: dir}},
-		ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig},
+		ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig()},
 	})
 	assert.NilError(t, err)
 	assert.Equal(t, len(h.Releases), 1)

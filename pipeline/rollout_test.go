@@ -19,7 +19,7 @@ import (
 // cluster in CI they are that one cluster again).
 func planes(t *testing.T, n int) []*kubetest.Env {
 	t.Helper()
-	out := []*kubetest.Env{env}
+	out := []*kubetest.Env{env.Env(t)}
 	for range n {
 		p, err := kubetest.Start()
 		assert.NilError(t, err)

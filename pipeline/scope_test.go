@@ -69,7 +69,7 @@ func installGizmoCRD(t *testing.T) {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	assert.NilError(t, yaml.Unmarshal([]byte(gizmoCRD), &u.Object))
-	dc := dynamic.NewForConfigOrDie(env.Config)
+	dc := dynamic.NewForConfigOrDie(env.Config())
 	_, err := dc.Resource(crds).Apply(t.Context(), u.GetName(), u, metav1.ApplyOptions{FieldManager: "platform-team", Force: true})
 	assert.NilError(t, err)
 	poll.WaitOn(t, func(poll.LogT) poll.Result {
@@ -91,7 +91,7 @@ func TestClusterDecidesScopeOfRawObjects(t *testing.T) {
 	installGizmoCRD(t)
 	name := "gizmo-" + ns
 	t.Cleanup(func() {
-		_ = dynamic.NewForConfigOrDie(env.Config).Resource(gizmos).Delete(t.Context(), name, metav1.DeleteOptions{})
+		_ = dynamic.NewForConfigOrDie(env.Config()).Resource(gizmos).Delete(t.Context(), name, metav1.DeleteOptions{})
 	})
 	dir := deploytest.Write(t, map[string]string{"app/app.cue": gizmoModule, "deploy.cue": deploytestRoot(ns)})
 	values := deploytest.Values(t, `gizmoName: "`+name+`"`)
@@ -124,7 +124,7 @@ func TestClusterDecidesScopeOfRawObjects(t *testing.T) {
 	}
 	// The digest describes what was applied, not the first render.
 	assert.Check(t, ar.ManifestDigest != rendered.ManifestDigest)
-	live, err := dynamic.NewForConfigOrDie(env.Config).Resource(gizmos).Get(t.Context(), name, metav1.GetOptions{})
+	live, err := dynamic.NewForConfigOrDie(env.Config()).Resource(gizmos).Get(t.Context(), name, metav1.GetOptions{})
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(live.GetNamespace(), ""))
 
@@ -160,6 +160,6 @@ func TestClusterDecidesScopeOfRawObjects(t *testing.T) {
 	_, err = pipeline.Apply(t.Context(), opts)
 	assert.NilError(t, err)
 	assert.Check(t, is.Contains(lines, "gizmo.scope.test.example/"+name+" deleted"))
-	_, err = dynamic.NewForConfigOrDie(env.Config).Resource(gizmos).Get(t.Context(), name, metav1.GetOptions{})
+	_, err = dynamic.NewForConfigOrDie(env.Config()).Resource(gizmos).Get(t.Context(), name, metav1.GetOptions{})
 	assert.Check(t, apierrors.IsNotFound(err), "gizmo still there: %v", err)
 }

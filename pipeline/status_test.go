@@ -31,7 +31,7 @@ var (
 	secrets     = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 )
 
-func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(env.Config) }
+func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(env.Config()) }
 
 // readyImage is a values file that gives the release's Deployment an
 // image that runs, so the controllers roll it out (deploytest's default
@@ -180,7 +180,7 @@ func apply(ctx context.Context, dir string, files ...string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := kube.FromConfig(env.Config, "opm-test", kube.Options{})
+	cl, err := kube.FromConfig(env.Config(), "opm-test", kube.Options{})
 	if err != nil {
 		return err
 	}

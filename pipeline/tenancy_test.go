@@ -123,7 +123,7 @@ func TestAReleaseCannotWidenItsEnvironment(t *testing.T) {
 func TestClusterScopedKindOutsideTheTableIsRefused(t *testing.T) {
 	ns := env.Namespace(t)
 	cs := clientset(t)
-	ext, err := apiextensions.NewForConfig(env.Config)
+	ext, err := apiextensions.NewForConfig(env.Config())
 	assert.NilError(t, err)
 	group := "tenancy-" + ns + ".test.example"
 	crd := &apiextensionsv1.CustomResourceDefinition{
@@ -181,7 +181,7 @@ func TestClusterScopedKindOutsideTheTableIsRefused(t *testing.T) {
 		assert.Check(t, is.Contains(err.Error(), "the cluster serves Widget as cluster-scoped, so applying it would drop the namespace"), name)
 		assert.Check(t, is.Contains(err.Error(), `environment "tenant" does not allow`), name)
 	}
-	dyn, err := dynamic.NewForConfig(env.Config)
+	dyn, err := dynamic.NewForConfig(env.Config())
 	assert.NilError(t, err)
 	list, err := dyn.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}).List(t.Context(), metav1.ListOptions{})
 	assert.NilError(t, err)
@@ -352,7 +352,7 @@ func createAsAdmin(t *testing.T, o map[string]any) error {
 		"ClusterRoleBinding": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
 	}[o["kind"].(string)]
 	assert.Assert(t, ok, "opm rbac printed a %v", o["kind"])
-	dyn, err := dynamic.NewForConfig(env.Config)
+	dyn, err := dynamic.NewForConfig(env.Config())
 	assert.NilError(t, err)
 	u := &unstructured.Unstructured{Object: o}
 	if ns := u.GetNamespace(); ns != "" {

@@ -52,7 +52,7 @@ releases: app: #module: appmodule
 // input, a touched or deleted object, or --no-skip takes the full path.
 func TestApplySkipsTheRenderWhenNothingMoved(t *testing.T) {
 	ns, dir := devRelease(t)
-	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}}
+	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig()}}
 	apply := func(o pipeline.ApplyOptions) pipeline.AppliedRelease {
 		t.Helper()
 		res, err := pipeline.Apply(t.Context(), o)
@@ -124,7 +124,7 @@ func TestSkippedApplyRecordsTheNewCommit(t *testing.T) {
 	gitRun(t, dir, "init", "-q", "-b", "main")
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "one")
-	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}}
+	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig()}}
 	first, err := pipeline.Apply(t.Context(), opts)
 	assert.NilError(t, err)
 	assert.Check(t, !first.Releases[0].InputsIdentical, "the first apply renders")
@@ -147,7 +147,7 @@ func TestSkippedApplyRecordsTheNewCommit(t *testing.T) {
 func TestDiffSkipsTheRenderWhenNothingMoved(t *testing.T) {
 	ns, dir := devRelease(t)
 	sel := pipeline.Selection{Dir: dir, Environment: "dev"}
-	co := pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}
+	co := pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig()}
 	for range 2 {
 		_, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: co})
 		assert.NilError(t, err)
@@ -194,7 +194,7 @@ func TestIdentityCacheServesTheFastPath(t *testing.T) {
 	cacheDir := t.TempDir()
 	t.Setenv("OPM_CACHE_DIR", cacheDir)
 	ns, dir := devRelease(t)
-	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}}
+	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig()}}
 	res, err := pipeline.Apply(t.Context(), opts)
 	assert.NilError(t, err)
 	first := res.Releases[0]
@@ -233,7 +233,7 @@ func TestStatusReadsTheCachedIdentities(t *testing.T) {
 	t.Setenv("OPM_CACHE_DIR", cacheDir)
 	ns, dir := devRelease(t)
 	sel := pipeline.Selection{Dir: dir, Environment: "dev"}
-	co := pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}
+	co := pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig()}
 	res, err := pipeline.Apply(t.Context(), pipeline.ApplyOptions{Selection: sel, ClusterOptions: co})
 	assert.NilError(t, err)
 	_, c := latestChange(t, res.Releases[0])
@@ -266,7 +266,7 @@ func TestStatusReadsTheCachedIdentities(t *testing.T) {
 // object.
 func TestApplySkipDistrustsAnInventoryEditedByHand(t *testing.T) {
 	ns, dir := devRelease(t)
-	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}}
+	opts := pipeline.ApplyOptions{Selection: pipeline.Selection{Dir: dir, Environment: "dev"}, ClusterOptions: pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig()}}
 	apply := func() pipeline.AppliedRelease {
 		t.Helper()
 		res, err := pipeline.Apply(t.Context(), opts)
@@ -309,7 +309,7 @@ func TestASessionConnectsOncePerCluster(t *testing.T) {
 	ctx := pipeline.WithSession(t.Context())
 	assert.Assert(t, pipeline.WithSession(ctx) == ctx, "a session is opened once")
 	sel := pipeline.Selection{Dir: dir, Environment: "dev"}
-	co := pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig}
+	co := pipeline.ClusterOptions{Kubeconfig: env.Kubeconfig()}
 	_, err := pipeline.Apply(ctx, pipeline.ApplyOptions{Selection: sel, ClusterOptions: co, Wait: true, WaitTimeout: time.Minute})
 	assert.NilError(t, err)
 	_, err = pipeline.Diff(ctx, pipeline.DiffOptions{Selection: sel, ClusterOptions: co})
