@@ -192,7 +192,7 @@ func applyMarkdown(title string, results []pipeline.AppliedRelease, envs []strin
 		}
 		if len(ar.Pruned)+len(ar.Skipped) > 0 {
 			d.WriteString("| Stale object | Component | Action | Reason |\n| --- | --- | --- | --- |\n")
-			for _, list := range [][]pipeline.ObjectAction{ar.Pruned, ar.Skipped} {
+			for _, list := range [][]pipeline.ObjectChange{ar.Pruned, ar.Skipped} {
 				for _, o := range list {
 					fmt.Fprintf(&d, "| %s | %s | %s | %s |\n", cell(o.ID().String()), cell(o.Component), o.Action, cell(o.Reason))
 				}

@@ -104,9 +104,6 @@ type ApplyOptions struct {
 // kubectl-style text.
 type ProgressEvent = reconcile.Event
 
-// ObjectAction is one object and what apply or prune did to it.
-type ObjectAction = reconcile.Object
-
 // InventoryRef names a release's inventory Secret and its change IDs.
 type InventoryRef = reconcile.InventoryRef
 
@@ -128,15 +125,15 @@ type AppliedRelease struct {
 	Cluster   ClusterRef `json:"cluster"`
 	DryRun    bool       `json:"dryRun"`
 	// Applied lists the rendered objects reached, in apply order (empty for prune).
-	Applied []ObjectAction `json:"applied"`
+	Applied []ObjectChange `json:"applied"`
 	// Stale is the stale set, in delete order.
-	Stale []ObjectAction `json:"stale"`
+	Stale []ObjectChange `json:"stale"`
 	// Pruned lists stale objects deleted (would be, in a dry run).
-	Pruned []ObjectAction `json:"pruned"`
+	Pruned []ObjectChange `json:"pruned"`
 	// Skipped lists stale objects kept, with the reason; they stay recorded.
-	Skipped []ObjectAction `json:"skipped"`
+	Skipped []ObjectChange `json:"skipped"`
 	// Ghosts lists the ghosts found with --prune-ghosts / --ghosts.
-	Ghosts          []ObjectAction `json:"ghosts,omitempty"`
+	Ghosts          []ObjectChange `json:"ghosts,omitempty"`
 	Inventory       InventoryRef   `json:"inventory"`
 	Counts          ApplyCounts    `json:"counts"`
 	DurationSeconds float64        `json:"durationSeconds"`
@@ -351,7 +348,7 @@ func eachRelease(ctx context.Context, sel Selection, fps map[string]string, co C
 		cl, scoped, err := cls.forRelease(ctx, rel)
 		ar := AppliedRelease{
 			RenderedRelease: newRenderedRelease(rel).masked(), Operation: operation, key: rel.Key, rendered: rel,
-			Applied: []ObjectAction{}, Stale: []ObjectAction{}, Pruned: []ObjectAction{}, Skipped: []ObjectAction{},
+			Applied: []ObjectChange{}, Stale: []ObjectChange{}, Pruned: []ObjectChange{}, Skipped: []ObjectChange{},
 		}
 		if cl != nil {
 			ar.Cluster = ClusterRef{Server: cl.Server, Context: cl.Context}

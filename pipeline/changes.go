@@ -33,17 +33,15 @@ const (
 // the engine's manifest.Ref, the one way every report names an object.
 type ObjectRef = manifest.Ref
 
-// ObjectChange is one object's class and, when modified (or added/removed
-// in a review), a unified diff of its YAML. Secret values never appear: a
-// changed value shows as a masked marker with before/after hashes.
-type ObjectChange struct {
-	Object ObjectRef `json:"object"`
-	Change Change    `json:"change"`
-	Diff   string    `json:"diff,omitempty"`
-	// Warning explains why a stale object would not be pruned as things
-	// stand (Namespace, PersistentVolumeClaim protection).
-	Warning string `json:"warning,omitempty"`
-}
+// ObjectChange is what happened, or would happen, to one object: the
+// engine's one per-object outcome (manifest.Change) for apply, prune,
+// delete, diff, review and smoke. Secret values never appear in its Diff:
+// a changed value shows as a masked marker with before/after hashes.
+type ObjectChange = manifest.Change
+
+// Compared is a diff's or a review's list of object changes, spelled in
+// JSON as they always were ({"object", "change", "diff", "warning"}).
+type Compared = manifest.Compared
 
 // Revision is a release's content identity on one side of a comparison.
 type Revision struct {
@@ -103,7 +101,7 @@ type ReleaseChanges struct {
 	Head Revision  `json:"head"`
 	// Objects lists every object with its class, in apply order, stale and
 	// ghosts last.
-	Objects []ObjectChange `json:"objects"`
+	Objects Compared `json:"objects"`
 	// Highlights say in words what moves that a reviewer looks for first
 	// (an image, replicas, a ConfigMap or Secret whose readers will not
 	// restart); a review's only.

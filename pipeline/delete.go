@@ -43,9 +43,9 @@ type DeletedRelease struct {
 	Cluster   ClusterRef `json:"cluster"`
 	DryRun    bool       `json:"dryRun"`
 	// Objects are what was (or would be) deleted, in delete order.
-	Objects []ObjectAction `json:"objects"`
-	Deleted []ObjectAction `json:"deleted"`
-	Skipped []ObjectAction `json:"skipped"`
+	Objects []ObjectChange `json:"objects"`
+	Deleted []ObjectChange `json:"deleted"`
+	Skipped []ObjectChange `json:"skipped"`
 	// Inventory says whether the Secret was deleted or, with objects kept,
 	// rewritten; Name is empty when the release had none.
 	Inventory InventoryRef `json:"inventory"`
@@ -79,7 +79,7 @@ func deleteEnvironment(ctx context.Context, opts DeleteOptions) (*DeleteResult, 
 		dr := DeletedRelease{
 			Name: d.name, Namespace: d.namespace, Environment: d.environment, ReleaseID: d.releaseID,
 			Discovery: d.strategy, Cluster: ClusterRef{Server: d.cluster.Server, Context: d.cluster.Context}, DryRun: opts.DryRun,
-			Objects: []ObjectAction{}, Deleted: []ObjectAction{}, Skipped: []ObjectAction{},
+			Objects: []ObjectChange{}, Deleted: []ObjectChange{}, Skipped: []ObjectChange{},
 		}
 		entries := d.entries
 		if d.inv != nil {
@@ -112,8 +112,8 @@ func deleteEnvironment(ctx context.Context, opts DeleteOptions) (*DeleteResult, 
 		flush()
 		if r != nil {
 			dr.Objects, dr.Deleted, dr.Skipped, dr.Inventory, dr.Warnings = r.Stale, r.Pruned, r.Skipped, r.Inventory, append(dr.Warnings, r.Warnings...)
-			for _, list := range [][]ObjectAction{dr.Objects, dr.Deleted, dr.Skipped} {
-				hiddenLast(redact.From(ctx), list, func(o ObjectAction) string { return o.Name }, func(ObjectAction) string { return "" })
+			for _, list := range [][]ObjectChange{dr.Objects, dr.Deleted, dr.Skipped} {
+				hiddenLast(redact.From(ctx), list, func(o ObjectChange) string { return o.Name }, func(ObjectChange) string { return "" })
 			}
 		}
 		if err != nil {

@@ -156,16 +156,12 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 			InputsIdentical: true,
 		}
 		for _, o := range pv.Objects {
-			rc.Sensitive = rc.Sensitive || (o.ID.Group == "" && o.ID.Kind == "Secret")
-			oc := ObjectChange{
-				Object: ObjectRef{Group: o.ID.Group, Version: o.Version, Kind: o.ID.Kind, Namespace: o.ID.Namespace, Name: o.ID.Name, Component: o.Component},
-				Change: o.Change, Diff: o.Diff, Warning: o.Warning,
+			rc.Sensitive = rc.Sensitive || (o.Group == "" && o.Kind == "Secret")
+			if o.Action == manifest.Ghost {
+				rc.Warnings = append(rc.Warnings, fmt.Sprintf("ghost %s: carries this release's labels but is in neither the inventory nor the render", o.ID()))
 			}
-			if o.Change == manifest.Ghost {
-				rc.Warnings = append(rc.Warnings, fmt.Sprintf("ghost %s: carries this release's labels but is in neither the inventory nor the render", o.ID))
-			}
-			rc.Objects = append(rc.Objects, oc)
-			rc.Counts.Add(oc.Change)
+			rc.Objects = append(rc.Objects, o)
+			rc.Counts.Add(o.Action)
 		}
 		unmoved[id.Key] = rc
 	}
@@ -204,24 +200,18 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 		}
 	}
 	for _, o := range pv.Objects {
-		oc := ObjectChange{
-			Object:  ObjectRef{Group: o.ID.Group, Version: o.Version, Kind: o.ID.Kind, Namespace: o.ID.Namespace, Name: o.ID.Name, Component: o.Component},
-			Change:  o.Change,
-			Diff:    o.Diff,
-			Warning: o.Warning,
-		}
-		if o.Change == manifest.Stale {
-			e := inventory.Entry{ID: o.ID, V: o.Version, Component: o.Component}
+		if o.Action == manifest.Stale {
+			e := inventory.Entry{ID: o.ID(), V: o.Version, Component: o.Component}
 			if w, relWarn := opts.Protection.warnings(e, o.KeptBy); w != "" {
-				oc.Warning = joinWarnings(w, oc.Warning)
+				o.Warning = joinWarnings(w, o.Warning)
 				rc.Warnings = append(rc.Warnings, relWarn)
 			}
 		}
-		if o.Change == manifest.Ghost {
-			rc.Warnings = append(rc.Warnings, fmt.Sprintf("ghost %s: carries this release's labels but is in neither the inventory nor the render", o.ID))
+		if o.Action == manifest.Ghost {
+			rc.Warnings = append(rc.Warnings, fmt.Sprintf("ghost %s: carries this release's labels but is in neither the inventory nor the render", o.ID()))
 		}
-		rc.Objects = append(rc.Objects, oc)
-		rc.Counts.Add(oc.Change)
+		rc.Objects = append(rc.Objects, o)
+		rc.Counts.Add(o.Action)
 	}
 	if rc.Counts.Ghost > 0 {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("%d ghost(s): `opm apply --prune-ghosts` or `opm prune --ghosts` deletes those that carry this release's id, with apply's protections", rc.Counts.Ghost))

@@ -49,7 +49,7 @@ func diffRelease(t *testing.T, dir string, files ...string) pipeline.ReleaseChan
 func classes(rc pipeline.ReleaseChanges) map[string]pipeline.Change {
 	out := map[string]pipeline.Change{}
 	for _, o := range rc.Objects {
-		out[o.Object.Kind+"/"+o.Object.Name] = o.Change
+		out[o.Ref.Kind+"/"+o.Ref.Name] = o.Action
 	}
 	return out
 }
@@ -107,7 +107,7 @@ func TestDiffClassifiesEveryKindOfChange(t *testing.T) {
 
 func objectDiff(rc pipeline.ReleaseChanges, kind, name string) string {
 	for _, o := range rc.Objects {
-		if o.Object.Kind == kind && o.Object.Name == name {
+		if o.Ref.Kind == kind && o.Ref.Name == name {
 			return o.Diff
 		}
 	}

@@ -42,8 +42,6 @@ func TestJSONOutputsKeepTheirShape(t *testing.T) {
 		"status":           &pipeline.StatusResult{},
 		"unlock":           &pipeline.UnlockResult{},
 		"progress-event":   &pipeline.ProgressEvent{}, // the Action's and Dagger's progress lines
-		"object-action":    &pipeline.ObjectChange{},
-		"object-change":    &pipeline.ObjectChange{},
 		"released-changes": &pipeline.ReleaseChanges{},
 	}
 	for name, v := range results {

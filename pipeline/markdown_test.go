@@ -86,7 +86,7 @@ func TestMarkdownStatesNoChanges(t *testing.T) {
 		Name: "blog", Namespace: "staging", Environment: "staging",
 		Base:    &pipeline.Revision{ManifestDigest: "sha256:0123456789abcdef", ChangeID: "change-sha1-aaaaaaaa"},
 		Head:    pipeline.Revision{ManifestDigest: "sha256:0123456789abcdef", ChangeID: "change-sha1-aaaaaaaa"},
-		Objects: []pipeline.ObjectChange{{Object: pipeline.ObjectRef{Kind: "Service", Name: "web"}, Change: pipeline.Unchanged}},
+		Objects: []pipeline.ObjectChange{{Ref: pipeline.ObjectRef{Kind: "Service", Name: "web"}, Action: pipeline.Unchanged}},
 		Counts:  pipeline.Counts{Unchanged: 1},
 	}}, Counts: pipeline.Counts{Unchanged: 1}}
 	md := report.Markdown(cs, report.MarkdownOptions{})
@@ -106,8 +106,8 @@ func TestMarkdownErrorsGhostsAndLabels(t *testing.T) {
 			Name: "minecraft", Namespace: "staging", Environment: "staging",
 			Head: pipeline.Revision{ManifestDigest: "sha256:ffffffffffffffff", ChangeID: "change-sha1-bbbbbbbb"},
 			Objects: []pipeline.ObjectChange{
-				{Object: pipeline.ObjectRef{Kind: "Deployment", Namespace: "staging", Name: "leftover"}, Change: pipeline.Ghost},
-				{Object: pipeline.ObjectRef{Kind: "ConfigMap", Namespace: "staging", Name: "odd"}, Change: pipeline.Modified, Diff: "--- a\n+++ b\n@@ -1 +1 @@\n-x: ```\n+x: ````\n"},
+				{Ref: pipeline.ObjectRef{Kind: "Deployment", Namespace: "staging", Name: "leftover"}, Action: pipeline.Ghost},
+				{Ref: pipeline.ObjectRef{Kind: "ConfigMap", Namespace: "staging", Name: "odd"}, Action: pipeline.Modified, Diff: "--- a\n+++ b\n@@ -1 +1 @@\n-x: ```\n+x: ````\n"},
 			},
 			Counts: pipeline.Counts{Ghost: 1, Modified: 1},
 		},
@@ -159,7 +159,7 @@ func changeSetWith(t *testing.T, objs ...[2]*unstructured.Unstructured) *pipelin
 		if pair[0] == nil {
 			ch = pipeline.Added
 		}
-		r.Objects = append(r.Objects, pipeline.ObjectChange{Object: pipeline.ObjectRef{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}, Change: ch, Diff: d})
+		r.Objects = append(r.Objects, pipeline.ObjectChange{Ref: pipeline.ObjectRef{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}, Action: ch, Diff: d})
 		r.Counts.Add(ch)
 	}
 	return &pipeline.ChangeSet{Releases: []pipeline.ReleaseChanges{r}, Counts: r.Counts}
@@ -206,8 +206,8 @@ func TestMarkdownCollapsesReleasesWhenDiffsAreNotEnough(t *testing.T) {
 		r := pipeline.ReleaseChanges{Name: fmt.Sprintf("release-%03d", i), Namespace: "ns", Environment: "staging"}
 		for j := range 5 {
 			r.Objects = append(r.Objects, pipeline.ObjectChange{
-				Object: pipeline.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%d", j)},
-				Change: pipeline.Stale, Diff: "-a: b\n", Warning: "a note",
+				Ref:    pipeline.ObjectRef{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%d", j)},
+				Action: pipeline.Stale, Diff: "-a: b\n", Warning: "a note",
 			})
 			r.Counts.Add(pipeline.Stale)
 		}
@@ -241,7 +241,7 @@ func TestMarkdownAtScaleShowsTheMostSignificantFirst(t *testing.T) {
 			r.Error = "rendering the head: something broke"
 		}
 		if r.Error == "" {
-			r.Objects = append(r.Objects, pipeline.ObjectChange{Object: pipeline.ObjectRef{Kind: "Deployment", Namespace: "ns", Name: "web"}, Change: change,
+			r.Objects = append(r.Objects, pipeline.ObjectChange{Ref: pipeline.ObjectRef{Kind: "Deployment", Namespace: "ns", Name: "web"}, Action: change,
 				Diff: strings.Repeat("-a: b\n+a: c\n", 300)})
 			r.Counts.Add(change)
 		}

@@ -122,9 +122,9 @@ func hiddenLast[T any](red *redact.Redactor, objs []T, name func(T) string, sect
 
 // orderHidden orders the objects of rc as hiddenLast does.
 func (rc *ReleaseChanges) orderHidden(red *redact.Redactor) {
-	hiddenLast(red, rc.Objects, func(o ObjectChange) string { return o.Object.Name }, func(o ObjectChange) string {
-		if o.Change == Stale || o.Change == Ghost {
-			return string(o.Change)
+	hiddenLast(red, rc.Objects, func(o ObjectChange) string { return o.Ref.Name }, func(o ObjectChange) string {
+		if o.Action == Stale || o.Action == Ghost {
+			return string(o.Action)
 		}
 		return ""
 	})
@@ -132,7 +132,7 @@ func (rc *ReleaseChanges) orderHidden(red *redact.Redactor) {
 
 // orderHidden orders each list of ar as hiddenLast does.
 func (ar *AppliedRelease) orderHidden(red *redact.Redactor) {
-	for _, list := range [][]ObjectAction{ar.Applied, ar.Stale, ar.Pruned, ar.Skipped, ar.Ghosts} {
-		hiddenLast(red, list, func(o ObjectAction) string { return o.Name }, func(ObjectAction) string { return "" })
+	for _, list := range [][]ObjectChange{ar.Applied, ar.Stale, ar.Pruned, ar.Skipped, ar.Ghosts} {
+		hiddenLast(red, list, func(o ObjectChange) string { return o.Name }, func(ObjectChange) string { return "" })
 	}
 }

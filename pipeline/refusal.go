@@ -143,7 +143,7 @@ func (ar *AppliedRelease) maskSecrets(rel *render.Release) {
 	if len(rel.Secrets) == 0 {
 		return
 	}
-	for _, list := range [][]ObjectAction{ar.Applied, ar.Stale, ar.Pruned, ar.Skipped, ar.Ghosts} {
+	for _, list := range [][]ObjectChange{ar.Applied, ar.Stale, ar.Pruned, ar.Skipped, ar.Ghosts} {
 		for i := range list {
 			list[i].Reason = values.RedactQuoted(list[i].Reason, rel.Secrets)
 		}

@@ -40,7 +40,7 @@ type RepairedRelease struct {
 	// which the next apply prunes.
 	Rendered   int            `json:"rendered"`
 	Discovered int            `json:"discovered"`
-	Stale      []ObjectAction `json:"stale"`
+	Stale      []ObjectChange `json:"stale"`
 	Error      string         `json:"error,omitempty"`
 }
 
@@ -60,7 +60,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairResult, error) {
 	res := &RepairResult{Releases: []RepairedRelease{}}
 	for _, rel := range rels {
 		rr := RepairedRelease{Name: rel.Name, Namespace: rel.Namespace, Environment: rel.Environment, ReleaseID: rel.ReleaseID,
-			DryRun: opts.DryRun, Stale: []ObjectAction{}}
+			DryRun: opts.DryRun, Stale: []ObjectChange{}}
 		cl, _, err := cls.forRelease(ctx, rel)
 		if err == nil {
 			rr.Cluster = ClusterRef{Server: cl.Server, Context: cl.Context}

@@ -107,7 +107,7 @@ func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resourc
 		baseByID[res.ID()] = res
 	}
 	for _, res := range headRes {
-		oc := ObjectChange{Object: reviewRef(inventory.EntryOf(res))}
+		oc := ObjectChange{Ref: reviewRef(inventory.EntryOf(res))}
 		before := baseByID[res.ID()].Object // nil when the base lacks it
 		text, err := diff.Unified(before, res.Object, reviewDiffOptions(res.ID(), m.ForObject(headFields[res.ID()], baseFields[res.ID()])))
 		if err != nil {
@@ -115,18 +115,18 @@ func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resourc
 		}
 		switch {
 		case before == nil:
-			oc.Change = Added
+			oc.Action = Added
 		case text == "":
-			oc.Change = Unchanged
+			oc.Action = Unchanged
 		default:
-			oc.Change = Modified
+			oc.Action = Modified
 		}
 		oc.Diff = text
 		rc.Objects = append(rc.Objects, oc)
-		rc.Counts.Add(oc.Change)
+		rc.Counts.Add(oc.Action)
 	}
 	for _, e := range inventory.Stale(inventory.Entries(baseRes), inventory.Entries(headRes)) {
-		oc := ObjectChange{Object: reviewRef(e), Change: Stale}
+		oc := ObjectChange{Ref: reviewRef(e), Action: Stale}
 		text, err := diff.Unified(baseByID[e.ID].Object, nil, reviewDiffOptions(e.ID, m.ForObject(baseFields[e.ID])))
 		if err != nil {
 			return err

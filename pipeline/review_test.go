@@ -141,8 +141,8 @@ func findRelease(t *testing.T, cs *pipeline.ChangeSet, name, env string) pipelin
 func objectsBy(r pipeline.ReleaseChanges, ch pipeline.Change) []string {
 	var out []string
 	for _, o := range r.Objects {
-		if o.Change == ch {
-			out = append(out, o.Object.Kind+"/"+o.Object.Name)
+		if o.Action == ch {
+			out = append(out, o.Ref.Kind+"/"+o.Ref.Name)
 		}
 	}
 	return out
@@ -196,14 +196,14 @@ func TestReviewRenameMakesStaleSet(t *testing.T) {
 
 	for _, o := range mc.Objects {
 		switch {
-		case o.Object.Kind == "PersistentVolumeClaim" && o.Change == pipeline.Stale:
+		case o.Ref.Kind == "PersistentVolumeClaim" && o.Action == pipeline.Stale:
 			assert.Assert(t, is.Contains(o.Warning, "--prune-pvcs"))
 			assert.Assert(t, is.Contains(o.Diff, "-  name: minecraft-data"))
-		case o.Change == pipeline.Stale:
+		case o.Action == pipeline.Stale:
 			assert.Equal(t, o.Warning, "")
 			assert.Assert(t, is.Contains(o.Diff, "--- base/"))
-		case o.Change == pipeline.Added:
-			assert.Assert(t, is.Contains(o.Diff, "+kind: "+o.Object.Kind))
+		case o.Action == pipeline.Added:
+			assert.Assert(t, is.Contains(o.Diff, "+kind: "+o.Ref.Kind))
 		}
 	}
 	assert.Equal(t, len(mc.Warnings), 1)
@@ -226,8 +226,8 @@ func TestReviewComponentRenameIsNotStale(t *testing.T) {
 	assert.Equal(t, blog.Counts.Stale, 0, "the ConfigMap is still rendered, by another component")
 	assert.DeepEqual(t, objectsBy(blog, pipeline.Modified), []string{"ConfigMap/blog-api-settings"})
 	for _, o := range blog.Objects {
-		if o.Change == pipeline.Modified {
-			assert.Equal(t, o.Object.Component, "settings", "the head's component")
+		if o.Action == pipeline.Modified {
+			assert.Equal(t, o.Ref.Component, "settings", "the head's component")
 			assert.Assert(t, is.Contains(o.Diff, "+    component.opmodel.dev/name: settings"))
 		}
 	}

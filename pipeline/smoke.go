@@ -128,7 +128,7 @@ type SmokeRelease struct {
 	// Events are the namespace's most recent Events after a failure.
 	Events []SmokeEvent `json:"events,omitempty"`
 	// Changes are what a second apply would change (idempotence failed).
-	Changes []ObjectChange `json:"changes,omitempty"`
+	Changes Compared `json:"changes,omitempty"`
 	// Leftovers are the release's objects still found after delete.
 	Leftovers []ObjectRef `json:"leftovers,omitempty"`
 	// Cleanup says what was done with the namespace and, after a failure,
@@ -423,7 +423,7 @@ func (r *smokeRun) idempotent(ctx context.Context) (string, error) {
 	}
 	for _, rc := range cs.Releases {
 		for _, o := range rc.Objects {
-			if o.Change != Unchanged {
+			if o.Action != Unchanged {
 				r.sr.Changes = append(r.sr.Changes, o)
 			}
 		}

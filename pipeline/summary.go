@@ -50,8 +50,8 @@ func (cs *ChangeSet) StaleObjects() []string {
 	var out []string
 	for _, rc := range cs.Releases {
 		for _, o := range rc.Objects {
-			if o.Change == Stale {
-				out = append(out, rc.Name+": "+o.Object.String())
+			if o.Action == Stale {
+				out = append(out, rc.Name+": "+o.Ref.String())
 			}
 		}
 	}

@@ -33,8 +33,8 @@ func TestCombinedDigestAndChangeID(t *testing.T) {
 
 func TestStaleObjectsListsOnlyStale(t *testing.T) {
 	cs := &pipeline.ChangeSet{Releases: []pipeline.ReleaseChanges{{Name: "mc", Objects: []pipeline.ObjectChange{
-		{Object: pipeline.ObjectRef{Group: "apps", Kind: "StatefulSet", Namespace: "ns", Name: "old"}, Change: pipeline.Stale},
-		{Object: pipeline.ObjectRef{Kind: "Service", Namespace: "ns", Name: "new"}, Change: pipeline.Added},
+		{Ref: pipeline.ObjectRef{Group: "apps", Kind: "StatefulSet", Namespace: "ns", Name: "old"}, Action: pipeline.Stale},
+		{Ref: pipeline.ObjectRef{Kind: "Service", Namespace: "ns", Name: "new"}, Action: pipeline.Added},
 	}}}}
 	assert.DeepEqual(t, cs.StaleObjects(), []string{"mc: statefulset.apps/ns/old"})
 }

@@ -416,7 +416,7 @@ func TestPlantedEntriesOutsideTheEnvironmentAreNotRead(t *testing.T) {
 	d, err := pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: sel, ClusterOptions: cluster(t)})
 	assert.NilError(t, err)
 	for _, o := range d.Releases[0].Objects {
-		assert.Check(t, o.Object.Namespace != teamB, "diff read %s/%s", o.Object.Namespace, o.Object.Name)
+		assert.Check(t, o.Ref.Namespace != teamB, "diff read %s/%s", o.Ref.Namespace, o.Ref.Name)
 	}
 	assert.Check(t, is.Contains(strings.Join(d.Releases[0].Warnings, "\n"), outside))
 
@@ -530,7 +530,7 @@ func TestDiffFastPathChecksRecordedEntriesAgainstTheReach(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Assert(t, !d.Releases[0].InputsIdentical, "the fast path answered from entries outside the reach")
 	for _, o := range d.Releases[0].Objects {
-		assert.Check(t, o.Object.Namespace != teamB, "diff read %s/%s", o.Object.Namespace, o.Object.Name)
+		assert.Check(t, o.Ref.Namespace != teamB, "diff read %s/%s", o.Ref.Namespace, o.Ref.Name)
 	}
 	assert.Check(t, is.Contains(strings.Join(d.Releases[0].Warnings, "\n"), "records ConfigMap/"+teamB+"/theirs outside where the environment may write"))
 }

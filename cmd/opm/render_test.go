@@ -174,7 +174,7 @@ func TestValuesFromStandardInput(t *testing.T) {
 // release is; elsewhere (CI logs, pipes) the line is as it always was.
 func TestProgressLineCountsOnATerminal(t *testing.T) {
 	e := pipeline.ProgressEvent{Release: "web", Namespace: "prod", Phase: "apply", Done: 7, Total: 120,
-		Object: pipeline.ObjectAction{Ref: pipeline.ObjectRef{Version: "v1", Kind: "ConfigMap", Name: "settings"}, Action: "created"}}
+		Object: pipeline.ObjectChange{Ref: pipeline.ObjectRef{Version: "v1", Kind: "ConfigMap", Name: "settings"}, Action: "created"}}
 	assert.Equal(t, progressLine(e, true), "[  7/120] configmap/settings created")
 	assert.Equal(t, progressLine(e, false), "configmap/settings created")
 	e.Total = 0 // a prune's events carry no count

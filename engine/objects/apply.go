@@ -31,14 +31,14 @@ import (
 // the object as just read (nil: absent) and saves a GET.
 func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructured.Unstructured, known bool) Result {
 	obj := manifest.NormalizeSecret(r.Object)
-	res := Result{ID: r.ID(), Version: obj.GroupVersionKind().Version, Component: r.Component}
+	res := Result{Change: manifest.ChangeOf(r.ID(), obj.GroupVersionKind().Version, r.Component, "")}
 	fail := func(err error) Result {
 		res.Action, res.Err = manifest.Failed, err
 		return res
 	}
 	ri, _, err := c.resource(obj.GroupVersionKind(), obj.GetNamespace())
 	if err != nil {
-		return fail(fmt.Errorf("apply %s: %w", res.ID, err))
+		return fail(fmt.Errorf("apply %s: %w", res.ID(), err))
 	}
 	if !known {
 		live, err = ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
@@ -46,26 +46,26 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 			live, err = nil, nil
 		}
 		if err != nil {
-			return fail(fmt.Errorf("get %s: %w", res.ID, err))
+			return fail(fmt.Errorf("get %s: %w", res.ID(), err))
 		}
 	}
 	if live != nil && live.GetDeletionTimestamp() != nil {
-		return fail(&TerminatingError{ID: res.ID})
+		return fail(&TerminatingError{ID: res.ID()})
 	}
 
 	if live == nil {
 		out, err := c.apply(ctx, ri, obj, c.opts.DryRun, true)
 		if err != nil {
-			return fail(fmt.Errorf("apply %s: %w", res.ID, err))
+			return fail(fmt.Errorf("apply %s: %w", res.ID(), err))
 		}
 		res.Action = manifest.Created
 		res.setWritten(c.writtenVersion(out), out)
 		return res
 	}
 
-	dry, force, err := c.dryRun(ctx, ri, res.ID, obj)
+	dry, force, err := c.dryRun(ctx, ri, res.ID(), obj)
 	if fields, ok := immutableFields(err); ok {
-		return c.recreate(ctx, ri, r, live, &ImmutableError{ID: res.ID, Fields: fields, Err: err}, res)
+		return c.recreate(ctx, ri, r, live, &ImmutableError{ID: res.ID(), Fields: fields, Err: err}, res)
 	}
 	if err != nil {
 		return fail(err)
@@ -73,7 +73,7 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 	res.Forced = force.conflicts
 	own, err := c.ownership(live, dry)
 	if err != nil {
-		return fail(fmt.Errorf("apply %s: %w", res.ID, err))
+		return fail(fmt.Errorf("apply %s: %w", res.ID(), err))
 	}
 	if own.none() && sameObject(live, dry) {
 		res.Action = manifest.Unchanged
@@ -84,19 +84,19 @@ func (c *Client) Apply(ctx context.Context, r manifest.Resource, live *unstructu
 	if !c.opts.DryRun {
 		if own.takeOver != nil {
 			if live, err = c.takeOver(ctx, ri, live, own.takeOver); err != nil {
-				return fail(fmt.Errorf("apply %s: %w", res.ID, err))
+				return fail(fmt.Errorf("apply %s: %w", res.ID(), err))
 			}
 		}
 		out, err := c.apply(ctx, ri, obj, false, force.needed)
 		res.setWritten(c.writtenVersion(out), out)
 		if fields, ok := immutableFields(err); ok {
-			return c.recreate(ctx, ri, r, live, &ImmutableError{ID: res.ID, Fields: fields, Err: err}, res)
+			return c.recreate(ctx, ri, r, live, &ImmutableError{ID: res.ID(), Fields: fields, Err: err}, res)
 		}
 		if cs, ok := conflicts(err); ok {
-			return fail(&ConflictError{ID: res.ID, Conflicts: cs, Err: err})
+			return fail(&ConflictError{ID: res.ID(), Conflicts: cs, Err: err})
 		}
 		if err != nil {
-			return fail(fmt.Errorf("apply %s: %w", res.ID, err))
+			return fail(fmt.Errorf("apply %s: %w", res.ID(), err))
 		}
 	}
 	res.Action = manifest.Configured
@@ -243,7 +243,7 @@ func (c *Client) apply(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 // the fields named; with Force it deletes the live object, waits until it
 // is gone and creates it again (in a dry run it only reports that).
 func (c *Client) recreate(ctx context.Context, ri dynamic.ResourceInterface, r manifest.Resource, live *unstructured.Unstructured, ie *ImmutableError, res Result) Result {
-	if g, ok := recreateGuard(res.ID); c.opts.Force && ok && !(manifest.Unguarded{PVCs: c.opts.RecreatePVCs, CRDs: c.opts.RecreateCRDs}).Allows(g) {
+	if g, ok := recreateGuard(res.ID()); c.opts.Force && ok && !(manifest.Unguarded{PVCs: c.opts.RecreatePVCs, CRDs: c.opts.RecreateCRDs}).Allows(g) {
 		res.Action = manifest.Failed
 		res.Err = ie // its message names --force and the guard's flag
 		return res
@@ -268,15 +268,15 @@ func (c *Client) recreate(ctx context.Context, ri dynamic.ResourceInterface, r m
 		Preconditions:     &metav1.Preconditions{UID: &uid},
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
-		res.Action, res.Err = manifest.Failed, fmt.Errorf("recreate %s: delete: %w", res.ID, err)
+		res.Action, res.Err = manifest.Failed, fmt.Errorf("recreate %s: delete: %w", res.ID(), err)
 		return res
 	}
 	if err := c.waitGone(ctx, ri, r.Object.GetName(), uid); err != nil {
-		res.Action, res.Err = manifest.Failed, fmt.Errorf("recreate %s: %w", res.ID, err)
+		res.Action, res.Err = manifest.Failed, fmt.Errorf("recreate %s: %w", res.ID(), err)
 		return res
 	}
 	if _, err := c.apply(ctx, ri, manifest.NormalizeSecret(r.Object), false, true); err != nil {
-		res.Action, res.Err = manifest.Failed, fmt.Errorf("recreate %s: create: %w", res.ID, err)
+		res.Action, res.Err = manifest.Failed, fmt.Errorf("recreate %s: create: %w", res.ID(), err)
 		return res
 	}
 	res.Action = manifest.Recreated

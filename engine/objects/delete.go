@@ -100,7 +100,7 @@ func (c *Client) DeleteOwned(ctx context.Context, id manifest.ID, releaseID stri
 // is false (and res already "already gone") when the kind is no longer
 // served.
 func (c *Client) forDelete(id manifest.ID) (ri dynamic.ResourceInterface, res Result, served bool, err error) {
-	res = Result{ID: id, Action: manifest.Deleted}
+	res = Result{Change: manifest.Change{Ref: manifest.RefOf(id, "", ""), Action: manifest.Deleted}}
 	m, err := c.Mapping(id.GroupKind(), "")
 	if meta.IsNoMatchError(err) {
 		res.Reason = "already gone (its kind is no longer served)"
@@ -126,13 +126,13 @@ func (c *Client) deleteNow(ctx context.Context, ri dynamic.ResourceInterface, re
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	err := ri.Delete(ctx, res.ID.Name, opts)
+	err := ri.Delete(ctx, res.ID().Name, opts)
 	if apierrors.IsNotFound(err) {
 		res.Reason = "already gone"
 		return res, nil
 	}
 	if err != nil {
-		return c.failed(res, fmt.Errorf("delete %s: %w", res.ID, err))
+		return c.failed(res, fmt.Errorf("delete %s: %w", res.ID(), err))
 	}
 	return res, nil
 }

@@ -106,15 +106,12 @@ func New(cl *kube.Cluster, opts Options) *Client {
 // Options returns the effective options.
 func (c *Client) Options() Options { return c.opts }
 
-// Result is the outcome for one object.
+// Result is the outcome for one object: the engine's one per-object
+// change (its Version the API version used, its Reason why a skipped or
+// failed object was, or a note; KeptBy the annotation that made
+// DeleteOwned keep it) with what the write left behind.
 type Result struct {
-	ID manifest.ID
-	// Version is the API version used.
-	Version   string
-	Component string
-	Action    manifest.Action
-	// Reason explains skipped and failed objects and notes on others.
-	Reason string
+	manifest.Change
 	// Err is set when Action is Failed.
 	Err error
 	// ResourceVersion is the object's resourceVersion after a real (not
@@ -129,9 +126,6 @@ type Result struct {
 	// NotOurs is set when DeleteOwned kept an object that does not carry
 	// the release's id.
 	NotOurs bool
-	// KeptBy is the annotation that made DeleteOwned keep the object
-	// (manifest.KeptBy), or "".
-	KeptBy string
 	// Forced are the conflicting fields of other managers taken with
 	// ForceConflicts.
 	Forced []Conflict

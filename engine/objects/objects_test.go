@@ -348,10 +348,10 @@ spec: {size: 3}
 	assert.Equal(t, len(got), 3)
 	assert.Equal(t, len(events), 3)
 	for i, r := range got {
-		assert.Equal(t, r.ID, rs[i].ID(), "results in input order")
+		assert.Equal(t, r.ID(), rs[i].ID(), "results in input order")
 		assert.Equal(t, r.Action, manifest.Created)
 	}
-	assert.Equal(t, events[0].ID.Kind, "CustomResourceDefinition", "CRDs are applied first")
+	assert.Equal(t, events[0].ID().Kind, "CustomResourceDefinition", "CRDs are applied first")
 	live, err := get(t, c, cr)
 	assert.NilError(t, err)
 	size, _, _ := unstructured.NestedInt64(live.Object, "spec", "size")

@@ -108,11 +108,11 @@ func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts Appl
 					res = c.Apply(gctx, r, live, known)
 					if c.opts.DryRun && res.Action == manifest.Failed && apierrors.IsNotFound(res.Err) {
 						if namespaces[r.ID().Namespace] {
-							res = Result{ID: res.ID, Version: res.Version, Component: res.Component, Action: manifest.Created,
-								Reason: "its Namespace is created by this apply; the server cannot check it in a dry run"}
+							res = Result{Change: manifest.Change{Ref: res.Ref, Action: manifest.Created,
+								Reason: "its Namespace is created by this apply; the server cannot check it in a dry run"}}
 						} else if role, ok := roleRef(r); ok && newRoles[role] {
-							res = Result{ID: res.ID, Version: res.Version, Component: res.Component, Action: manifest.Created,
-								Reason: "its role is created by this apply; the server checks the binding when it is applied"}
+							res = Result{Change: manifest.Change{Ref: res.Ref, Action: manifest.Created,
+								Reason: "its role is created by this apply; the server checks the binding when it is applied"}}
 							if live != nil {
 								res.Action = manifest.Configured
 							}
@@ -131,8 +131,8 @@ func (c *Client) ApplyAll(ctx context.Context, rs []manifest.Resource, opts Appl
 		}
 		_ = g.Wait()
 		for _, i := range stage {
-			if res := results[i]; res != nil && res.Action == manifest.Created && isRole(res.ID) {
-				newRoles[res.ID] = true
+			if res := results[i]; res != nil && res.Action == manifest.Created && isRole(res.ID()) {
+				newRoles[res.ID()] = true
 			}
 		}
 		if err := ctx.Err(); err != nil {
@@ -229,8 +229,9 @@ func (c *Client) dryRunPendingCR(ctx context.Context, r manifest.Resource, liveK
 		live, known := liveKnown[r.ID()]
 		return c.Apply(ctx, r, live, known)
 	}
-	return Result{ID: r.ID(), Version: r.GVK().Version, Component: r.Component, Action: manifest.Created,
-		Reason: "its CustomResourceDefinition is created by this apply; the server cannot check it in a dry run"}
+	res := Result{Change: manifest.ChangeOf(r.ID(), r.GVK().Version, r.Component, manifest.Created)}
+	res.Reason = "its CustomResourceDefinition is created by this apply; the server cannot check it in a dry run"
+	return res
 }
 
 // definedKind returns the group and kind a CRD object defines.

@@ -45,24 +45,12 @@ type Options struct {
 	Prefetched *Prefetch
 }
 
-// Object is one object's preview.
-type Object struct {
-	ID        manifest.ID
-	Version   string
-	Component string
-	// Change is what the comparison finds: added, modified, unchanged,
-	// stale or ghost (a write's words never appear here).
-	Change manifest.Action
-	// Diff is a unified YAML diff, Secret values masked; for an added
-	// object every line is added, for a stale one every line removed.
-	Diff string
-	// Warning says why apply would not act as the change suggests (an
-	// immutable field, a stale object already gone, a ghost).
-	Warning string
-	// KeptBy is the annotation that keeps a stale object from prune
-	// (manifest.KeptBy), or "".
-	KeptBy string
-}
+// Object is one object's preview: the engine's one per-object outcome,
+// whose Action is what the comparison finds (added, modified, unchanged,
+// stale or ghost — a write's words never appear here), Diff a unified YAML
+// diff with Secret values masked, Warning why apply would not act as the
+// change suggests, and KeptBy the annotation that keeps a stale object.
+type Object = manifest.Change
 
 // Result is the preview of one release.
 type Result struct {
@@ -227,8 +215,8 @@ func liveObjects(ctx context.Context, cl *kube.Cluster, current []inventory.Entr
 // addGhosts adds what carries the release's labels but none of known.
 func (res *Result) addGhosts(labelled []*unstructured.Unstructured, m *diff.Masker, known ...[]manifest.ID) error {
 	for _, u := range discover.Ghosts(labelled, known...) {
-		o := Object{ID: discover.IDOf(u), Version: u.GroupVersionKind().Version, Component: u.GetLabels()[manifest.LabelComponentName], Change: manifest.Ghost,
-			Warning: "carries this release's labels but is in neither the inventory nor the render (left by a failed apply?); apply --prune-ghosts or prune --ghosts deletes it"}
+		o := manifest.ChangeOf(discover.IDOf(u), u.GroupVersionKind().Version, u.GetLabels()[manifest.LabelComponentName], manifest.Ghost)
+		o.Warning = "carries this release's labels but is in neither the inventory nor the render (left by a failed apply?); apply --prune-ghosts or prune --ghosts deletes it"
 		if m == nil {
 			o.Warning = joinWarning(o.Warning, Withheld)
 			res.Objects = append(res.Objects, o)
@@ -278,7 +266,7 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		if !inventory.Untouched(e, live[i].Object) {
 			return nil, false, nil
 		}
-		res.Objects = append(res.Objects, Object{ID: e.ID, Version: e.V, Component: e.Component, Change: manifest.Unchanged})
+		res.Objects = append(res.Objects, manifest.ChangeOf(e.ID, e.V, e.Component, manifest.Unchanged))
 	}
 	if opts.Ghosts {
 		labelled, stats, err := discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers})
@@ -303,33 +291,33 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 // previewObject previews one rendered object; live is what the cluster
 // holds (nil when absent).
 func previewObject(ctx context.Context, client *objects.Client, r manifest.Resource, live *unstructured.Unstructured, m *diff.Masker) (Object, error) {
-	o := Object{ID: r.ID(), Version: r.GVK().Version, Component: r.Component}
+	o := manifest.ChangeOf(r.ID(), r.GVK().Version, r.Component, "")
 	p, err := client.Preview(ctx, r, live, true)
 	var ie *objects.ImmutableError
 	var ce *objects.ConflictError
 	switch {
 	case errors.As(err, &ie):
-		o.Change = manifest.Modified
+		o.Action = manifest.Modified
 		o.Warning = ie.Error()
 		o.Diff, err = diff.Unified(p.Live, r.Object, diff.Options{FromFile: "live", ToFile: "rendered", Masker: m})
 		return o, err
 	case errors.As(err, &ce):
-		o.Change = manifest.Modified
+		o.Action = manifest.Modified
 		o.Warning = ce.Error()
 		o.Diff, err = diff.Unified(p.Live, r.Object, diff.Options{FromFile: "live", ToFile: "rendered", Masker: m})
 		return o, err
 	case err != nil:
 		return o, err
 	case p.Live == nil:
-		o.Change = manifest.Added
+		o.Action = manifest.Added
 		o.Diff, err = diff.Unified(nil, p.Object, diff.Options{FromFile: "live", ToFile: "planned", Masker: m})
 		return o, err
 	}
 	o.Diff, err = diff.Unified(p.Live, p.Object, diff.Options{FromFile: "live", ToFile: "planned", Masker: m})
-	o.Change = manifest.Modified
+	o.Action = manifest.Modified
 	o.Warning = p.Ownership
 	if o.Diff == "" && !p.TakesOwnership {
-		o.Change = manifest.Unchanged
+		o.Action = manifest.Unchanged
 	}
 	return o, err
 }
@@ -341,7 +329,7 @@ func previewStale(ctx context.Context, client *objects.Client, stale []inventory
 	g.SetLimit(workers)
 	for i, e := range stale {
 		g.Go(func() error {
-			o := Object{ID: e.ID, Version: e.V, Component: e.Component, Change: manifest.Stale}
+			o := manifest.ChangeOf(e.ID, e.V, e.Component, manifest.Stale)
 			live, err := client.Get(gctx, e.ID.GroupKind().WithVersion(""), e.Namespace, e.Name)
 			if err == nil {
 				o.KeptBy = manifest.KeptBy(live.GetAnnotations())

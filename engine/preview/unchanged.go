@@ -24,5 +24,5 @@ func unchangedSinceApplied(applied map[manifest.ID]*inventory.Entry, r manifest.
 	if !inventory.UnchangedSinceApplied(applied[r.ID()], r, live) {
 		return Object{}, false
 	}
-	return Object{ID: r.ID(), Version: r.GVK().Version, Component: r.Component, Change: manifest.Unchanged}, true
+	return manifest.ChangeOf(r.ID(), r.GVK().Version, r.Component, manifest.Unchanged), true
 }

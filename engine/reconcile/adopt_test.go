@@ -166,7 +166,7 @@ func TestApplyTakesOverWhatOtherToolsWrote(t *testing.T) {
 			p, err := preview.Release(t.Context(), cluster(t), after, preview.Options{})
 			assert.NilError(t, err)
 			for _, o := range p.Objects {
-				assert.Check(t, is.Equal(o.Change, manifest.Unchanged), "%s: %s\n%s", o.ID, o.Warning, o.Diff)
+				assert.Check(t, is.Equal(o.Action, manifest.Unchanged), "%s: %s\n%s", o.ID(), o.Warning, o.Diff)
 			}
 			// The re-apply that changes nothing writes nothing.
 			res, err = Apply(t.Context(), cluster(t), after, Options{})
@@ -234,7 +234,7 @@ func TestApplyRefusesConflictsWithOtherManagers(t *testing.T) {
 
 	p, err := preview.Release(t.Context(), cl, rel, preview.Options{})
 	assert.NilError(t, err)
-	assert.Equal(t, p.Objects[0].Change, manifest.Modified)
+	assert.Equal(t, p.Objects[0].Action, manifest.Modified)
 	assert.Check(t, is.Contains(p.Objects[0].Warning, `owned by "some-operator"`))
 
 	res, err := Apply(t.Context(), cl, rel, Options{ForceConflicts: true})
@@ -258,7 +258,7 @@ func TestPreviewShowsWhatTakeOverRemoves(t *testing.T) {
 	p, err := preview.Release(t.Context(), cluster(t), after, preview.Options{})
 	assert.NilError(t, err)
 	o := p.Objects[0]
-	assert.Equal(t, o.Change, manifest.Modified)
+	assert.Equal(t, o.Action, manifest.Modified)
 	assert.Check(t, is.Contains(o.Diff, `-  dropped: "2"`))
 	assert.Check(t, is.Contains(o.Warning, "would take ownership"))
 	assert.Check(t, is.Contains(o.Warning, "kubectl-client-side-apply"))

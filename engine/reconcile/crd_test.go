@@ -192,7 +192,7 @@ func TestDiffOfAStaleCRDWithoutRightsOnItsCustomResources(t *testing.T) {
 	assert.NilError(t, err)
 	var warning string
 	for _, o := range res.Objects {
-		if manifest.IsCRD(o.ID) {
+		if manifest.IsCRD(o.ID()) {
 			warning = o.Warning
 		}
 	}

@@ -37,8 +37,8 @@ func TestPruneGhosts(t *testing.T) {
 	assert.NilError(t, err)
 	var diffGhosts []string
 	for _, o := range pv.Objects {
-		if o.Change == manifest.Ghost {
-			diffGhosts = append(diffGhosts, o.ID.Kind+"/"+o.ID.Name)
+		if o.Action == manifest.Ghost {
+			diffGhosts = append(diffGhosts, o.ID().Kind+"/"+o.ID().Name)
 		}
 	}
 	slices.Sort(diffGhosts)

@@ -301,7 +301,7 @@ func sorted(s ...string) []string {
 }
 
 // names lists result objects as "Kind/name" (plus "=action" when set), sorted.
-func names(objs []Object) []string {
+func names(objs []manifest.Change) []string {
 	out := []string{}
 	for _, o := range objs {
 		s := o.Kind + "/" + o.Name

@@ -138,13 +138,13 @@ func newRun(cl *kube.Cluster, rel *render.Release, opts Options) *run {
 			Release: rel.Name, Namespace: rel.Namespace, ReleaseID: rel.ReleaseID,
 			Cluster: cl.String(), Server: cl.Server, Context: cl.Context,
 			ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID, DryRun: opts.DryRun,
-			Applied: []Object{}, Stale: []Object{}, Pruned: []Object{}, Skipped: []Object{},
+			Applied: []manifest.Change{}, Stale: []manifest.Change{}, Pruned: []manifest.Change{}, Skipped: []manifest.Change{},
 			Inventory: InventoryRef{Name: inventory.SecretName(rel.Name, rel.ReleaseID), Namespace: rel.Namespace, ChangeIDs: []string{}},
 		},
 	}
 }
 
-func (r *run) emit(phase Phase, o Object) {
+func (r *run) emit(phase Phase, o manifest.Change) {
 	if r.opts.Progress == nil {
 		return
 	}
@@ -295,7 +295,7 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	results, applyErr := r.client.ApplyAll(ctx, toApply, objects.ApplyOptions{
 		Live: live,
 		Progress: func(res objects.Result) {
-			r.emitUnchangedBefore(unchanged, emitted, res.ID)
+			r.emitUnchangedBefore(unchanged, emitted, res.ID())
 			r.emit(PhaseApply, objectOf(r.created(res)))
 		},
 		NewNamespaces: newNamespaces,
@@ -399,7 +399,7 @@ func (r *run) nothingApplied() string {
 // created reports the Namespace ensureNamespace created as created, not as
 // the unchanged object the staged apply then found.
 func (r *run) created(res objects.Result) objects.Result {
-	if res.ID == r.createdNS && res.Action == manifest.Unchanged {
+	if res.ID() == r.createdNS && res.Action == manifest.Unchanged {
 		res.Action = manifest.Created
 	}
 	return res
@@ -423,7 +423,7 @@ func (r *run) noteForced(res objects.Result) {
 	if r.opts.DryRun {
 		verb = "would take"
 	}
-	r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s: %s fields other managers own (--force-conflicts): %s", res.ID, verb, strings.Join(fields, ", ")))
+	r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s: %s fields other managers own (--force-conflicts): %s", res.ID(), verb, strings.Join(fields, ", ")))
 }
 
 // checkSize encodes the inventory this apply would write at worst (every
@@ -485,10 +485,10 @@ func (r *run) plan(ctx context.Context, resources []manifest.Resource, unchanged
 	}
 	planned := make(map[manifest.ID]objects.Result, len(results))
 	for _, res := range results {
-		planned[res.ID] = res
+		planned[res.ID()] = res
 		if res.Action == manifest.Recreated {
 			why := strings.TrimSuffix(res.Reason, ": deleted and re-created (--force)")
-			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s will be deleted and re-created (--force): %s", res.ID, why))
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s will be deleted and re-created (--force): %s", res.ID(), why))
 		}
 	}
 	return planned, nil
@@ -640,7 +640,7 @@ func (r *run) ensureNamespace(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("%s: create the release's Namespace %s: %w", r.where(), r.rel.Namespace, err)
 	}
 	r.res.NamespaceCreated = true
-	r.emit(PhaseApply, Object{Ref: manifest.Ref{Version: "v1", Kind: "Namespace", Name: r.rel.Namespace}, Action: manifest.Created,
+	r.emit(PhaseApply, manifest.Change{Ref: manifest.Ref{Version: "v1", Kind: "Namespace", Name: r.rel.Namespace}, Action: manifest.Created,
 		Reason: "the release's namespace (not recorded, never pruned)"})
 	return true, nil
 }
@@ -679,7 +679,7 @@ func (r *run) owns(obj *unstructured.Unstructured) bool {
 func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted []inventory.Entry, err error) {
 	var mu sync.Mutex
 	var errs []error
-	record := func(e inventory.Entry, o Object, keep bool, err error) {
+	record := func(e inventory.Entry, o manifest.Change, keep bool, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch o.Action {
@@ -757,7 +757,7 @@ func (r *run) prune(ctx context.Context, stale []inventory.Entry) (kept, deleted
 		}
 	}
 	// Concurrent deletes finish in any order; report in delete order.
-	order := func(a, b Object) int { return manifest.CompareIDs(b.ID(), a.ID()) }
+	order := func(a, b manifest.Change) int { return manifest.CompareIDs(b.ID(), a.ID()) }
 	slices.SortStableFunc(r.res.Pruned, order)
 	slices.SortStableFunc(r.res.Skipped, order)
 	inventory.SortForDelete(kept)

@@ -17,33 +17,27 @@ const (
 	PhasePrune Phase = "prune"
 )
 
-// Object is one object and what happened to it.
-type Object struct {
-	manifest.Ref
-	Action manifest.Action `json:"action,omitempty"`
-	// Reason explains a skipped or failed object, or notes a dry run.
-	Reason string `json:"reason,omitempty"`
-}
-
-func objectOf(r objects.Result) Object {
-	o := Object{Ref: manifest.RefOf(r.ID, r.Version, r.Component), Action: r.Action, Reason: r.Reason}
+// objectOf is what a run reports of the resource manager's result: its
+// change, an error said as the reason.
+func objectOf(r objects.Result) manifest.Change {
+	o := r.Change
 	if r.Err != nil {
 		o.Reason = r.Err.Error()
 	}
 	return o
 }
 
-func objectOfEntry(e inventory.Entry) Object {
-	return Object{Ref: manifest.RefOf(e.ID, e.V, e.Component)}
+func objectOfEntry(e inventory.Entry) manifest.Change {
+	return manifest.ChangeOf(e.ID, e.V, e.Component, "")
 }
 
 // Event reports one object as it is applied or pruned.
 type Event struct {
-	Release   string `json:"release"`
-	Namespace string `json:"namespace"`
-	Phase     Phase  `json:"phase"`
-	Object    Object `json:"object"`
-	DryRun    bool   `json:"dryRun,omitempty"`
+	Release   string          `json:"release"`
+	Namespace string          `json:"namespace"`
+	Phase     Phase           `json:"phase"`
+	Object    manifest.Change `json:"object"`
+	DryRun    bool            `json:"dryRun,omitempty"`
 	// Done of Total rendered objects have been applied, this one included
 	// (apply phase; the release's namespace, created aside, counts in
 	// neither): what a terminal's "N of M" line shows.
@@ -121,20 +115,20 @@ type Result struct {
 	// (would have, in a dry run), which holds the inventory Secret.
 	NamespaceCreated bool `json:"namespaceCreated,omitempty"`
 	// Applied lists every rendered object reached, in apply order.
-	Applied []Object `json:"applied"`
+	Applied []manifest.Change `json:"applied"`
 	// Stale is the stale set: recorded by the previous change, no longer
 	// rendered (after the component-rename check), in delete order.
-	Stale []Object `json:"stale"`
+	Stale []manifest.Change `json:"stale"`
 	// Pruned lists stale objects deleted (or that would be, in a dry run).
-	Pruned []Object `json:"pruned"`
+	Pruned []manifest.Change `json:"pruned"`
 	// Skipped lists stale objects not deleted and why; they stay in the
 	// inventory so a later run tries again.
-	Skipped []Object `json:"skipped"`
+	Skipped []manifest.Change `json:"skipped"`
 	// Ghosts lists the ghosts found (with PruneGhosts): objects carrying
 	// the release's id, neither recorded nor rendered.
-	Ghosts    []Object     `json:"ghosts,omitempty"`
-	Inventory InventoryRef `json:"inventory"`
-	Counts    Counts       `json:"counts"`
+	Ghosts    []manifest.Change `json:"ghosts,omitempty"`
+	Inventory InventoryRef      `json:"inventory"`
+	Counts    Counts            `json:"counts"`
 	// InputsIdentical is true when nothing was rendered: the inputs are
 	// those of the recorded change and every object is as it left them.
 	InputsIdentical bool          `json:"inputsIdentical,omitempty"`

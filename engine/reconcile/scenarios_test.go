@@ -158,7 +158,7 @@ func TestScenarioD_FirstApply(t *testing.T) {
 	assert.Equal(t, len(events), 3, "one progress event per object")
 	assert.Equal(t, events[0].Line(), "persistentvolumeclaim/config created")
 	assert.Equal(t, events[2].Line(), "statefulset.apps/minecraft created")
-	assert.DeepEqual(t, res.Stale, []Object{})
+	assert.DeepEqual(t, res.Stale, []manifest.Change{})
 	assert.Equal(t, res.Cluster, cluster(t).String())
 	assert.Assert(t, live(t, "apps/v1", "StatefulSet", ns, "minecraft") != nil)
 
@@ -207,7 +207,7 @@ func TestScenarioE_InventorySecretDeleted(t *testing.T) {
 	v2 := d.values(`{name: "minecraft-server"}`).render()
 	res := mustApply(t, v2, Options{})
 	assert.Assert(t, res.FirstApply)
-	assert.Assert(t, is.DeepEqual(res.Stale, []Object{}), "no inventory, nothing known to prune")
+	assert.Assert(t, is.DeepEqual(res.Stale, []manifest.Change{}), "no inventory, nothing known to prune")
 	// The old objects are orphans, still labelled for label-based discovery.
 	old := live(t, "apps/v1", "StatefulSet", ns, "minecraft")
 	assert.Assert(t, old != nil)
@@ -322,8 +322,8 @@ func TestScenarioJ_ComponentRename(t *testing.T) {
 
 	v2 := d.values(`{component: "server"}`).render()
 	res := mustApply(t, v2, Options{})
-	assert.Assert(t, is.DeepEqual(res.Stale, []Object{}), "a component rename is not stale")
-	assert.DeepEqual(t, res.Pruned, []Object{})
+	assert.Assert(t, is.DeepEqual(res.Stale, []manifest.Change{}), "a component rename is not stale")
+	assert.DeepEqual(t, res.Pruned, []manifest.Change{})
 	svc := live(t, "v1", "Service", ns, "minecraft")
 	assert.Equal(t, svc.GetUID(), uid, "same object, never deleted")
 	assert.Equal(t, svc.GetLabels()["component.opmodel.dev/name"], "server")
@@ -534,7 +534,7 @@ func TestEdge3_InventorySecretInLabelQueries(t *testing.T) {
 	assert.Assert(t, !hasComponentName, "not labelled as a rendered component")
 	// Re-applying never counts the inventory Secret as stale or rendered.
 	res := mustApply(t, d.render(), Options{})
-	assert.DeepEqual(t, res.Stale, []Object{})
+	assert.DeepEqual(t, res.Stale, []manifest.Change{})
 	assert.DeepEqual(t, secret(t, rel).latest(), []string{"Secret/" + ns + "/app-credentials@app"})
 }
 

@@ -38,7 +38,7 @@ func (r *run) splitUnchanged(ctx context.Context, prevEntries []inventory.Entry,
 		obj := found[i].Object
 		id := res.ID()
 		if inventory.UnchangedSinceApplied(applied[id], res, obj) {
-			unchanged[id] = objects.Result{ID: id, Version: res.GVK().Version, Component: res.Component, Action: manifest.Unchanged, ResourceVersion: obj.GetResourceVersion(), Live: obj}
+			unchanged[id] = objects.Result{Change: manifest.ChangeOf(id, res.GVK().Version, res.Component, manifest.Unchanged), ResourceVersion: obj.GetResourceVersion(), Live: obj}
 			continue
 		}
 		// Discovery reads the server's preferred version; only an object
@@ -67,17 +67,17 @@ func (r *run) mergeUnchanged(results []objects.Result, unchanged map[manifest.ID
 	if failed {
 		reached = math.MinInt
 		for _, res := range results {
-			reached = max(reached, objects.StageOf(res.ID))
+			reached = max(reached, objects.StageOf(res.ID()))
 		}
 	}
 	byID := make(map[manifest.ID]objects.Result, len(results)+len(unchanged))
 	for _, res := range results {
-		byID[res.ID] = res
+		byID[res.ID()] = res
 	}
 	for _, res := range r.rel.Resources {
-		if u, ok := unchanged[res.ID()]; ok && objects.StageOf(u.ID) <= reached {
-			byID[u.ID] = u
-			if !emitted[u.ID] {
+		if u, ok := unchanged[res.ID()]; ok && objects.StageOf(u.ID()) <= reached {
+			byID[u.ID()] = u
+			if !emitted[u.ID()] {
 				r.emit(PhaseApply, objectOf(u))
 			}
 		}
@@ -96,7 +96,7 @@ func (r *run) mergeUnchanged(results []objects.Result, unchanged map[manifest.ID
 func appliedEntries(rs []manifest.Resource, results []objects.Result) ([]inventory.Entry, error) {
 	live := make(map[manifest.ID]inventory.LiveState, len(results))
 	for _, res := range results {
-		live[res.ID] = inventory.LiveState{RV: res.ResourceVersion, Object: res.Live}
+		live[res.ID()] = inventory.LiveState{RV: res.ResourceVersion, Object: res.Live}
 	}
 	return inventory.WithApplied(rs, live)
 }
@@ -109,7 +109,7 @@ func (r *run) sortedWith(results []objects.Result, unchanged map[manifest.ID]obj
 		byID[id] = res
 	}
 	for _, res := range results {
-		byID[res.ID] = res
+		byID[res.ID()] = res
 	}
 	out := make([]objects.Result, 0, len(byID))
 	for _, res := range r.rel.Resources {

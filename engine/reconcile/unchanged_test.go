@@ -69,7 +69,7 @@ func classes(t *testing.T, rel *render.Release) (map[string]manifest.Action, int
 	assert.NilError(t, err)
 	out := map[string]manifest.Action{}
 	for _, o := range pv.Objects {
-		out[o.ID.Kind+"/"+o.ID.Name] = o.Change
+		out[o.ID().Kind+"/"+o.ID().Name] = o.Action
 	}
 	return out, n.Load()
 }

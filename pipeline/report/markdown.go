@@ -346,9 +346,9 @@ func (d *mdDoc) writeHeader(b *strings.Builder, cut mdCutStats) {
 		}
 		for _, obj := range r.Objects {
 			// Diff already warns about each ghost by its ID; say it once.
-			id := manifest.ID{Group: obj.Object.Group, Kind: obj.Object.Kind, Namespace: obj.Object.Namespace, Name: obj.Object.Name}.String()
-			if obj.Change == pipeline.Ghost && !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, id) }) {
-				warns = append(warns, fmt.Sprintf("👻 %s: ghost %s carries the release's labels but is in neither the inventory nor the render", who, mdCode(mdObjectName(obj.Object))))
+			id := manifest.ID{Group: obj.Ref.Group, Kind: obj.Ref.Kind, Namespace: obj.Ref.Namespace, Name: obj.Ref.Name}.String()
+			if obj.Action == pipeline.Ghost && !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, id) }) {
+				warns = append(warns, fmt.Sprintf("👻 %s: ghost %s carries the release's labels but is in neither the inventory nor the render", who, mdCode(mdObjectName(obj.Ref))))
 			}
 		}
 	}
@@ -457,13 +457,13 @@ func (d *mdDoc) releaseBlockCut(i, diffCap int) (string, int) {
 	r := d.releases[i]
 	hasStale, hasGhost, changed := false, false, false
 	for _, o := range r.Objects {
-		switch o.Change {
+		switch o.Action {
 		case pipeline.Stale:
 			hasStale = true
 		case pipeline.Ghost:
 			hasGhost = true
 		}
-		if o.Change != pipeline.Unchanged {
+		if o.Action != pipeline.Unchanged {
 			changed = true
 		}
 	}
@@ -492,11 +492,11 @@ func (d *mdDoc) releaseBlockCut(i, diffCap int) (string, int) {
 	}
 	cut := 0
 	for _, o := range r.Objects {
-		if o.Change == pipeline.Unchanged {
+		if o.Action == pipeline.Unchanged {
 			continue
 		}
-		sym := map[pipeline.Change]string{pipeline.Added: "+", pipeline.Modified: "~", pipeline.Stale: "−", pipeline.Ghost: "👻"}[o.Change]
-		fmt.Fprintf(&b, "<details>\n<summary>%s %s <code>%s</code></summary>\n\n", sym, o.Change, html.EscapeString(mdObjectName(o.Object)))
+		sym := map[pipeline.Change]string{pipeline.Added: "+", pipeline.Modified: "~", pipeline.Stale: "−", pipeline.Ghost: "👻"}[o.Action]
+		fmt.Fprintf(&b, "<details>\n<summary>%s %s <code>%s</code></summary>\n\n", sym, o.Action, html.EscapeString(mdObjectName(o.Ref)))
 		text := o.Diff
 		if diffCap >= 0 && len(text) > diffCap {
 			keep := text[:diffCap]
@@ -526,10 +526,10 @@ func (d *mdDoc) releaseBlockCut(i, diffCap int) (string, int) {
 func mdObjectTable(b *strings.Builder, objs []pipeline.ObjectChange, class pipeline.Change) {
 	b.WriteString("| Kind | Namespace | Name | Component | Note |\n| --- | --- | --- | --- | --- |\n")
 	for _, o := range objs {
-		if o.Change != class {
+		if o.Action != class {
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", mdCell(o.Object.Kind), mdCell(o.Object.Namespace), mdCell(o.Object.Name), mdCell(o.Object.Component), mdCell(o.Warning))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", mdCell(o.Ref.Kind), mdCell(o.Ref.Namespace), mdCell(o.Ref.Name), mdCell(o.Ref.Component), mdCell(o.Warning))
 	}
 	b.WriteString("\n")
 }
@@ -711,12 +711,12 @@ func writeScaleSummary(b *strings.Builder, cs *pipeline.ChangeSet) {
 		}
 		byEnv[e].c.AddAll(r.Counts)
 		for _, o := range r.Objects {
-			k := o.Object.Kind
+			k := o.Ref.Kind
 			if byKind[k] == nil {
 				byKind[k] = &row{}
 				kinds = append(kinds, k)
 			}
-			byKind[k].c.Add(o.Change)
+			byKind[k].c.Add(o.Action)
 		}
 	}
 	b.WriteString("| Environment | Releases | + | ~ | − | Errors |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")

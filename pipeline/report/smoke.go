@@ -37,7 +37,7 @@ func SmokeText(r *pipeline.SmokeResult) string {
 			}
 		}
 		for _, c := range rel.Changes {
-			fmt.Fprintf(&b, "  would change: %s %s\n", c.Change, c.Object.String())
+			fmt.Fprintf(&b, "  would change: %s %s\n", c.Action, c.Ref.String())
 			if c.Diff != "" {
 				for _, line := range strings.Split(strings.TrimRight(c.Diff, "\n"), "\n") {
 					b.WriteString("    " + line + "\n")
@@ -149,7 +149,7 @@ func markdownDetails(rel pipeline.SmokeRelease) string {
 	if len(rel.Changes) > 0 {
 		b.WriteString("**A second apply would change:**\n\n")
 		for _, c := range rel.Changes {
-			fmt.Fprintf(&b, "- %s %s\n", c.Change, mdCode(mdObjectName(c.Object)))
+			fmt.Fprintf(&b, "- %s %s\n", c.Action, mdCode(mdObjectName(c.Ref)))
 			if c.Diff != "" {
 				b.WriteString("\n" + mdFenced("diff", c.Diff) + "\n")
 			}

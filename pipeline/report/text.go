@@ -39,17 +39,17 @@ func Text(cs *pipeline.ChangeSet, color bool) string {
 			fmt.Fprintf(&b, "  moves: %s\n", h)
 		}
 		for _, o := range rc.Objects {
-			line := fmt.Sprintf("  %-9s %s", o.Change, o.Object.String())
+			line := fmt.Sprintf("  %-9s %s", o.Action, o.Ref.String())
 			if o.Warning != "" {
 				line += "  (" + o.Warning + ")"
 			}
 			b.WriteString(line + "\n")
 		}
 		for _, o := range rc.Objects {
-			if o.Diff == "" || o.Change == pipeline.Unchanged {
+			if o.Diff == "" || o.Action == pipeline.Unchanged {
 				continue
 			}
-			fmt.Fprintf(&b, "\n# %s %s\n", o.Change, o.Object.String())
+			fmt.Fprintf(&b, "\n# %s %s\n", o.Action, o.Ref.String())
 			b.WriteString(colorize(o.Diff, color))
 		}
 		for _, w := range rc.Warnings {
