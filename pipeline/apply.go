@@ -237,7 +237,7 @@ func applyEnvironment(ctx context.Context, opts ApplyOptions, known *FleetEnviro
 		}
 	}
 	res, err := eachRelease(ctx, sel, fps, opts.ClusterOptions, "apply", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
-		o, flush := maskedProgress(ctx, ro, rel)
+		o, flush := redactedProgress(ctx, ro, rel)
 		defer flush()
 		return reconcile.Apply(ctx, cl, rel, o)
 	})
@@ -358,13 +358,13 @@ func eachRelease(ctx context.Context, sel Selection, fps map[string]string, co C
 			r, err = op(ctx, cl, rel)
 			if r != nil {
 				ar.fill(r)
-				ar.maskSecrets(rel)
+				ar.redactReasons(rel)
 				ar.orderHidden(redact.From(ctx))
 			}
 			err = traceRefusal(rel, err)
 			ar.Warnings = append(append(slices.Clone(rel.Warnings), scoped...), ar.Warnings...)
 		}
-		if err = maskSecrets(rel, asIdentity(cl, err)); err != nil {
+		if err = redactRefusal(rel, asIdentity(cl, err)); err != nil {
 			ar.Error = err.Error()
 		}
 		res.Releases = append(res.Releases, ar)

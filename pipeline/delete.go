@@ -103,7 +103,7 @@ func deleteEnvironment(ctx context.Context, opts DeleteOptions) (*DeleteResult, 
 			continue
 		}
 		rel := &render.Release{Name: d.name, Namespace: d.namespace, ReleaseID: d.releaseID, Environment: d.environment}
-		ro, flush := maskedProgress(ctx, reconcile.Options{DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs, PruneCRDs: opts.PruneCRDs, Progress: opts.Progress, Lock: opts.Locking.options()}, rel)
+		ro, flush := redactedProgress(ctx, reconcile.Options{DryRun: opts.DryRun, PruneNamespaces: opts.PruneNamespaces, PrunePVCs: opts.PrunePVCs, PruneCRDs: opts.PruneCRDs, Progress: opts.Progress, Lock: opts.Locking.options()}, rel)
 		r, err := reconcile.Delete(ctx, d.cluster, rel, d.inv, entries, reconcile.DeleteOptions{
 			Options: ro,
 			Wait:    opts.Wait,

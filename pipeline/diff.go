@@ -99,7 +99,7 @@ func diffEnvironment(ctx context.Context, opts DiffOptions) (*ChangeSet, error) 
 			if rc, err = diffRelease(ctx, cl, rel, opts, m, prefetched[key]); err != nil {
 				// A refusal of the server's dry run quotes what it
 				// refuses, as apply's does: masked the same way.
-				err = maskSecrets(rel, err)
+				err = redactRefusal(rel, err)
 				rc.Error = err.Error()
 				errs = append(errs, fmt.Errorf("release %s: %w", rel.Name, err))
 			}
@@ -201,7 +201,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 	}
 	for _, o := range pv.Objects {
 		if o.Action == manifest.Stale {
-			e := inventory.Entry{ID: o.ID(), V: o.Version, Component: o.Component}
+			e := inventory.EntryFor(o.Ref)
 			if w, relWarn := opts.Protection.warnings(e, o.KeptBy); w != "" {
 				o.Warning = joinWarnings(w, o.Warning)
 				rc.Warnings = append(rc.Warnings, relWarn)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/opmodel/pipeline/engine/fingerprint"
+	"github.com/opmodel/pipeline/engine/redact"
 )
 
 // Explanation is why a release × environment may or may not be skipped:
@@ -47,7 +48,7 @@ func Explain(ctx context.Context, sel Selection) ([]Explanation, error) {
 				if in.Secret {
 					// The hash of a secret, and a fingerprint over it,
 					// would confirm a guessed value offline.
-					e.Inputs[i].Hash, e.Fingerprint = "(secret)", "(sealed: the release reads secret values)"
+					e.Inputs[i].Hash, e.Fingerprint = redact.Mark, "(sealed: the release reads secret values)"
 				}
 			}
 		}

@@ -67,7 +67,7 @@ func prune(ctx context.Context, opts PruneOptions) (*ApplyResult, error) {
 		Lock: opts.Locking.options(), PruneGhosts: opts.Ghosts,
 	}
 	return eachRelease(ctx, opts.Selection, nil, opts.ClusterOptions, "prune", opts.ReleaseDone, func(ctx context.Context, cl *kube.Cluster, rel *render.Release) (*reconcile.Result, error) {
-		o, flush := maskedProgress(ctx, ro, rel)
+		o, flush := redactedProgress(ctx, ro, rel)
 		defer flush()
 		return reconcile.Prune(ctx, cl, rel, o)
 	})

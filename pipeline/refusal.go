@@ -98,7 +98,7 @@ func wouldRefuse(rel *render.Release) []string {
 		for _, inv := range typecheck.Check(r.Object) {
 			value := strconv.Quote(inv.Value)
 			if secret {
-				value = "(secret)"
+				value = redact.Mark
 			}
 			line := fmt.Sprintf("apply would refuse %s: field %s = %s is not %s", r.ID(), inv.Path, value, inv.Why)
 			if srcs := rel.ValueSources(inv.Value); len(srcs) > 0 && !secret {
@@ -110,36 +110,23 @@ func wouldRefuse(rel *render.Release) []string {
 	return out
 }
 
-// maskSecrets replaces, in an apply's error, the release's secrets and the
+// redactReasons replaces, in an apply's error, the release's secrets and the
 // values derived from them — short ones too — where the text quotes a
 // value, with (secret): the API server quotes the value it refuses
 // (`Invalid value: "Ab3x9Q"`, `Invalid value: 70123`), and the redactor of
 // published text leaves values under 8 characters alone. Public words
 // stay (values.RedactQuoted). The error keeps its chain.
-func maskSecrets(rel *render.Release, err error) error {
-	if err == nil || rel == nil || len(rel.Secrets) == 0 {
+func redactRefusal(rel *render.Release, err error) error {
+	if rel == nil || len(rel.Secrets) == 0 {
 		return err
 	}
-	msg := err.Error()
-	masked := values.RedactQuoted(msg, rel.Secrets)
-	if masked == msg {
-		return err
-	}
-	return maskedError{msg: masked, err: err}
+	return redact.Redacted(err, func(msg string) string { return values.RedactQuoted(msg, rel.Secrets) })
 }
 
-type maskedError struct {
-	msg string
-	err error
-}
-
-func (e maskedError) Error() string { return e.msg }
-func (e maskedError) Unwrap() error { return e.err }
-
-// maskSecrets masks the release's secrets in the reasons of an apply's
+// redactReasons masks the release's secrets in the reasons of an apply's
 // result, where they quote a value: a refused object's reason is the API
 // server's text. Warnings are opm's own words and quote no value.
-func (ar *AppliedRelease) maskSecrets(rel *render.Release) {
+func (ar *AppliedRelease) redactReasons(rel *render.Release) {
 	if len(rel.Secrets) == 0 {
 		return
 	}
@@ -150,13 +137,13 @@ func (ar *AppliedRelease) maskSecrets(rel *render.Release) {
 	}
 }
 
-// maskedProgress is ro whose progress events carry reasons with the
+// redactedProgress is ro whose progress events carry reasons with the
 // release's secrets masked, as the result does, and whose events for
 // objects with hidden names (redact.Hidden) are held back and given, by
 // their stand-ins, when flush is called after the apply: streamed in apply
 // order, a hidden name would sit where its real name sorts, between public
 // neighbours that spell it out.
-func maskedProgress(ctx context.Context, ro reconcile.Options, rel *render.Release) (reconcile.Options, func()) {
+func redactedProgress(ctx context.Context, ro reconcile.Options, rel *render.Release) (reconcile.Options, func()) {
 	if ro.Progress == nil {
 		return ro, func() {}
 	}

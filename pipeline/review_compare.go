@@ -107,7 +107,7 @@ func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resourc
 		baseByID[res.ID()] = res
 	}
 	for _, res := range headRes {
-		oc := ObjectChange{Ref: reviewRef(inventory.EntryOf(res))}
+		oc := ObjectChange{Ref: inventory.EntryOf(res).Ref()}
 		before := baseByID[res.ID()].Object // nil when the base lacks it
 		text, err := diff.Unified(before, res.Object, reviewDiffOptions(res.ID(), m.ForObject(headFields[res.ID()], baseFields[res.ID()])))
 		if err != nil {
@@ -126,7 +126,7 @@ func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resourc
 		rc.Counts.Add(oc.Action)
 	}
 	for _, e := range inventory.Stale(inventory.Entries(baseRes), inventory.Entries(headRes)) {
-		oc := ObjectChange{Ref: reviewRef(e), Action: Stale}
+		oc := ObjectChange{Ref: e.Ref(), Action: Stale}
 		text, err := diff.Unified(baseByID[e.ID].Object, nil, reviewDiffOptions(e.ID, m.ForObject(baseFields[e.ID])))
 		if err != nil {
 			return err
@@ -158,10 +158,6 @@ func secretFieldsOf(rel *render.Release) map[manifest.ID][]taint.Field {
 
 func reviewDiffOptions(id manifest.ID, m *diff.Masker) diff.Options {
 	return diff.Options{FromFile: "base/" + id.String(), ToFile: "head/" + id.String(), Masker: m}
-}
-
-func reviewRef(e inventory.Entry) ObjectRef {
-	return ObjectRef{Group: e.Group, Version: e.V, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, Component: e.Component}
 }
 
 // unmovedChange says why a pair whose change ID moves shows no object

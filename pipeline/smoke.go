@@ -475,7 +475,7 @@ func (r *smokeRun) clean(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("scanning for the release's objects after delete: %w", err)
 	}
 	for _, e := range discover.Entries(objs) {
-		ref := refOf(e)
+		ref := e.Ref()
 		r.sr.Leftovers = append(r.sr.Leftovers, ref)
 		left = append(left, ref.String())
 	}

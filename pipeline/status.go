@@ -197,7 +197,7 @@ func releaseStatus(ctx context.Context, d *deployed, opts StatusOptions) (Releas
 	rs.Healthy = health.Healthy(hs)
 	rs.Since = since(clock, hs)
 	for _, g := range d.ghosts {
-		rs.Ghosts = append(rs.Ghosts, ObjectStatus{ObjectRef: refOf(g), Health: "Ghost", Reason: "carries the release's labels but is in neither the inventory nor the render"})
+		rs.Ghosts = append(rs.Ghosts, ObjectStatus{ObjectRef: g.Ref(), Health: "Ghost", Reason: "carries the release's labels but is in neither the inventory nor the render"})
 	}
 	return rs, waitErr
 }
@@ -226,14 +226,10 @@ func groupByComponent(hs []health.ObjectHealth) []ComponentStatus {
 			out = append(out, ComponentStatus{Name: h.Entry.Component})
 			i = len(out) - 1
 		}
-		out[i].Objects = append(out[i].Objects, ObjectStatus{ObjectRef: refOf(h.Entry), Health: h.Status, Reason: h.Reason})
+		out[i].Objects = append(out[i].Objects, ObjectStatus{ObjectRef: h.Entry.Ref(), Health: h.Status, Reason: h.Reason})
 	}
 	slices.SortStableFunc(out, func(a, b ComponentStatus) int { return cmp.Compare(a.Name, b.Name) })
 	return out
-}
-
-func refOf(e inventory.Entry) ObjectRef {
-	return ObjectRef{Group: e.Group, Version: e.V, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, Component: e.Component}
 }
 
 // statusFleet reports each environment of a fleet, in wave order.

@@ -32,6 +32,13 @@ type Entry struct {
 	SecretName bool `json:"secretName,omitempty"`
 }
 
+// Ref names the recorded object as every report does: the inventory keeps
+// the seeds' keys ("v", "component"), the code one identity carrier.
+func (e Entry) Ref() manifest.Ref { return manifest.RefOf(e.ID, e.V, e.Component) }
+
+// EntryFor is the entry that records the object r names.
+func EntryFor(r manifest.Ref) Entry { return Entry{ID: r.ID(), V: r.Version, Component: r.Component} }
+
 // Key returns the entry's inventory identity.
 func (e Entry) Key() manifest.Key { return manifest.Key{ID: e.ID, Component: e.Component} }
 

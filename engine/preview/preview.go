@@ -266,7 +266,7 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		if !inventory.Untouched(e, live[i].Object) {
 			return nil, false, nil
 		}
-		res.Objects = append(res.Objects, manifest.ChangeOf(e.ID, e.V, e.Component, manifest.Unchanged))
+		res.Objects = append(res.Objects, manifest.Change{Ref: e.Ref(), Action: manifest.Unchanged})
 	}
 	if opts.Ghosts {
 		labelled, stats, err := discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers})
@@ -329,7 +329,7 @@ func previewStale(ctx context.Context, client *objects.Client, stale []inventory
 	g.SetLimit(workers)
 	for i, e := range stale {
 		g.Go(func() error {
-			o := manifest.ChangeOf(e.ID, e.V, e.Component, manifest.Stale)
+			o := manifest.Change{Ref: e.Ref(), Action: manifest.Stale}
 			live, err := client.Get(gctx, e.ID.GroupKind().WithVersion(""), e.Namespace, e.Name)
 			if err == nil {
 				o.KeptBy = manifest.KeptBy(live.GetAnnotations())

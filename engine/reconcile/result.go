@@ -28,7 +28,7 @@ func objectOf(r objects.Result) manifest.Change {
 }
 
 func objectOfEntry(e inventory.Entry) manifest.Change {
-	return manifest.ChangeOf(e.ID, e.V, e.Component, "")
+	return manifest.Change{Ref: e.Ref()}
 }
 
 // Event reports one object as it is applied or pruned.

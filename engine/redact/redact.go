@@ -11,7 +11,7 @@
 //   - secret values of MinLength characters or more, and what they derive
 //     into, in the encodings a leak takes (plain, upper and lower case,
 //     base64 and base64url, hex, URL- and JSON-escaped, and their sha1,
-//     sha256 and md5), become values.SecretMark;
+//     sha256 and md5), become redact.Mark;
 //   - the manifest digest and change ID of a release that holds secret data
 //     become their sealed forms (manifest.Sealer), whichever output prints
 //     them, so none of them is a recomputable guessing oracle;
@@ -26,6 +26,28 @@
 //
 // The Redactor travels in the context (With, From): front doors create
 // it, the engine registers what it renders and reads.
+//
+// # One vocabulary for hiding secrets
+//
+// Every package that hides a secret uses these words, each for one thing:
+//
+//   - mask: replace a value by its path where structured output is built —
+//     a diff's field (diff.Masker, a keyed marker per place), the values
+//     shown (taint.Mask). Only the field is touched, never an equal public
+//     value elsewhere.
+//   - redact: replace known secret strings in free text — this package's
+//     Redactor for every output, values.Redact and values.RedactQuoted for
+//     an error or refusal quoting a value of the release, however short.
+//   - Mark ("(secret)"): what a masked or redacted value becomes, the one
+//     spelling in every output.
+//   - seal: a keyed digest in place of an identifier a guess could check
+//     (manifest.Sealer: digests and change IDs of releases holding secrets).
+//   - hide, stand-in: an object name that carries a secret is shown as a
+//     stable stand-in (Name, Hidden), and hidden names are listed last.
+//   - withhold: an object's content is left out whole when which of its
+//     fields a secret reached cannot be told (preview.Withheld).
+//   - trace: find which rendered fields a secret reaches, by rendering
+//     again with sentinels (engine/taint, the stand-in render).
 package redact
 
 import (
@@ -299,7 +321,17 @@ func (r *Redactor) Error(err error) error {
 	if err == nil || r == nil {
 		return err
 	}
-	if msg := r.String(err.Error()); msg != err.Error() {
+	return Redacted(err, r.String)
+}
+
+// Redacted returns err printing what redact makes of its message, keeping
+// the chain for errors.Is/As (exit codes); err itself when nothing
+// changed, nil for nil. The one redacted error of every package.
+func Redacted(err error, redact func(string) string) error {
+	if err == nil {
+		return nil
+	}
+	if msg := redact(err.Error()); msg != err.Error() {
 		return redactedError{msg: msg, err: err}
 	}
 	return err

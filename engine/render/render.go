@@ -31,6 +31,7 @@ import (
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/opmv2"
 	"github.com/opmodel/pipeline/engine/reads"
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/suggest"
 	"github.com/opmodel/pipeline/engine/taint"
 	"github.com/opmodel/pipeline/engine/values"
@@ -476,7 +477,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 			if err != nil {
 				msg := err.Error()
 				if !errors.As(err, new(quotesNoValue)) {
-					msg = maskDerived(msg, standInFailure(d, key, rel, files, transformers, platform))
+					msg = redactDerived(msg, standInFailure(d, key, rel, files, transformers, platform))
 				}
 				all := append(slices.Clone(r.Secrets), secrets...)
 				slices.SortFunc(all, func(a, b string) int { return len(b) - len(a) }) // longest first
@@ -641,7 +642,7 @@ func effectiveValues(d *load.Deployment, rel cue.Value, where, key, envName stri
 // shownValues are the effective values as JSON and as CUE text, the forms
 // render prints and the change ID hashes; values from a secret source, and
 // the fields a secret reaches (traceSecrets), are shown as
-// values.SecretMark, so neither form nor the change ID's printed inputs
+// redact.Mark, so neither form nor the change ID's printed inputs
 // hold a secret.
 func shownValues(d *load.Deployment, effective cue.Value, set *values.Set, derived []taint.Field, traced bool) (json.RawMessage, string, error) {
 	doc, err := effective.MarshalJSON()
@@ -658,7 +659,7 @@ func shownValues(d *load.Deployment, effective cue.Value, set *values.Set, deriv
 		for _, p := range set.SecretPaths() {
 			fields = append(fields, taint.Field{Path: p})
 		}
-		v = taint.Mask(v, fields, func(any) any { return values.SecretMark }, secretKey)
+		v = taint.Mask(v, fields, func(any) any { return redact.Mark }, secretKey)
 		if doc, err = json.Marshal(v); err != nil {
 			return nil, "", fmt.Errorf("masking secret values: %w", err)
 		}

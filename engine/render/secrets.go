@@ -368,7 +368,7 @@ func derivedSecrets(secrets []string, resources []manifest.Resource, fields [][]
 // the same for every such key: anything derived from the key (a hash, a
 // rank) would let a reader confirm guesses of the secret, and the value
 // under it is masked anyway.
-func secretKey(string) string { return values.SecretMark }
+func secretKey(string) string { return redact.Mark }
 
 // valueLabels are the labels of a #config error path below #config,
 // unquoted ("spring.datasource.password" is one label).
@@ -428,14 +428,14 @@ func (e quotesNoValue) Unwrap() error { return e.error }
 // non-space characters, and the spaces between them.
 var errorToken = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|\s+|[^\s"]+`)
 
-// maskDerived masks in msg, the error of a render that holds secrets,
+// redactDerived masks in msg, the error of a render that holds secrets,
 // every token the same render with stand-ins (standIn, its error) does not
 // produce: what differs between the two derives from a secret, whatever
 // function derived it, and nothing else does, so a public value stays (no
 // oracle). When the stand-in render does not fail there is nothing to set
 // against: every quoted string, every number and every label of a path
 // that is not made of letters is masked.
-func maskDerived(msg, standIn string) string {
+func redactDerived(msg, standIn string) string {
 	real := errorToken.FindAllString(msg, -1)
 	keep := make([]bool, len(real))
 	if standIn != "" {
@@ -457,12 +457,12 @@ func maskDerived(msg, standIn string) string {
 		case strings.TrimSpace(tok) == "":
 			b.WriteString(tok)
 		case !keep[i]:
-			b.WriteString(values.SecretMark)
+			b.WriteString(redact.Mark)
 		case standIn == "" && !filePosition.MatchString(tok):
 			// Nothing to compare: a path's labels may be spelled from a
 			// secret (data.x107_113_55…), so only labels of letters are
 			// kept, as CUE's words and a module's field names are.
-			b.WriteString(maskLabels(tok))
+			b.WriteString(redactLabels(tok))
 		default:
 			b.WriteString(tok)
 		}
@@ -477,14 +477,14 @@ var filePosition = regexp.MustCompile(`\.cue:\d+:\d+[,;:)]*$`)
 // against: letters (a definition's #, a hidden field's _ first).
 var publicLabel = regexp.MustCompile(`^[(]*[#_]*[A-Za-z]+[,;:()]*$`)
 
-// maskLabels masks each dot-separated label of tok that is not a
+// redactLabels masks each dot-separated label of tok that is not a
 // publicLabel.
-func maskLabels(tok string) string {
+func redactLabels(tok string) string {
 	labels := strings.Split(tok, ".")
 	for i, l := range labels {
 		if l != "" && !publicLabel.MatchString(l) && strings.Trim(l, "():,;[]!=<>") != "" {
 			trail := l[len(strings.TrimRight(l, ":,;)")):]
-			labels[i] = values.SecretMark + trail
+			labels[i] = redact.Mark + trail
 		}
 	}
 	return strings.Join(labels, ".")

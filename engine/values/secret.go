@@ -8,11 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/taint"
 )
-
-// SecretMark replaces a secret value wherever values are shown.
-const SecretMark = "(secret)"
 
 // minContained is the shortest secret looked for inside longer strings;
 // shorter ones are masked only where they are the whole value, so a PIN
@@ -154,7 +152,7 @@ func replaceAt(v any, path []string, f func(any) any) any {
 
 // Redact removes secret values from a message (a CUE error quotes the
 // values it compares): each secret as a quoted string, and as a bare token
-// where it stands alone (a number), becomes SecretMark.
+// where it stands alone (a number), becomes redact.Mark.
 func (s *Set) Redact(msg string) string {
 	return Redact(msg, s.Secrets())
 }
@@ -162,14 +160,14 @@ func (s *Set) Redact(msg string) string {
 // Redact is Set.Redact for a list of secrets, longest first.
 func Redact(msg string, secrets []string) string {
 	for _, sec := range secrets {
-		msg = strings.ReplaceAll(msg, fmt.Sprintf("%q", sec), SecretMark)
+		msg = strings.ReplaceAll(msg, fmt.Sprintf("%q", sec), redact.Mark)
 		if len(sec) >= minContained {
-			msg = strings.ReplaceAll(msg, sec, SecretMark)
+			msg = strings.ReplaceAll(msg, sec, redact.Mark)
 			continue
 		}
 		// A short secret only as a whole token, not inside "file:12:4".
 		re := regexp.MustCompile(`(^|[\s(=,\[])` + regexp.QuoteMeta(sec) + `($|[\s),\]:;])`)
-		msg = re.ReplaceAllString(msg, "${1}"+SecretMark+"${2}")
+		msg = re.ReplaceAllString(msg, "${1}"+redact.Mark+"${2}")
 	}
 	return msg
 }
@@ -180,7 +178,7 @@ const invalidValue = "Invalid value: "
 // RedactQuoted replaces each of secrets where a message quotes a value —
 // "value" in Go quotes, after the API server's "Invalid value: ", or as a
 // field's value in an object dump the server or opm prints (`Field:815`,
-// `"field":815`, `key=815`) — with SecretMark, however short: text that
+// `"field":815`, `key=815`) — with redact.Mark, however short: text that
 // quotes nothing else keeps every public word, so the mask tells nobody
 // which public strings are secret (a secret "changed" must not make
 // "spec.selector changed" read "spec.selector (secret)"). It is the one
@@ -190,9 +188,9 @@ func RedactQuoted(msg string, secrets []string) string {
 		if sec == "" {
 			continue
 		}
-		msg = strings.ReplaceAll(msg, fmt.Sprintf("%q", sec), SecretMark)
+		msg = strings.ReplaceAll(msg, fmt.Sprintf("%q", sec), redact.Mark)
 		re := regexp.MustCompile(`(` + regexp.QuoteMeta(invalidValue) + `|[:=] ?)` + regexp.QuoteMeta(sec) + `($|[\s),\]}:;"'])`)
-		msg = re.ReplaceAllString(msg, "${1}"+SecretMark+"${2}")
+		msg = re.ReplaceAllString(msg, "${1}"+redact.Mark+"${2}")
 	}
 	return msg
 }
