@@ -76,7 +76,7 @@ var rawMessage = reflect.TypeFor[json.RawMessage]()
 // path only bounds recursive types, which stop at a depth where the JSON
 // already shows the shape.
 func fill(v reflect.Value, path string, depth int) {
-	if depth > 8 {
+	if depth > 16 {
 		return
 	}
 	if v.Type() == rawMessage {
