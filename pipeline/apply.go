@@ -124,20 +124,15 @@ type AppliedRelease struct {
 	Operation string     `json:"operation"`
 	Cluster   ClusterRef `json:"cluster"`
 	DryRun    bool       `json:"dryRun"`
-	// Applied lists the rendered objects reached, in apply order (empty for prune).
-	Applied []ObjectChange `json:"applied"`
-	// Stale is the stale set, in delete order.
-	Stale []ObjectChange `json:"stale"`
-	// Pruned lists stale objects deleted (would be, in a dry run).
-	Pruned []ObjectChange `json:"pruned"`
-	// Skipped lists stale objects kept, with the reason; they stay recorded.
-	Skipped []ObjectChange `json:"skipped"`
-	// Ghosts lists the ghosts found with --prune-ghosts / --ghosts.
-	Ghosts          []ObjectChange `json:"ghosts,omitempty"`
-	Inventory       InventoryRef   `json:"inventory"`
-	Counts          ApplyCounts    `json:"counts"`
-	DurationSeconds float64        `json:"durationSeconds"`
-	Warnings        []string       `json:"warnings,omitempty"`
+	// Changes: the rendered objects reached, in apply order (none for
+	// prune), the stale set in delete order, those pruned (would be, in a
+	// dry run), those kept with the reason, and the ghosts found with
+	// --prune-ghosts / --ghosts.
+	reconcile.Changes
+	Inventory       InventoryRef `json:"inventory"`
+	Counts          ApplyCounts  `json:"counts"`
+	DurationSeconds float64      `json:"durationSeconds"`
+	Warnings        []string     `json:"warnings,omitempty"`
 	// Error is set when this release failed; later releases were not touched.
 	Error string `json:"error,omitempty"`
 	// InputsIdentical is true when the release was not rendered: its
@@ -348,7 +343,7 @@ func eachRelease(ctx context.Context, sel Selection, fps map[string]string, co C
 		cl, scoped, err := cls.forRelease(ctx, rel)
 		ar := AppliedRelease{
 			RenderedRelease: newRenderedRelease(rel).masked(), Operation: operation, key: rel.Key, rendered: rel,
-			Applied: []ObjectChange{}, Stale: []ObjectChange{}, Pruned: []ObjectChange{}, Skipped: []ObjectChange{},
+			Changes: reconcile.NoChanges(),
 		}
 		if cl != nil {
 			ar.Cluster = ClusterRef{Server: cl.Server, Context: cl.Context}
@@ -380,7 +375,7 @@ func eachRelease(ctx context.Context, sel Selection, fps map[string]string, co C
 
 func (ar *AppliedRelease) fill(r *reconcile.Result) {
 	ar.DryRun = r.DryRun
-	ar.Applied, ar.Stale, ar.Pruned, ar.Skipped, ar.Ghosts = r.Applied, r.Stale, r.Pruned, r.Skipped, r.Ghosts
+	ar.Changes = r.Changes
 	ar.Inventory = r.Inventory
 	ar.Counts = r.Counts
 	ar.DurationSeconds = r.Duration.Seconds()

@@ -69,7 +69,7 @@ func applyUnmoved(ctx context.Context, opts ApplyOptions, sel Selection, fps map
 		id.ChangeID, id.ManifestDigest = r.ChangeID, r.ManifestDigest
 		ar := AppliedRelease{RenderedRelease: newRenderedRelease(id).masked(), Operation: "apply", key: id.Key,
 			Cluster: ClusterRef{Server: cl.Server, Context: cl.Context},
-			Stale:   []ObjectChange{}, Pruned: []ObjectChange{}, Skipped: []ObjectChange{}}
+			Changes: reconcile.NoChanges()}
 		ar.fill(r)
 		done = append(done, ar)
 		if opts.ReleaseDone != nil {

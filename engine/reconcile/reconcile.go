@@ -138,7 +138,7 @@ func newRun(cl *kube.Cluster, rel *render.Release, opts Options) *run {
 			Release: rel.Name, Namespace: rel.Namespace, ReleaseID: rel.ReleaseID,
 			Cluster: cl.String(), Server: cl.Server, Context: cl.Context,
 			ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID, DryRun: opts.DryRun,
-			Applied: []manifest.Change{}, Stale: []manifest.Change{}, Pruned: []manifest.Change{}, Skipped: []manifest.Change{},
+			Changes:   NoChanges(),
 			Inventory: InventoryRef{Name: inventory.SecretName(rel.Name, rel.ReleaseID), Namespace: rel.Namespace, ChangeIDs: []string{}},
 		},
 	}

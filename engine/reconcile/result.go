@@ -82,6 +82,30 @@ func (c *Counts) add(a manifest.Action) {
 	}
 }
 
+// Changes are what one apply or prune did, object by object: the lists
+// engine and pipeline results both carry (pipeline.AppliedRelease).
+type Changes struct {
+	// Applied lists every rendered object reached, in apply order.
+	Applied []manifest.Change `json:"applied"`
+	// Stale is the stale set: recorded by the previous change, no longer
+	// rendered (after the component-rename check), in delete order.
+	Stale []manifest.Change `json:"stale"`
+	// Pruned lists stale objects deleted (or that would be, in a dry run).
+	Pruned []manifest.Change `json:"pruned"`
+	// Skipped lists stale objects not deleted and why; they stay in the
+	// inventory so a later run tries again.
+	Skipped []manifest.Change `json:"skipped"`
+	// Ghosts lists the ghosts found (with PruneGhosts): objects carrying
+	// the release's id, neither recorded nor rendered.
+	Ghosts []manifest.Change `json:"ghosts,omitempty"`
+}
+
+// NoChanges is Changes with every list empty but not nil, so each is
+// printed as [] in JSON.
+func NoChanges() Changes {
+	return Changes{Applied: []manifest.Change{}, Stale: []manifest.Change{}, Pruned: []manifest.Change{}, Skipped: []manifest.Change{}}
+}
+
 // InventoryRef names the inventory Secret and its history after the run
 // (what it would be, in a dry run).
 type InventoryRef struct {
@@ -114,21 +138,9 @@ type Result struct {
 	// NamespaceCreated is true when apply created the release's namespace
 	// (would have, in a dry run), which holds the inventory Secret.
 	NamespaceCreated bool `json:"namespaceCreated,omitempty"`
-	// Applied lists every rendered object reached, in apply order.
-	Applied []manifest.Change `json:"applied"`
-	// Stale is the stale set: recorded by the previous change, no longer
-	// rendered (after the component-rename check), in delete order.
-	Stale []manifest.Change `json:"stale"`
-	// Pruned lists stale objects deleted (or that would be, in a dry run).
-	Pruned []manifest.Change `json:"pruned"`
-	// Skipped lists stale objects not deleted and why; they stay in the
-	// inventory so a later run tries again.
-	Skipped []manifest.Change `json:"skipped"`
-	// Ghosts lists the ghosts found (with PruneGhosts): objects carrying
-	// the release's id, neither recorded nor rendered.
-	Ghosts    []manifest.Change `json:"ghosts,omitempty"`
-	Inventory InventoryRef      `json:"inventory"`
-	Counts    Counts            `json:"counts"`
+	Changes
+	Inventory InventoryRef `json:"inventory"`
+	Counts    Counts       `json:"counts"`
 	// InputsIdentical is true when nothing was rendered: the inputs are
 	// those of the recorded change and every object is as it left them.
 	InputsIdentical bool          `json:"inputsIdentical,omitempty"`
