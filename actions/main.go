@@ -39,7 +39,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	ctx, action, flush := newAction(ctx, os.Getenv, os.Stdout)
-	ctx = pipeline.WithSession(ctx) // one connection and discovery per cluster for the step
+	ctx = pipeline.WithSession(ctx) // each file read once, one connection and discovery per cluster for the step
 	err := guarded(func() error { return run(ctx, action, http.DefaultClient) })
 	stop()
 	if err != nil {

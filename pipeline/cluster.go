@@ -71,25 +71,8 @@ type connectionKey struct {
 
 func newConnections() *connections { return &connections{byKey: map[connectionKey]*connection{}} }
 
-// sessionKey carries a command's session in its context.
-type sessionKey struct{}
-
-// session is what one command's steps share.
-type session struct{ connections *connections }
-
-// WithSession returns ctx carrying a session for one command: every
-// operation called with it (and the steps each runs) shares one client and
-// one API discovery per cluster. A front door opens one per command; ctx
-// already carrying one is returned as it is.
-func WithSession(ctx context.Context) context.Context {
-	if _, ok := ctx.Value(sessionKey{}).(*session); ok {
-		return ctx
-	}
-	return context.WithValue(ctx, sessionKey{}, &session{connections: newConnections()})
-}
-
 func newClusters(ctx context.Context, opts ClusterOptions) *clusters {
-	if s, ok := ctx.Value(sessionKey{}).(*session); ok {
+	if s := sessionOf(ctx); s != nil {
 		return &clusters{opts: opts, shared: s.connections}
 	}
 	return &clusters{opts: opts, shared: newConnections()}

@@ -27,7 +27,7 @@ type Explanation struct {
 // sides' fingerprints are equal.
 func Explain(ctx context.Context, sel Selection) ([]Explanation, error) {
 	ro := sel.renderOptions(ctx)
-	tree, err := worktreeSnapshot(ro.Dir).scan(ctx, openCache("", nil))
+	tree, err := worktreeTree(ctx, ro.Dir)
 	if err != nil {
 		return nil, err
 	}

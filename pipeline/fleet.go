@@ -49,12 +49,12 @@ func Fleet(ctx context.Context, sel Selection) ([]FleetEnvironment, error) {
 // blanked where the syntax allows it, so the cost does not grow with the
 // releases a repository holds), and that load reports what is wrong.
 func readFleet(ctx context.Context, dir string) (*fleet.Fleet, error) {
-	if tree, err := worktreeSnapshot(dir).scan(ctx, openCache("", nil)); err == nil {
+	if tree, err := worktreeTree(ctx, dir); err == nil {
 		if f, err := tree.Fleet(ctx); !errors.Is(err, fingerprint.ErrUnsure) {
 			return f, err
 		}
 	}
-	d, err := load.LoadWith(ctx, dir, load.Options{Pruned: fingerprint.EnvironmentsRoot(dir, nil)})
+	d, err := load.LoadWith(ctx, dir, load.Options{Pruned: fingerprint.EnvironmentsRoot(ctx, dir, nil)})
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ func (r *review) renderAndCompare(ctx context.Context, scanned bool, head, base 
 	opts := r.opts
 	size := cmp.Or(r.chunk, chunkReleases)
 	if len(rendered) <= size {
-		pruneSides(head, base, envs, keys, rendered)
+		pruneSides(ctx, head, base, envs, keys, rendered)
 		loadScannedSides(ctx, opts, head, base)
 		out, err := r.reviewAll(ctx, head, base, envs, keys)
 		return out, nil, err
@@ -64,7 +64,7 @@ func (r *review) reviewChunks(ctx context.Context, head, base *reviewSide, envs,
 	}
 	workers.Run(ctx, goroutines, len(chunks), func(c int) {
 		h, b := head.forChunk(keys, chunks[c]), base.forChunk(nil, nil)
-		pruneSides(h, b, envs, keys, chunks[c])
+		pruneSides(ctx, h, b, envs, keys, chunks[c])
 		for e, env := range envs {
 			for _, k := range chunks[c] {
 				if rc, ok := r.reviewRelease(ctx, h, b, keys[k], env); ok {
@@ -125,7 +125,7 @@ func (s *reviewSide) copyToEvaluate() *reviewSide {
 // (indexes into keys) that it renders: those with a pair reviewed here,
 // neither identical nor found in the render cache, that it declares. A
 // side with none is not evaluated at all.
-func pruneSides(head, base *reviewSide, envs, keys []string, releases []int) {
+func pruneSides(ctx context.Context, head, base *reviewSide, envs, keys []string, releases []int) {
 	for _, side := range []*reviewSide{head, base} {
 		if !side.present || side.tree == nil {
 			continue
@@ -142,7 +142,7 @@ func pruneSides(head, base *reviewSide, envs, keys []string, releases []int) {
 			side.nothingToRender = true
 			continue
 		}
-		side.pruned = side.snap.prunedTo(rendered)
+		side.pruned = side.snap.prunedTo(ctx, rendered)
 	}
 }
 

@@ -139,13 +139,13 @@ func (s *snapshot) load(ctx context.Context, pruned map[string][]byte) (*load.De
 }
 
 // prunedTo is the root that evaluates only releases (and what they read).
-func (s *snapshot) prunedTo(releases []string) map[string][]byte {
-	return fingerprint.PrunedRoot(s.dir, releases, s.overlay)
+func (s *snapshot) prunedTo(ctx context.Context, releases []string) map[string][]byte {
+	return fingerprint.PrunedRoot(ctx, s.dir, releases, s.overlay)
 }
 
 // environmentsOnly is the root that evaluates only the environments.
-func (s *snapshot) environmentsOnly() map[string][]byte {
-	return fingerprint.EnvironmentsRoot(s.dir, s.overlay)
+func (s *snapshot) environmentsOnly(ctx context.Context) map[string][]byte {
+	return fingerprint.EnvironmentsRoot(ctx, s.dir, s.overlay)
 }
 
 // commitSnapshot is the deployment directory dir (inside repo) as of

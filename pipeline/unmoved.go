@@ -18,7 +18,7 @@ import (
 func fingerprints(ctx context.Context, sel Selection) map[string]string {
 	ro := sel.renderOptions(ctx)
 	// The working tree, read as a review reads a side (one snapshot type).
-	tree, err := worktreeSnapshot(ro.Dir).scan(ctx, openCache("", nil))
+	tree, err := worktreeTree(ctx, ro.Dir)
 	if err != nil || tree.Sure() != nil {
 		return nil // the render reports what is wrong
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/inventory"
+	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/internal/deploytest"
 	"github.com/opmodel/pipeline/pipeline"
 	"github.com/opmodel/pipeline/pipeline/report"
@@ -319,4 +320,15 @@ func TestASessionConnectsOncePerCluster(t *testing.T) {
 	_, err = pipeline.Apply(ctx, pipeline.ApplyOptions{Selection: sel, ClusterOptions: co})
 	assert.NilError(t, err)
 	assert.Equal(t, pipeline.Dialed(ctx), 1)
+	// And every file of the deployment was read from disk once, by
+	// whichever step read it first, for all of those steps.
+	reads := load.FilesOf(ctx).Reads()
+	deploy := filepath.Join(dir, "deploy.cue")
+	if abs, err := filepath.Abs(deploy); err == nil {
+		deploy = abs
+	}
+	assert.Equal(t, reads[deploy], 1, "%v", reads)
+	for name, n := range reads {
+		assert.Check(t, n == 1, "%s read %d times", name, n)
+	}
 }

@@ -68,7 +68,7 @@ func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		_ = errOut.Flush()
 	}()
 	ctx = redact.With(ctx, red)
-	ctx = pipeline.WithSession(ctx) // one connection and discovery per cluster for the command
+	ctx = pipeline.WithSession(ctx) // each file read once, one connection and discovery per cluster for the command
 	ctx = context.WithValue(ctx, operatorOutKey{}, stdout)
 	return execute(ctx, args, stdin, out, errOut)
 }

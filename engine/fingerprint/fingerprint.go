@@ -336,7 +336,7 @@ func (t *Tree) evaluated(ctx context.Context) *environments {
 	// whole root package is evaluated (slower, as sound).
 	// Pruning can also leave the root invalid (a let only the releases
 	// used is then unreferenced): the whole root is evaluated then too.
-	pruned := EnvironmentsRoot(t.dir, t.p.Overlay)
+	pruned := pruneRoot(t.p.Files(), t.dir, nil, t.p.Overlay, true)
 	e, ok := t.environmentsWith(ctx, pruned)
 	if !ok && pruned != nil {
 		e, _ = t.environmentsWith(ctx, nil)

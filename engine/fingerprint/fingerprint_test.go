@@ -1,6 +1,7 @@
 package fingerprint_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -276,7 +277,7 @@ func TestPrunedRootRendersTheSelectionOnly(t *testing.T) {
 	assert.Equal(t, objectsJSON(t, one), objectsJSON(t, whole[1]))
 	assert.Equal(t, one.ChangeID, whole[1].ChangeID)
 
-	ov := fingerprint.PrunedRoot(dir, []string{"web"}, nil)
+	ov := fingerprint.PrunedRoot(context.Background(), dir, []string{"web"}, nil)
 	assert.Assert(t, ov != nil)
 	pruned := string(ov[filepath.Join(dir, "deploy.cue")])
 	assert.Assert(t, !strings.Contains(pruned, "apimodule"), pruned)
@@ -309,7 +310,7 @@ func TestPrunedRootThatDoesNotBuildFallsBackToTheWholeRoot(t *testing.T) {
 	deploytest.Registry(t, lib("v0.1.0", "hello"))
 	dir := fixture(t)
 	edit(t, dir, "deploy.cue", "releases: api: {#module: apimodule}", "let level = \"gold\"\nreleases: api: {#module: apimodule, values: tier: level}")
-	assert.Assert(t, fingerprint.PrunedRoot(dir, []string{"web"}, nil) != nil, "the premise: web's selection is pruned")
+	assert.Assert(t, fingerprint.PrunedRoot(context.Background(), dir, []string{"web"}, nil) != nil, "the premise: web's selection is pruned")
 	r := renderOne(t, dir, "web", "prod")
 	assert.Assert(t, r.ManifestDigest != "")
 }

@@ -1,7 +1,7 @@
 package fingerprint
 
 import (
-	"os"
+	"context"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -10,6 +10,7 @@ import (
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/parser"
+	"github.com/opmodel/pipeline/engine/load"
 )
 
 // PrunedRoot returns the deployment directory's root package with the
@@ -25,21 +26,22 @@ import (
 // the same either way; only the cost differs.
 //
 // overlay (absolute path → content, as load.Options.Overlay) is read
-// instead of the disk where it has a file.
-func PrunedRoot(dir string, keep []string, overlay map[string][]byte) map[string][]byte {
-	return pruneRoot(dir, keep, overlay, false)
+// instead of the disk where it has a file, and the disk through the
+// command's files (load.FilesOf), which the load that follows reads too.
+func PrunedRoot(ctx context.Context, dir string, keep []string, overlay map[string][]byte) map[string][]byte {
+	return pruneRoot(load.FilesOf(ctx), dir, keep, overlay, false)
 }
 
 // EnvironmentsRoot is PrunedRoot keeping no release: what evaluating the
 // environments (and the fleet they declare) alone needs; nil when the
 // syntax does not allow pruning.
-func EnvironmentsRoot(dir string, overlay map[string][]byte) map[string][]byte {
-	return pruneRoot(dir, nil, overlay, true)
+func EnvironmentsRoot(ctx context.Context, dir string, overlay map[string][]byte) map[string][]byte {
+	return pruneRoot(load.FilesOf(ctx), dir, nil, overlay, true)
 }
 
 // pruneRoot is PrunedRoot; with none, an empty keep blanks every release
 // (what evaluating the environments alone needs).
-func pruneRoot(dir string, keep []string, overlay map[string][]byte, none bool) map[string][]byte {
+func pruneRoot(host *load.Files, dir string, keep []string, overlay map[string][]byte, none bool) map[string][]byte {
 	if len(keep) == 0 && !none {
 		return nil
 	}
@@ -69,7 +71,7 @@ func pruneRoot(dir string, keep []string, overlay map[string][]byte, none bool) 
 		}
 		b, ok := overlay[name]
 		if !ok {
-			if b, err = os.ReadFile(name); err != nil {
+			if b, err = host.ReadFile(name); err != nil {
 				return nil
 			}
 		}

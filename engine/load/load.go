@@ -108,6 +108,8 @@ type Parsed struct {
 	// files is the host's file system with sources on top, rooted at
 	// "/": what @embed globs are resolved in, as the loader resolves them.
 	files func() fs.FS
+	// host reads the host's files (the command's Files).
+	host *Files
 }
 
 // Source returns the bytes cue/load read for filename, or for any other
@@ -117,8 +119,11 @@ func (p *Parsed) Source(filename string) ([]byte, error) {
 	if b, ok := p.sources[filename]; ok {
 		return b, nil
 	}
-	return os.ReadFile(filename)
+	return p.host.ReadFile(filename)
 }
+
+// Files is what the parse read the host's files through.
+func (p *Parsed) Files() *Files { return p.host }
 
 // ParseImports reads and parses the deployment directory dir without
 // evaluating it (errors are validation errors with CUE positions), with the files of every imported package parsed
@@ -184,6 +189,7 @@ func parse(ctx context.Context, dir string, rootOverlay map[string][]byte, impor
 		sources[name] = b
 	}
 	cfg := &load.Config{Dir: abs, ModuleRoot: abs, Registry: reg}
+	host := FilesOf(ctx)
 	if runtime.GOOS == "windows" || vendors(abs) {
 		// load.Config.FS names files by slash paths from one root, which
 		// a drive letter is not, and cue/load cannot place the packages
@@ -195,7 +201,7 @@ func parse(ctx context.Context, dir string, rootOverlay map[string][]byte, impor
 			cfg.Overlay[name] = load.FromBytes(b)
 		}
 	} else {
-		cfg.FS = newLoaderFS(sources)
+		cfg.FS = newLoaderFS(sources, host)
 	}
 	if importsOnly {
 		cfg.ParseFile = func(name string, src any, pc parser.Config) (*ast.File, error) {
@@ -214,8 +220,8 @@ func parse(ctx context.Context, dir string, rootOverlay map[string][]byte, impor
 	if len(insts) != 2 {
 		return nil, fmt.Errorf("loading %s: expected 2 instances, got %d", dir, len(insts))
 	}
-	files := sync.OnceValue(func() fs.FS { return newLoaderFS(sources) })
-	return &Parsed{Dir: abs, Root: insts[0], Catalog: insts[1], Overlay: rootOverlay, sources: sources, files: files}, nil
+	files := sync.OnceValue(func() fs.FS { return newLoaderFS(sources, host) })
+	return &Parsed{Dir: abs, Root: insts[0], Catalog: insts[1], Overlay: rootOverlay, sources: sources, files: files, host: host}, nil
 }
 
 // LoadWith is Load with evaluation options.

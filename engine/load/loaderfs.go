@@ -33,11 +33,10 @@ type loaderFS struct {
 
 	mu     sync.Mutex
 	listed map[string]listing
-	// read are the host's regular files as first read: cue/load opens a
-	// file several times in one load (to find its package, to parse it),
-	// and every open after the first is served from here, so one load
-	// reads each file from disk once.
-	read map[string]hostFile
+	// host serves the host's regular files: cue/load opens a file several
+	// times in one load (to find its package, to parse it), and the other
+	// readers of a command read it again; host reads each from disk once.
+	host *Files
 }
 
 type hostFile struct {
@@ -51,8 +50,8 @@ type listing struct {
 	err     error
 }
 
-func newLoaderFS(overlay map[string][]byte) *loaderFS {
-	f := &loaderFS{files: map[string][]byte{}, dirs: map[string]map[string]bool{}, listed: map[string]listing{}, read: map[string]hostFile{}}
+func newLoaderFS(overlay map[string][]byte, host *Files) *loaderFS {
+	f := &loaderFS{files: map[string][]byte{}, dirs: map[string]map[string]bool{}, listed: map[string]listing{}, host: host}
 	for abs, b := range overlay {
 		name := strings.TrimPrefix(path.Clean(abs), "/")
 		f.files[name] = b
@@ -73,7 +72,7 @@ func newLoaderFS(overlay map[string][]byte) *loaderFS {
 	return f
 }
 
-func (f *loaderFS) host(name string) string { return "/" + name }
+func (f *loaderFS) hostPath(name string) string { return "/" + name }
 
 // Open implements fs.FS.
 func (f *loaderFS) Open(name string) (fs.File, error) {
@@ -92,32 +91,17 @@ func (f *loaderFS) Open(name string) (fs.File, error) {
 		}
 		return &memFile{Reader: bytes.NewReader(h.b), info: h.info}, nil
 	}
-	file, err := os.Open(f.host(name))
+	file, err := os.Open(f.hostPath(name))
 	if err != nil {
 		return nil, err
 	}
 	return file, nil
 }
 
-// hostFile is the host's file name as first read, when it is a regular
-// file; ok is false for anything else (a directory is opened as it is).
+// hostFile is the host's file name as read, when it is a regular file; ok
+// is false for anything else (a directory is opened as it is).
 func (f *loaderFS) hostFile(name string) (hostFile, bool) {
-	f.mu.Lock()
-	h, ok := f.read[name]
-	f.mu.Unlock()
-	if ok {
-		return h, true
-	}
-	st, err := os.Stat(f.host(name))
-	if err != nil || !st.Mode().IsRegular() {
-		return hostFile{}, false
-	}
-	h.info = st
-	h.b, h.err = os.ReadFile(f.host(name))
-	f.mu.Lock()
-	f.read[name] = h
-	f.mu.Unlock()
-	return h, true
+	return f.host.file(f.hostPath(name))
 }
 
 // Stat implements fs.StatFS.
@@ -129,12 +113,12 @@ func (f *loaderFS) Stat(name string) (fs.FileInfo, error) {
 		return memInfo{name: path.Base(name), size: int64(len(b))}, nil
 	}
 	if _, ok := f.dirs[name]; ok {
-		if st, err := os.Stat(f.host(name)); err == nil && st.IsDir() {
+		if st, err := os.Stat(f.hostPath(name)); err == nil && st.IsDir() {
 			return st, nil
 		}
 		return memInfo{name: path.Base(name), dir: true}, nil
 	}
-	return os.Stat(f.host(name))
+	return os.Stat(f.hostPath(name))
 }
 
 // ReadFile implements fs.ReadFileFS.
@@ -148,7 +132,7 @@ func (f *loaderFS) ReadFile(name string) ([]byte, error) {
 	if h, ok := f.hostFile(name); ok {
 		return slices.Clone(h.b), h.err
 	}
-	return os.ReadFile(f.host(name))
+	return os.ReadFile(f.hostPath(name))
 }
 
 // ReadDir implements fs.ReadDirFS: the host's entries, overlay entries
@@ -172,7 +156,7 @@ func (f *loaderFS) ReadDir(name string) ([]fs.DirEntry, error) {
 }
 
 func (f *loaderFS) list(name string) listing {
-	entries, err := os.ReadDir(f.host(name))
+	entries, err := os.ReadDir(f.hostPath(name))
 	children, overlaid := f.dirs[name]
 	if err != nil {
 		if !overlaid || !os.IsNotExist(err) {

@@ -29,7 +29,7 @@ func TestLoaderFSIsTheHostWithTheOverlayOnTop(t *testing.T) {
 		filepath.Join(dir, "a.cue"):           []byte("overlay a"), // replaces
 		filepath.Join(dir, "sub", "c.cue"):    []byte("overlay c"), // added to a host directory
 		filepath.Join(dir, "new", "deep.cue"): []byte("overlay d"), // in directories the host lacks
-	})
+	}, NewFiles())
 	root, err := fs.Sub(fsys, strings.TrimPrefix(dir, "/"))
 	assert.NilError(t, err)
 	assert.NilError(t, fstest.TestFS(root, "a.cue", "sub/b.cue", "sub/c.cue", "sub/keep.txt", "new/deep.cue"))
@@ -59,7 +59,7 @@ func TestLoaderFSIsTheHostWithTheOverlayOnTop(t *testing.T) {
 func TestLoaderFSListsADirectoryOnce(t *testing.T) {
 	dir := t.TempDir()
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "b.cue"), nil, 0o644))
-	fsys := newLoaderFS(nil)
+	fsys := newLoaderFS(nil, NewFiles())
 	name := strings.TrimPrefix(dir, "/")
 	first, err := fsys.ReadDir(name)
 	assert.NilError(t, err)
@@ -70,33 +70,47 @@ func TestLoaderFSListsADirectoryOnce(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, len(second), 1)
 	assert.Equal(t, second[0].Name(), "b.cue")
-	fresh, err := newLoaderFS(nil).ReadDir(name)
+	fresh, err := newLoaderFS(nil, NewFiles()).ReadDir(name)
 	assert.NilError(t, err)
 	assert.Equal(t, len(fresh), 2, "a new load sees the new file")
 }
 
-// A file is read from the host once per load (one loaderFS): cue/load
-// opens a file several times in one load (its package, then its syntax),
-// and every later open, read or stat of the same loaderFS is the first
-// read, even after the file changed on disk; a new load reads it again.
-func TestLoaderFSReadsAFileOnce(t *testing.T) {
+// A command's Files read each file from disk once for every loader that
+// shares them (loads, the fingerprint's sources): a file whose bytes
+// changed behind its unchanged size and modification time is still the
+// first read — the proof that no second read happened — and one whose
+// stat moved is read again, so nothing older than the disk is served.
+func TestFilesReadAFileOnceAndAgainWhenItChanges(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "deploy.cue")
 	assert.NilError(t, os.WriteFile(p, []byte("package deploy\n"), 0o644))
-	fsys := newLoaderFS(nil)
+	st, err := os.Stat(p)
+	assert.NilError(t, err)
+	host := NewFiles()
+	fsys := newLoaderFS(nil, host)
 	name := strings.TrimPrefix(p, "/")
 	first, err := fsys.ReadFile(name)
 	assert.NilError(t, err)
-	assert.NilError(t, os.WriteFile(p, []byte("package changed\n"), 0o644))
-	again, err := fsys.ReadFile(name)
+
+	assert.NilError(t, os.WriteFile(p, []byte("package deplox\n"), 0o644))
+	assert.NilError(t, os.Chtimes(p, st.ModTime(), st.ModTime()))
+	again, err := newLoaderFS(nil, host).ReadFile(name)
 	assert.NilError(t, err)
-	assert.Equal(t, string(again), string(first))
+	assert.Equal(t, string(again), string(first), "a second load of the command reads no file again")
 	f, err := fsys.Open(name)
 	assert.NilError(t, err)
 	opened, err := io.ReadAll(f)
 	assert.NilError(t, err)
 	assert.Equal(t, string(opened), string(first))
-	fresh, err := newLoaderFS(nil).ReadFile(name)
+	src, err := host.ReadFile(p)
 	assert.NilError(t, err)
-	assert.Equal(t, string(fresh), "package changed\n", "a new load reads the file again")
+	assert.Equal(t, string(src), string(first), "nor does the fingerprint's read of its source")
+
+	assert.NilError(t, os.WriteFile(p, []byte("package changed\n"), 0o644))
+	moved, err := fsys.ReadFile(name)
+	assert.NilError(t, err)
+	assert.Equal(t, string(moved), "package changed\n", "a file whose stat moved is read again")
+	fresh, err := newLoaderFS(nil, NewFiles()).ReadFile(name)
+	assert.NilError(t, err)
+	assert.Equal(t, string(fresh), "package changed\n")
 }

@@ -37,7 +37,7 @@ func Published(ctx context.Context, cctx *cue.Context, path, version string) (cu
 	cfg := &load.Config{Dir: platformRoot, ModuleRoot: platformRoot, Registry: reg, FS: newLoaderFS(map[string][]byte{
 		platformRoot + "/cue.mod/module.cue": []byte(modFile),
 		platformRoot + "/platform.cue":       []byte(src),
-	})}
+	}, FilesOf(ctx))}
 	insts := load.Instances([]string{"."}, cfg)
 	if len(insts) != 1 || insts[0].Err != nil {
 		var cause error

@@ -111,7 +111,7 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 		return rels, verifyReads(ctx, opts, keys)
 	}
 	// A selection of releases evaluates only what they reach.
-	lo := load.Options{Pruned: fingerprint.PrunedRoot(opts.Dir, opts.Releases, nil), Reads: opts.reads}
+	lo := load.Options{Pruned: fingerprint.PrunedRoot(ctx, opts.Dir, opts.Releases, nil), Reads: opts.reads}
 	d, err := opts.Loads.LoadWith(ctx, opts.Dir, lo)
 	if err != nil {
 		return nil, err
