@@ -80,6 +80,9 @@ kube-down:
 
 vet:
 	go vet ./...
+	# The bench is built only with its tag: vet it too, so an API change
+	# that breaks it fails here rather than in the next `make bench`.
+	go vet -tags bench ./bench
 
 # Regenerates docs/cli.md from the cobra command tree; `make test` fails
 # (TestCLIReference) when it is stale.

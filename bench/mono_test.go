@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	enginecache "github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/render"
@@ -78,7 +79,7 @@ func TestBenchMonorepo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tree.UseCache(cache)
+			tree.UseCache(enginecache.Open(cache, 0, nil)) // "": none
 			if _, err := tree.Of(t.Context(), c.release, fingerprint.Inputs{Environment: envFor(c.name)}); err != nil {
 				t.Fatal(err)
 			}
