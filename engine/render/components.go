@@ -341,6 +341,13 @@ func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseConte
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: %w", where, err))
 	}
 	empty := cctx.CompileString("{}")
+	// #Transformer leaves output open (a disjunction in the schema costs
+	// every transform a default to resolve): an output that is already a
+	// struct is what the shape would leave it, and anything else is
+	// unified with the shape here — the empty struct as default for a
+	// comprehension that is not yet one — which is the same value
+	// (unification does not depend on order).
+	outputShape := cctx.CompileString("*{...} | [...{...}]")
 	base := empty.FillPath(cue.MakePath(cue.Str("name")), rc.release.name).
 		FillPath(cue.MakePath(cue.Str("namespace")), rc.release.namespace)
 	// Index 0: contexts without #environmentMetadata; 1: with it.
@@ -416,7 +423,7 @@ func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseConte
 			}
 			matched = append(matched, t)
 			tv := t.value.Unify(input(t))
-			objs, err := outputs(tv.LookupPath(cue.ParsePath("output")))
+			objs, err := outputs(shaped(tv.LookupPath(cue.ParsePath("output")), outputShape))
 			if err != nil {
 				return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, transformer %s:\n%s", compWhere, t, describeOutput(err, cv)))
 			}
@@ -517,6 +524,17 @@ func formatLabels(m map[string]string) string {
 // apiVersion), or several — a list, or a map of objects keyed by name, as
 // transformers of components annotated transformer.opmodel.dev/list-output
 // produce.
+// shaped is a transformer's output as the output shape makes it: a
+// struct as it is (unifying a whole object again costs more than the
+// disjunction saved), anything else unified with shape; an output that
+// does not exist stays absent.
+func shaped(v, shape cue.Value) cue.Value {
+	if !v.Exists() || v.Kind() == cue.StructKind {
+		return v
+	}
+	return v.Unify(shape)
+}
+
 func outputs(v cue.Value) ([]*unstructured.Unstructured, error) {
 	if !v.Exists() {
 		return nil, nil
