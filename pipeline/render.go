@@ -33,10 +33,9 @@ import (
 	"fmt"
 	"os"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/opmodel/pipeline/engine/encrypted"
 	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/values"
 )
@@ -213,7 +212,7 @@ func (r *RenderResult) YAML() ([]byte, error) {
 	var b bytes.Buffer
 	for _, rel := range r.Releases {
 		for _, obj := range rel.Resources {
-			y, err := yaml.Marshal(obj)
+			y, err := manifest.YAML(obj)
 			if err != nil {
 				return nil, fmt.Errorf("encoding %s/%v as YAML: %w", rel.Name, obj["kind"], err)
 			}

@@ -41,7 +41,6 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/taint"
@@ -205,7 +204,7 @@ func toYAML(obj *unstructured.Unstructured) (string, error) {
 	if obj == nil {
 		return "", nil
 	}
-	b, err := yaml.Marshal(obj.Object)
+	b, err := manifest.YAML(obj.Object)
 	if err != nil {
 		return "", err
 	}
