@@ -199,6 +199,9 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 // it (nil: its gates are read here). It routes nothing: Deploy decides
 // between one environment and a rollout, whose environments come here.
 func applyEnvironment(ctx context.Context, opts ApplyOptions, known *FleetEnvironment) (*ApplyResult, error) {
+	if opts.NoSkip {
+		ctx = withTransforms(ctx, nil) // --no-skip transforms every component too
+	}
 	gates := gatesOf(ctx, opts.Selection, known)
 	ro := opts.reconcileOptions()
 	ro.Source = changeSource(ctx, opts.renderOptions(ctx).Dir, opts.RunURL, cmp.Or(opts.Actor, Actor(os.Getenv)))

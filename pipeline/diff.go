@@ -39,6 +39,9 @@ type DiffOptions struct {
 // reported with Error set and the others are still compared; the returned
 // error then joins every such failure.
 func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
+	if opts.NoSkip {
+		ctx = withTransforms(ctx, nil) // --no-skip transforms every component too
+	}
 	if opts.AllEnvironments || len(opts.Environments) > 0 {
 		return diffEach(ctx, opts)
 	}

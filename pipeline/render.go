@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/encrypted"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
@@ -101,6 +102,7 @@ func (s Selection) renderOptions(ctx context.Context) render.Options {
 	dir := s.dir()
 	o := render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles, Namespace: s.NamespaceOverride,
 		Keys: encrypted.Keys{AgeIdentities: s.AgeKeys}, VerifyInputs: os.Getenv(EnvVerifyInputs) != "", Loads: loadsOf(ctx)}
+	o.Cache, o.VerifyCache = transformsOf(ctx), os.Getenv(EnvVerifySkips) != ""
 	for _, v := range s.InlineValues {
 		o.Values = append(o.Values, values.Input{Name: v.Name, Data: v.Data})
 	}
@@ -221,6 +223,25 @@ func (r *RenderResult) YAML() ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// transformsKey carries the cache an operation's renders keep their
+// components' transforms in.
+type transformsKey struct{}
+
+// withTransforms returns ctx whose renders keep their components'
+// transforms in c; nil keeps none (--no-skip, --no-cache).
+func withTransforms(ctx context.Context, c *cache.Cache) context.Context {
+	return context.WithValue(ctx, transformsKey{}, c)
+}
+
+// transformsOf is the cache ctx's renders keep transforms in: the one
+// withTransforms set, else the user's cache (OPM_CACHE_DIR, OPM_CACHE_KEY).
+func transformsOf(ctx context.Context) *cache.Cache {
+	if c, ok := ctx.Value(transformsKey{}).(*cache.Cache); ok {
+		return c
+	}
+	return openCache("", nil)
 }
 
 // loadsKey carries an operation's load memo in its context.

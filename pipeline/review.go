@@ -89,6 +89,7 @@ type UnchangedRelease struct {
 // when neither side can be loaded or the selection names something that
 // does not exist.
 func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
+	ctx = withTransforms(ctx, opts.transforms())
 	r, err := openReview(ctx, opts)
 	if err != nil {
 		return nil, err

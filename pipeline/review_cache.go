@@ -20,6 +20,15 @@ func (o ReviewOptions) cache() *cache.Cache {
 	return openCache(o.CacheDir, o.CacheKey)
 }
 
+// transforms is the cache a review's renders keep their components'
+// transforms in: none with NoCache or NoSkip.
+func (o ReviewOptions) transforms() *cache.Cache {
+	if o.NoSkip {
+		return nil
+	}
+	return o.cache()
+}
+
 // reviewCache is the render cache a review reads and writes: none with
 // NoCache or NoSkip, or when the sides could not be fingerprinted.
 func reviewCache(opts ReviewOptions, scanned bool) *rendercache.Cache {

@@ -133,6 +133,7 @@ type PartialReview struct {
 // it as a partial. The head must be a commit (no uncommitted changes):
 // shards on other runners check out the same one.
 func ReviewShard(ctx context.Context, opts ReviewOptions) (*PartialReview, error) {
+	ctx = withTransforms(ctx, opts.transforms())
 	if opts.Shard == nil {
 		return nil, fault.Validationf("a partial review needs a shard (I/N)")
 	}

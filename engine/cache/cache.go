@@ -52,6 +52,9 @@ const (
 	Render       Kind = "render"
 	Environments Kind = "environments"
 	Identity     Kind = "identity"
+	// Transform holds what one component of a release transformed into
+	// (engine/render), so a render transforms only what changed.
+	Transform Kind = "transform"
 )
 
 // Format of the first line: magic, kind, the seal's algorithm, its hex.

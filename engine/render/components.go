@@ -14,6 +14,7 @@ import (
 	"cuelang.org/go/cue/token"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
@@ -237,6 +238,12 @@ type releaseContext struct {
 	values cue.Value
 	// warnings collects an OPM v2 render's advisories (nil: dropped).
 	warnings *[]string
+	// cache keeps the components' transforms (nil: none); verifyCache
+	// checks every hit against a transform.
+	cache       *cache.Cache
+	verifyCache bool
+	// stats counts the components transformed (nil: not counted).
+	stats *transformStats
 }
 
 var (
@@ -356,6 +363,7 @@ func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseConte
 		relCtx[1] = relCtx[1].FillPath(pathCtxEnv, envMeta)
 	}
 	contextSchema := catalog.LookupPath(pathTransformerContext)
+	tc := newTransforms(rc.cache, rc.verifyCache, transformers, rc.release, plain, folded, envMeta, checks)
 	var out []manifest.Resource
 	type owner struct {
 		component string
@@ -416,38 +424,79 @@ func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseConte
 			}
 			return inputs[i]
 		}
+		// accept adds what t rendered for the component, once checked.
+		accept := func(res manifest.Resource, t transformer, i int) error {
+			o, id := res.Object, res.ID()
+			if missing := missingIdentity(o); missing != "" {
+				return fault.Validationf("%s: transformer %s (declared at %s) renders an object (output %d) without %s; every output needs apiVersion, kind and metadata.name", compWhere, t, t.pos, i, missing)
+			}
+			if other, dup := seen[id]; dup {
+				if other.component == name {
+					return fault.Validationf("%s: transformers %s (declared at %s) and %s (declared at %s) both render %s; two transformers cannot claim the same output: remove one from the providers, or narrow its requiredResources/requiredTraits/requiredLabels", compWhere, other.t, other.t.pos, t, t.pos, id)
+				}
+				return fault.Validationf("%s: %s is also rendered by component %q; two components cannot produce the same object", compWhere, id, other.component)
+			}
+			if why := limit.Check(res, rc.release.namespace); why != "" {
+				return fault.Validationf("%s: transformer %s (declared at %s) %s", compWhere, t, strings.TrimPrefix(t.pos.String(), load.EmbeddedRoot), why)
+			}
+			seen[id] = owner{name, t}
+			out = append(out, res)
+			return nil
+		}
+		// A component whose inputs are those of a transform the cache
+		// holds is not transformed again (unless hits are verified).
+		key := ""
+		if tc != nil {
+			if data, err := cv.MarshalJSON(); err == nil {
+				key = tc.key(data, comp)
+			}
+		}
+		var hit []transformed
+		cached := false
+		if key != "" {
+			hit, cached = tc.get(key)
+		}
+		if cached && !tc.verify {
+			if res, err := cachedResources(hit, name); err == nil {
+				for i, r := range res {
+					if err := accept(r, tc.byFQN[hit[i].Transformer], i); err != nil {
+						return nil, err
+					}
+				}
+				continue
+			}
+			cached = false // an entry that does not decode is a miss
+		}
+		rc.stats.transform()
 		var matched []transformer
+		var fresh []transformed
 		for _, t := range transformers {
 			if !t.matches(comp) {
 				continue
 			}
 			matched = append(matched, t)
 			tv := t.value.Unify(input(t))
-			objs, err := outputs(shaped(tv.LookupPath(cue.ParsePath("output")), outputShape))
+			objs, raws, err := outputs(shaped(tv.LookupPath(cue.ParsePath("output")), outputShape))
 			if err != nil {
 				return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, transformer %s:\n%s", compWhere, t, describeOutput(err, cv)))
 			}
 			for i, o := range objs {
-				res := manifest.Resource{Object: o, Component: name}
-				id := res.ID()
-				if missing := missingIdentity(o); missing != "" {
-					return nil, fault.Validationf("%s: transformer %s (declared at %s) renders an object (output %d) without %s; every output needs apiVersion, kind and metadata.name", compWhere, t, t.pos, i, missing)
+				if err := accept(manifest.Resource{Object: o, Component: name}, t, i); err != nil {
+					return nil, err
 				}
-				if other, dup := seen[id]; dup {
-					if other.component == name {
-						return nil, fault.Validationf("%s: transformers %s (declared at %s) and %s (declared at %s) both render %s; two transformers cannot claim the same output: remove one from the providers, or narrow its requiredResources/requiredTraits/requiredLabels", compWhere, other.t, other.t.pos, t, t.pos, id)
-					}
-					return nil, fault.Validationf("%s: %s is also rendered by component %q; two components cannot produce the same object", compWhere, id, other.component)
-				}
-				if why := limit.Check(res, rc.release.namespace); why != "" {
-					return nil, fault.Validationf("%s: transformer %s (declared at %s) %s", compWhere, t, strings.TrimPrefix(t.pos.String(), load.EmbeddedRoot), why)
-				}
-				seen[id] = owner{name, t}
-				out = append(out, res)
+				fresh = append(fresh, transformed{Transformer: t.fqn, Object: raws[i]})
 			}
 		}
 		if err := checkMatched(comp, matched, transformers, compWhere); err != nil {
 			return nil, err
+		}
+		switch {
+		case cached && !same(hit, fresh):
+			return nil, fmt.Errorf("%s: the transform cache's entry %s differs from the transform (verified because OPM_VERIFY_SKIPS is set): this is a bug in opm; OPM_CACHE_DIR=off renders without the cache", compWhere, key)
+		case key != "" && !cached:
+			if tc.put(key, fresh) {
+				rc.stats.wrote(key)
+			}
 		}
 	}
 	return out, nil
@@ -535,19 +584,19 @@ func shaped(v, shape cue.Value) cue.Value {
 	return v.Unify(shape)
 }
 
-func outputs(v cue.Value) ([]*unstructured.Unstructured, error) {
+func outputs(v cue.Value) ([]*unstructured.Unstructured, [][]byte, error) {
 	if !v.Exists() {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err := v.Validate(cue.Concrete(true), cue.Final()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var items []cue.Value
 	switch {
 	case v.Kind() == cue.ListKind:
 		it, err := v.List()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for it.Next() {
 			items = append(items, it.Value())
@@ -557,25 +606,26 @@ func outputs(v cue.Value) ([]*unstructured.Unstructured, error) {
 	default:
 		it, err := v.Fields()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for it.Next() {
 			items = append(items, it.Value())
 		}
 	}
 	objs := make([]*unstructured.Unstructured, 0, len(items))
+	raws := make([][]byte, 0, len(items))
 	for _, item := range items {
 		b, err := item.MarshalJSON()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		u, err := objectOf(b)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		objs = append(objs, u)
+		objs, raws = append(objs, u), append(raws, b)
 	}
-	return objs, nil
+	return objs, raws, nil
 }
 
 // objectOf decodes one rendered object.

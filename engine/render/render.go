@@ -24,6 +24,7 @@ import (
 	"cuelang.org/go/cue/format"
 	"cuelang.org/go/cue/token"
 
+	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/encrypted"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/fingerprint"
@@ -75,6 +76,12 @@ type Options struct {
 	// Loads, when set, shares loaded deployments between the renders of
 	// one command (load.Memo): an apply's identities, then its objects.
 	Loads *load.Memo
+	// Cache, when set, keeps what each component transformed into, so a
+	// render transforms only the components whose inputs moved (see
+	// transforms); VerifyCache transforms every hit anyway and fails a
+	// render whose hit differs (OPM_VERIFY_SKIPS).
+	Cache       *cache.Cache
+	VerifyCache bool
 	// reads is the trace VerifyInputs records into.
 	reads *reads.Set
 	// untraced skips the second render that finds what secrets reach
@@ -83,6 +90,10 @@ type Options struct {
 	// wholeStandIns transforms every component again in the stand-in
 	// renders, reusing none: what tests set the reuse against.
 	wholeStandIns bool
+	// stats counts the components the real render transformed (not
+	// taken from Cache) and the entries written: what tests check the
+	// cache against.
+	stats *transformStats
 }
 
 var (
@@ -324,7 +335,7 @@ func (p *plan) renderOnce(key string) (*Release, error) {
 	if p.env.Exists() {
 		rel = rel.FillPath(pathEnvironment, p.env)
 	}
-	mode := tracing{on: !p.opts.untraced, whole: p.opts.wholeStandIns}
+	mode := tracing{on: !p.opts.untraced, whole: p.opts.wholeStandIns, cache: p.opts.Cache, verify: p.opts.VerifyCache, stats: p.opts.stats}
 	return renderRelease(p.d, key, rel, p.filesFor(key), p.transformers, p.platform, p.opts.IdentityOnly, mode)
 }
 
@@ -412,10 +423,16 @@ func releasePos(d *load.Deployment, key string) string {
 	return cmp.Or(d.DeclPos("releases", key), "releases."+key)
 }
 
-// tracing says whether a render traces its secrets (on), and whether its
+// tracing says whether a render traces its secrets (on), whether its
 // stand-in renders transform every component again (whole) rather than
-// reuse those the stand-ins do not reach.
-type tracing struct{ on, whole bool }
+// reuse those the stand-ins do not reach, and which cache keeps its
+// components' transforms (Options.Cache, VerifyCache).
+type tracing struct {
+	on, whole bool
+	cache     *cache.Cache
+	verify    bool
+	stats     *transformStats
+}
 
 func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, platform *opmv2.Platform, identityOnly bool, trace tracing) (out *Release, err error) {
 	where := fmt.Sprintf("release %q", key)
@@ -499,6 +516,11 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 		return nil, err
 	}
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata"))), platform: platform, values: effective}
+	if !set.HasSecrets() {
+		// Never a release with secret values: the cache holds no secret.
+		rc.cache, rc.verifyCache = trace.cache, trace.verify
+	}
+	rc.stats = trace.stats
 	var v2warnings []string
 	if opmv2.IsModule(comps) {
 		rc.moduleInstance = moduleInstanceOf(d)

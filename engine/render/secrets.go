@@ -88,7 +88,7 @@ func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformer
 			return nil, nil, err
 		}
 		vrc := rc
-		vrc.values = effective
+		vrc.values, vrc.stats = effective, nil
 		objs, err := renderComponentsChecked(d.Context, comps, vrc, transformers, d.Catalog, limit, where, false, same)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rendering with stand-in values failed")

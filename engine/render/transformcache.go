@@ -1,0 +1,172 @@
+package render
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/opmodel/pipeline/buildinfo"
+	"github.com/opmodel/pipeline/engine/cache"
+	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/manifest"
+)
+
+// transforms keeps, in the one cache, what each component of a release
+// transformed into, so a render whose inputs moved for a tenth of its
+// components transforms a tenth of them. An entry is keyed by everything a
+// transform reads: the component as data (spec and metadata, as the
+// transformers read them), the resources and traits it declares (what the
+// transformers are matched by), the release's context, the transformers
+// of the environment's providers, and the running executable's build ID —
+// which covers the engine and the catalog embedded in it. So it is used
+// only when every transformer comes from that embedded catalog (a
+// provider written in the deployment could read anything); never for a
+// release with secret values, and a component that renders a Secret is
+// never stored (the one cache's rule: no Secret data on disk). An entry is
+// verified on read by the cache's seal (keyed with OPM_CACHE_KEY when
+// set), and with verify every hit is transformed anyway and compared: a
+// hit that differs is an error, never an answer.
+type transforms struct {
+	c      *cache.Cache
+	verify bool
+	prefix []byte
+	// byFQN finds the transformer an entry names.
+	byFQN map[string]transformer
+}
+
+// newTransforms is the transform cache for one release's render, or nil
+// when it cannot be used (see transforms).
+func newTransforms(c *cache.Cache, verify bool, ts []transformer, release releaseMeta, contexts ...any) *transforms {
+	if c == nil {
+		return nil
+	}
+	id, err := buildinfo.BuildID()
+	if err != nil {
+		return nil
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "opm-transform-v1\x00%s\x00%s\x00%s\x00", id, release.name, release.namespace)
+	byFQN := make(map[string]transformer, len(ts))
+	for _, t := range ts {
+		if !strings.HasPrefix(t.pos.Filename(), load.EmbeddedRoot) {
+			return nil
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00", t.provider, t.fqn)
+		byFQN[t.fqn] = t
+	}
+	for _, c := range contexts {
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil
+		}
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	return &transforms{c: c, verify: verify, prefix: h.Sum(nil), byFQN: byFQN}
+}
+
+// key is the entry of one component: its data (spec, metadata) and what
+// it declares.
+func (t *transforms) key(data []byte, comp component) string {
+	h := sha256.New()
+	h.Write(t.prefix)
+	for _, list := range [][]string{comp.resources, comp.traits} {
+		for _, s := range slices.Sorted(slices.Values(list)) {
+			fmt.Fprintf(h, "%s\x00", s)
+		}
+		h.Write([]byte{1})
+	}
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// transformed is one object of an entry and the transformer that made it.
+type transformed struct {
+	Transformer string          `json:"t"`
+	Object      json.RawMessage `json:"o"`
+}
+
+// get returns the objects an entry holds, each with its transformer.
+func (t *transforms) get(key string) ([]transformed, bool) {
+	b, ok := t.c.Get(cache.Transform, key)
+	if !ok {
+		return nil, false
+	}
+	var out []transformed
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, false
+	}
+	for _, o := range out {
+		if _, ok := t.byFQN[o.Transformer]; !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// put stores what a component transformed into, unless it renders a
+// Secret; it reports whether it did.
+func (t *transforms) put(key string, objs []transformed) bool {
+	for _, o := range objs {
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if json.Unmarshal(o.Object, &head) != nil || head.APIVersion == "v1" && head.Kind == "Secret" {
+			return false
+		}
+	}
+	b, err := json.Marshal(objs)
+	if err != nil {
+		return false
+	}
+	return t.c.Put(cache.Transform, key, b) == nil // a cache that cannot be written is no cache
+}
+
+// transformStats counts what a render transformed and stored, for tests;
+// a nil one counts nothing.
+type transformStats struct {
+	transformed atomic.Int64
+	mu          sync.Mutex
+	written     []string
+}
+
+func (s *transformStats) transform() {
+	if s != nil {
+		s.transformed.Add(1)
+	}
+}
+
+func (s *transformStats) wrote(key string) {
+	if s != nil {
+		s.mu.Lock()
+		s.written = append(s.written, key)
+		s.mu.Unlock()
+	}
+}
+
+// same reports whether a hit is what the transform gave.
+func same(hit, fresh []transformed) bool {
+	return slices.EqualFunc(hit, fresh, func(a, b transformed) bool {
+		return a.Transformer == b.Transformer && bytes.Equal(a.Object, b.Object)
+	})
+}
+
+// cachedResources are the objects of an entry, as a render returns them.
+func cachedResources(objs []transformed, component string) ([]manifest.Resource, error) {
+	out := make([]manifest.Resource, 0, len(objs))
+	for _, o := range objs {
+		u, err := objectOf(o.Object)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, manifest.Resource{Object: u, Component: component})
+	}
+	return out, nil
+}
