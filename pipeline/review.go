@@ -47,7 +47,7 @@ type ReviewOptions struct {
 	// fingerprints are equal, and reads nothing from the render cache.
 	NoSkip bool `json:"noSkip,omitempty"`
 	// NoCache reads and writes no cache of any kind (renders, evaluated
-	// environments, identities).
+	// environments, identities, components' transforms).
 	NoCache bool `json:"noCache,omitempty"`
 	// CacheDir, when set, is where this review keeps its cache instead of
 	// OPM_CACHE_DIR or the user cache directory:

@@ -12,7 +12,7 @@ import (
 )
 
 // cache is the one cache this review reads and writes: none with
-// NoCache (of any kind: renders, environments, identities).
+// NoCache (of any kind: renders, environments, identities, transforms).
 func (o ReviewOptions) cache() *cache.Cache {
 	if o.NoCache {
 		return nil

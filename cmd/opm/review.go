@@ -112,7 +112,7 @@ or more for errors, as diff.`,
 	fs.BoolVar(&opts.PrunePVCs, "prune-pvcs", false, "review as apply --prune-pvcs would prune")
 	fs.BoolVar(&opts.PruneCRDs, "prune-crds", false, "review as apply --prune-crds would prune")
 	fs.BoolVar(&opts.NoSkip, "no-skip", false, "render every release on both sides, even those whose input fingerprints are equal")
-	fs.BoolVar(&opts.NoCache, "no-cache", false, "read and write no cache of any kind (renders, environments, identities)")
+	fs.BoolVar(&opts.NoCache, "no-cache", false, "read and write no cache of any kind (renders, environments, identities, transforms)")
 	fs.StringVar(&shard, "shard", "", "review only part I of N (\"2/8\") and print it as a partial review for opm review merge")
 	fs.StringVar(&planFile, "plan", "", "with --shard: review the part the split in this file (opm review plan --shards N -o json) assigns")
 	cmd.AddCommand(newReviewMergeCmd(), newReviewPlanCmd())
