@@ -159,7 +159,7 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 			InputsIdentical: true,
 		}
 		for _, o := range pv.Objects {
-			rc.Sensitive = rc.Sensitive || (o.Group == "" && o.Kind == "Secret")
+			rc.Sensitive = rc.Sensitive || o.ID().IsSecret()
 			if o.Action == manifest.Ghost {
 				rc.Warnings = append(rc.Warnings, fmt.Sprintf("ghost %s: carries this release's labels but is in neither the inventory nor the render", o.ID()))
 			}
@@ -198,7 +198,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 		if id, ch, ok := pv.Inventory.Latest(); ok {
 			rc.Base = &Revision{ManifestDigest: ch.ManifestDigest, ChangeID: id}
 			for _, e := range ch.Inventory.Entries {
-				rc.Sensitive = rc.Sensitive || (e.Group == "" && e.Kind == "Secret")
+				rc.Sensitive = rc.Sensitive || e.IsSecret()
 			}
 		}
 	}

@@ -175,7 +175,7 @@ func (c *Change) HoldsSecrets() bool {
 		return true
 	}
 	for _, e := range c.Inventory.Entries {
-		if e.Group == "" && e.Kind == "Secret" || e.Secret || e.SecretName {
+		if e.IsSecret() || e.Secret || e.SecretName {
 			return true
 		}
 	}

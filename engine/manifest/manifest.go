@@ -93,5 +93,9 @@ func (id ID) String() string {
 	return fmt.Sprintf("%s/%s/%s", kind, id.Namespace, id.Name)
 }
 
+// IsSecret reports whether the ID names a core Secret, whose data no
+// cache keeps and no output shows.
+func (id ID) IsSecret() bool { return id.Group == "" && id.Kind == "Secret" }
+
 // GroupKind returns the ID's group and kind.
 func (id ID) GroupKind() schema.GroupKind { return schema.GroupKind{Group: id.Group, Kind: id.Kind} }

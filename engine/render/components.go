@@ -14,7 +14,6 @@ import (
 	"cuelang.org/go/cue/token"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
@@ -52,6 +51,11 @@ type transformer struct {
 }
 
 func (t transformer) String() string { return fmt.Sprintf("%s (provider %s)", t.fqn, t.provider) }
+
+// embedded reports whether t is the embedded catalog's: its code is part
+// of opm's build, and it reads nothing of a component but its spec and
+// context.
+func (t transformer) embedded() bool { return strings.HasPrefix(t.pos.Filename(), load.EmbeddedRoot) }
 
 // handles reports whether t declares the trait (required or optional).
 func (t transformer) handles(trait string) bool {
@@ -238,12 +242,9 @@ type releaseContext struct {
 	values cue.Value
 	// warnings collects an OPM v2 render's advisories (nil: dropped).
 	warnings *[]string
-	// cache keeps the components' transforms (nil: none); verifyCache
-	// checks every hit against a transform.
-	cache       *cache.Cache
-	verifyCache bool
-	// stats counts the components transformed (nil: not counted).
-	stats *transformStats
+	// transforms is how the components' transforms are cached (no cache
+	// for a release with secret values).
+	transforms cacheUse
 }
 
 var (
@@ -363,7 +364,7 @@ func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseConte
 		relCtx[1] = relCtx[1].FillPath(pathCtxEnv, envMeta)
 	}
 	contextSchema := catalog.LookupPath(pathTransformerContext)
-	tc := newTransforms(rc.cache, rc.verifyCache, transformers, rc.release, plain, folded, envMeta, checks)
+	tc := newTransforms(rc.transforms, transformers, rc.release, plain, folded, envMeta, checks)
 	var out []manifest.Resource
 	type owner struct {
 		component string
@@ -467,9 +468,10 @@ func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseConte
 			}
 			cached = false // an entry that does not decode is a miss
 		}
-		rc.stats.transform()
+		rc.transforms.stats.transform()
 		var matched []transformer
 		var fresh []transformed
+		rendersSecret := false
 		for _, t := range transformers {
 			if !t.matches(comp) {
 				continue
@@ -481,10 +483,12 @@ func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseConte
 				return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s, transformer %s:\n%s", compWhere, t, describeOutput(err, cv)))
 			}
 			for i, o := range objs {
-				if err := accept(manifest.Resource{Object: o, Component: name}, t, i); err != nil {
+				res := manifest.Resource{Object: o, Component: name}
+				if err := accept(res, t, i); err != nil {
 					return nil, err
 				}
 				fresh = append(fresh, transformed{Transformer: t.fqn, Object: raws[i]})
+				rendersSecret = rendersSecret || res.ID().IsSecret()
 			}
 		}
 		if err := checkMatched(comp, matched, transformers, compWhere); err != nil {
@@ -493,9 +497,9 @@ func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseConte
 		switch {
 		case cached && !same(hit, fresh):
 			return nil, fmt.Errorf("%s: the transform cache's entry %s differs from the transform (verified because OPM_VERIFY_SKIPS is set): this is a bug in opm; OPM_CACHE_DIR=off renders without the cache", compWhere, key)
-		case key != "" && !cached:
+		case key != "" && !cached && !rendersSecret: // no Secret data on disk
 			if tc.put(key, fresh) {
-				rc.stats.wrote(key)
+				rc.transforms.stats.wrote(key)
 			}
 		}
 	}
@@ -569,10 +573,6 @@ func formatLabels(m map[string]string) string {
 	return "{" + strings.Join(kv, ", ") + "}"
 }
 
-// outputs decodes a transformer's output: one object (a struct with
-// apiVersion), or several — a list, or a map of objects keyed by name, as
-// transformers of components annotated transformer.opmodel.dev/list-output
-// produce.
 // shaped is a transformer's output as the output shape makes it: a
 // struct as it is (unifying a whole object again costs more than the
 // disjunction saved), anything else unified with shape; an output that
@@ -584,6 +584,10 @@ func shaped(v, shape cue.Value) cue.Value {
 	return v.Unify(shape)
 }
 
+// outputs decodes a transformer's output: one object (a struct with
+// apiVersion), or several — a list, or a map of objects keyed by name, as
+// transformers of components annotated transformer.opmodel.dev/list-output
+// produce — each with its JSON as encoded (what the transform cache keeps).
 func outputs(v cue.Value) ([]*unstructured.Unstructured, [][]byte, error) {
 	if !v.Exists() {
 		return nil, nil, nil

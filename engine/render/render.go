@@ -335,7 +335,7 @@ func (p *plan) renderOnce(key string) (*Release, error) {
 	if p.env.Exists() {
 		rel = rel.FillPath(pathEnvironment, p.env)
 	}
-	mode := tracing{on: !p.opts.untraced, whole: p.opts.wholeStandIns, cache: p.opts.Cache, verify: p.opts.VerifyCache, stats: p.opts.stats}
+	mode := tracing{on: !p.opts.untraced, whole: p.opts.wholeStandIns, transforms: cacheUse{cache: p.opts.Cache, verify: p.opts.VerifyCache, stats: p.opts.stats}}
 	return renderRelease(p.d, key, rel, p.filesFor(key), p.transformers, p.platform, p.opts.IdentityOnly, mode)
 }
 
@@ -428,10 +428,8 @@ func releasePos(d *load.Deployment, key string) string {
 // reuse those the stand-ins do not reach, and which cache keeps its
 // components' transforms (Options.Cache, VerifyCache).
 type tracing struct {
-	on, whole bool
-	cache     *cache.Cache
-	verify    bool
-	stats     *transformStats
+	on, whole  bool
+	transforms cacheUse
 }
 
 func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, platform *opmv2.Platform, identityOnly bool, trace tracing) (out *Release, err error) {
@@ -516,11 +514,10 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 		return nil, err
 	}
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata"))), platform: platform, values: effective}
-	if !set.HasSecrets() {
-		// Never a release with secret values: the cache holds no secret.
-		rc.cache, rc.verifyCache = trace.cache, trace.verify
+	rc.transforms = trace.transforms
+	if set.HasSecrets() {
+		rc.transforms.cache = nil // never a release with secret values: the cache holds no secret
 	}
-	rc.stats = trace.stats
 	var v2warnings []string
 	if opmv2.IsModule(comps) {
 		rc.moduleInstance = moduleInstanceOf(d)

@@ -88,7 +88,7 @@ func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformer
 			return nil, nil, err
 		}
 		vrc := rc
-		vrc.values, vrc.stats = effective, nil
+		vrc.values, vrc.transforms.stats = effective, nil
 		objs, err := renderComponentsChecked(d.Context, comps, vrc, transformers, d.Catalog, limit, where, false, same)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rendering with stand-in values failed")
@@ -535,7 +535,7 @@ func reusable(comps cue.Value, resources []manifest.Resource, transformers []tra
 			return nil, false
 		}
 		for _, t := range transformers {
-			if t.matches(b) && !strings.HasPrefix(t.pos.Filename(), load.EmbeddedRoot) {
+			if t.matches(b) && !t.embedded() {
 				return nil, false
 			}
 		}

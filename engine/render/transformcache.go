@@ -7,13 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/opmodel/pipeline/buildinfo"
 	"github.com/opmodel/pipeline/engine/cache"
-	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
 )
 
@@ -40,10 +38,18 @@ type transforms struct {
 	byFQN map[string]transformer
 }
 
+// cacheUse is how a render uses the transform cache: which cache (nil:
+// none), whether hits are verified, and what counts the work (tests).
+type cacheUse struct {
+	cache  *cache.Cache
+	verify bool
+	stats  *transformStats
+}
+
 // newTransforms is the transform cache for one release's render, or nil
 // when it cannot be used (see transforms).
-func newTransforms(c *cache.Cache, verify bool, ts []transformer, release releaseMeta, contexts ...any) *transforms {
-	if c == nil {
+func newTransforms(use cacheUse, ts []transformer, release releaseMeta, contexts ...any) *transforms {
+	if use.cache == nil {
 		return nil
 	}
 	id, err := buildinfo.BuildID()
@@ -54,7 +60,7 @@ func newTransforms(c *cache.Cache, verify bool, ts []transformer, release releas
 	fmt.Fprintf(h, "opm-transform-v1\x00%s\x00%s\x00%s\x00", id, release.name, release.namespace)
 	byFQN := make(map[string]transformer, len(ts))
 	for _, t := range ts {
-		if !strings.HasPrefix(t.pos.Filename(), load.EmbeddedRoot) {
+		if !t.embedded() {
 			return nil
 		}
 		fmt.Fprintf(h, "%s\x00%s\x00", t.provider, t.fqn)
@@ -68,7 +74,7 @@ func newTransforms(c *cache.Cache, verify bool, ts []transformer, release releas
 		h.Write(b)
 		h.Write([]byte{0})
 	}
-	return &transforms{c: c, verify: verify, prefix: h.Sum(nil), byFQN: byFQN}
+	return &transforms{c: use.cache, verify: use.verify, prefix: h.Sum(nil), byFQN: byFQN}
 }
 
 // key is the entry of one component: its data (spec, metadata) and what
@@ -110,18 +116,9 @@ func (t *transforms) get(key string) ([]transformed, bool) {
 	return out, true
 }
 
-// put stores what a component transformed into, unless it renders a
-// Secret; it reports whether it did.
+// put stores what a component transformed into (the caller never passes
+// a Secret); it reports whether it did.
 func (t *transforms) put(key string, objs []transformed) bool {
-	for _, o := range objs {
-		var head struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-		}
-		if json.Unmarshal(o.Object, &head) != nil || head.APIVersion == "v1" && head.Kind == "Secret" {
-			return false
-		}
-	}
 	b, err := json.Marshal(objs)
 	if err != nil {
 		return false
