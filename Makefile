@@ -115,13 +115,14 @@ test: kube-bin vet staticcheck daggercheck actionlint release-check race
 # concurrent reviews).
 RACE_TESTS := ^(TestScanAheadIsTheScan|TestReviewOfAGroup|TestReviewParallelEqualsSequential|TestReviewParallelEqualsSequentialOnEdgeCases|TestShardsMergeIntoTheReview|TestWarmCacheReviewsTheSame|TestChunkedReviewKeepsCachedPairs|TestConcurrentReviewsShareTheCache)$$
 #
-# Render's releases run on several goroutines, each with a CUE context of
-# its own. Sharing one context's values across goroutines races inside
-# cuelang.org/go v0.17.1's evaluator (its docs say values are safe for
-# concurrent use; rendering one release's components on two goroutines gave
-# 113 race reports in these three tests, docs/performance.md): they guard
-# whoever tries again.
-RENDER_RACE_TESTS := ^(TestParallelRenderEqualsSequential|TestEmbeddedBlueprint|TestReferencesAreChecked)$$
+# Render's releases, and one release's components (engine/render/share.go),
+# run on several goroutines, each with a CUE context of its own. Sharing one
+# context's values across goroutines races inside cuelang.org/go v0.17.1's
+# evaluator (its docs say values are safe for concurrent use; rendering one
+# release's components on two goroutines of one context gave 113 race
+# reports in the first three tests, docs/performance.md): they guard
+# whoever tries again. The shared renders' differential tests run here too.
+RENDER_RACE_TESTS := ^(TestParallelRenderEqualsSequential|TestEmbeddedBlueprint|TestReferencesAreChecked|TestSharedRender.*)$$
 race: kube-bin
 	KUBEBUILDER_ASSETS="$(BIN)" go test -race -count=1 -run '$(RACE_TESTS)' ./pipeline
 	go test -race -count=1 ./engine/cache ./engine/rendercache ./engine/fingerprint ./engine/workers

@@ -13,6 +13,7 @@ package load
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -242,12 +243,18 @@ func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error
 	if err != nil {
 		return nil, err
 	}
-	abs, insts := p.Dir, []*build.Instance{p.Root, p.Catalog}
 	if opts.Reads != nil {
 		if err := p.record(opts.Reads); err != nil {
 			return nil, err
 		}
 	}
+	return evaluate(dir, p, opts)
+}
+
+// evaluate builds what parse read in a CUE context of its own; dir names
+// the directory in errors.
+func evaluate(dir string, p *Parsed, opts Options) (*Deployment, error) {
+	abs, insts := p.Dir, []*build.Instance{p.Root, p.Catalog}
 	cctx := cuecontext.New()
 	if opts.RelaxedClosedness {
 		cctx = cuecontext.New(cuecontext.CUE_DEBUG("opendef"))
@@ -268,6 +275,69 @@ func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error
 		return nil, fault.Validationf("%s: the root package declares no `releases`; declare `releases: [Name=string]: core.#ModuleRelease` and at least one release", dir)
 	}
 	return d, nil
+}
+
+// Built is one package a deployment's load parsed, built beside the
+// catalog in a CUE context of its own.
+type Built struct {
+	Context          *cue.Context
+	Package, Catalog cue.Value
+}
+
+// RootPackage is the root package as d's load parsed it (its files and
+// imports), nil for a deployment not loaded from a directory.
+func (d *Deployment) RootPackage() *build.Instance {
+	if d.parsed == nil {
+		return nil
+	}
+	return d.parsed.Root
+}
+
+// BuildPackage builds inst, a package d's load parsed (a module the
+// deployment imports), beside the catalog in a CUE context of its own and
+// with d's closedness: a goroutine that must not touch d's values (a
+// context is for one goroutine at a time) evaluates part of the deployment
+// without evaluating the rest. The package's files are parsed again from
+// the bytes the load read, so edit (when not nil) may change them in
+// place, and return them with files of its own added: the parse's nodes
+// are shared with d and stay as they are.
+func (d *Deployment) BuildPackage(inst *build.Instance, edit func([]*ast.File) ([]*ast.File, error)) (Built, error) {
+	if d.parsed == nil {
+		return Built{}, errors.New("the deployment was not loaded from a directory")
+	}
+	cfg := parser.NewConfig(parser.ParseComments)
+	if inst.ModuleFile != nil && inst.ModuleFile.Language != nil {
+		cfg = cfg.Apply(parser.Version(inst.ModuleFile.Language.Version))
+	}
+	files := make([]*ast.File, 0, len(inst.Files))
+	for _, f := range inst.Files {
+		src, err := d.parsed.Source(f.Filename)
+		if err != nil {
+			return Built{}, fmt.Errorf("reading %s again: %w", f.Filename, err)
+		}
+		pf, err := parser.ParseFile(f.Filename, src, cfg)
+		if err != nil {
+			return Built{}, fmt.Errorf("parsing %s again: %w", f.Filename, err)
+		}
+		files = append(files, pf)
+	}
+	if edit != nil {
+		var err error
+		if files, err = edit(files); err != nil {
+			return Built{}, err
+		}
+	}
+	cctx := cuecontext.New()
+	if d.RelaxedClosedness {
+		cctx = cuecontext.New(cuecontext.CUE_DEBUG("opendef"))
+	}
+	pkg := *inst
+	pkg.Files = files
+	vals, err := cctx.BuildInstances([]*build.Instance{&pkg, d.parsed.Catalog})
+	if err != nil {
+		return Built{}, fmt.Errorf("building %s: %w", inst.ImportPath, err)
+	}
+	return Built{Context: cctx, Package: vals[0], Catalog: vals[1]}, nil
 }
 
 func modulePath(inst *build.Instance) string { return inst.Module }

@@ -99,8 +99,12 @@ func selectProviders(d *load.Deployment, env cue.Value) ([]provider, string, err
 		}
 		return out, src.where, nil
 	}
-	return []provider{{name: "kubernetes", value: d.Catalog.LookupPath(pathProvider)}}, "the embedded catalog's provider", nil
+	return []provider{{name: "kubernetes", value: d.Catalog.LookupPath(pathProvider)}}, catalogProviderWhere, nil
 }
+
+// catalogProviderWhere is how selectProviders names the embedded
+// catalog's provider.
+const catalogProviderWhere = "the embedded catalog's provider"
 
 // loadTransformers reads every transformer of the providers. Two providers
 // may not define the same transformer FQN: which one renders would be a
@@ -321,7 +325,7 @@ func contextData(rc releaseContext) (plain, folded, env map[string]any, err erro
 // so filling piecewise into each transformer made rendering several times
 // slower.
 func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, catalog cue.Value, limit *Reach, where string) ([]manifest.Resource, error) {
-	return renderComponentsChecked(cctx, comps, rc, transformers, catalog, limit, where, true, nil)
+	return renderComponentsChecked(cctx, comps, rc, transformers, catalog, limit, where, true, nil, nil)
 }
 
 // reuse returns the objects a component rendered to before, when they are
@@ -329,9 +333,10 @@ func renderComponents(cctx *cue.Context, comps cue.Value, rc releaseContext, tra
 type reuse func(name string, cv cue.Value) (objs []manifest.Resource, ok bool)
 
 // renderComponentsChecked renders as renderComponents does; without checks
-// a spec field no definition declares is not looked for, and a component
-// reused gives (when not nil) is taken as it was.
-func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, catalog cue.Value, limit *Reach, where string, checks bool, reused reuse) ([]manifest.Resource, error) {
+// a spec field no definition declares is not looked for, a component
+// reused gives (when not nil) is taken as it was, and only, when not nil,
+// names the components rendered (a share of them, in their order).
+func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseContext, transformers []transformer, catalog cue.Value, limit *Reach, where string, checks bool, reused reuse, only []string) ([]manifest.Resource, error) {
 	if opmv2.IsModule(comps) {
 		// moduleComponents hands over an OPM v2 module whole: upstream's
 		// runtime binds it to the release and renders it on the platform.
@@ -340,9 +345,12 @@ func renderComponentsChecked(cctx *cue.Context, comps cue.Value, rc releaseConte
 	// Which catalog definition declares a spec field only matters to
 	// the message of a field not allowed: read the catalog for it then.
 	owners := sync.OnceValue(func() map[string]string { return catalogOwners(catalog) })
-	names, err := load.FieldNames(comps)
-	if err != nil {
-		return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: reading components:\n%s", where, load.Describe(err)))
+	names := only
+	if names == nil {
+		var err error
+		if names, err = load.FieldNames(comps); err != nil {
+			return nil, fault.Wrap(fault.Validation, fmt.Errorf("%s: reading components:\n%s", where, load.Describe(err)))
+		}
 	}
 	plain, folded, envMeta, err := contextData(rc)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
 	"strings"
 
@@ -90,6 +91,9 @@ type Options struct {
 	// wholeStandIns transforms every component again in the stand-in
 	// renders, reusing none: what tests set the reuse against.
 	wholeStandIns bool
+	// shareLeast replaces componentsPerWorker: tests share a few
+	// components out to compare the result with a render that does not.
+	shareLeast int
 	// stats counts the components the real render transformed (not
 	// taken from Cache) and the entries written: what tests check the
 	// cache against.
@@ -130,6 +134,11 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 	p, err := prepare(ctx, d, opts)
 	if err != nil {
 		return nil, err
+	}
+	if !opts.IdentityOnly && len(p.keys) == 1 {
+		// One release: its components take every core. Several: each
+		// release takes one.
+		p.share = sharing{workers: workers.Count(math.MaxInt, opts.Parallelism), least: cmp.Or(opts.shareLeast, componentsPerWorker), catalogProvider: p.catalogProvider}
 	}
 	// Identity alone costs less than loading the deployment again.
 	if opts.IdentityOnly || workers.Count(len(p.keys), opts.Parallelism) == 1 {
@@ -205,6 +214,11 @@ type plan struct {
 	envFiles     map[string][]*values.Set // by release key, "" for all
 	transformers []transformer
 	platform     *opmv2.Platform // the environment's, for OPM v2 modules
+	// catalogProvider: transformers are the embedded catalog's provider's.
+	catalogProvider bool
+	// share is how a release's components are shared out: to every core
+	// when one release renders, none when releases render side by side.
+	share sharing
 }
 
 func prepare(ctx context.Context, d *load.Deployment, opts Options) (*plan, error) {
@@ -262,6 +276,7 @@ func prepareWith(ctx context.Context, d *load.Deployment, opts Options, memo *pe
 			if ts, err = loadTransformers(providers); err != nil {
 				return nil, fmt.Errorf("loading %s: %w", where, err)
 			}
+			p.catalogProvider = where == catalogProviderWhere
 			if memo != nil {
 				memo.transformers[opts.Environment] = ts
 			}
@@ -325,18 +340,29 @@ func (p *plan) render(key string) (*Release, error) {
 }
 
 func (p *plan) renderOnce(key string) (*Release, error) {
+	rel, err := releaseValue(p.d, key, p.env, p.opts.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	mode := tracing{on: !p.opts.untraced, whole: p.opts.wholeStandIns, transforms: cacheUse{cache: p.opts.Cache, verify: p.opts.VerifyCache, stats: p.opts.stats}, share: p.share}
+	return renderRelease(p.ctx, p.d, key, rel, p.filesFor(key), p.transformers, p.platform, p.opts.IdentityOnly, mode)
+}
+
+// releaseValue is releases[key] of d as a render evaluates it: in
+// namespace ns when it is not empty (Options.Namespace), unified with env
+// when env exists.
+func releaseValue(d *load.Deployment, key string, env cue.Value, ns string) (cue.Value, error) {
 	var err error
-	rel := p.d.Root.LookupPath(cue.MakePath(cue.Str("releases"), cue.Str(key)))
-	if p.opts.Namespace != "" {
-		if rel, err = withNamespace(p.d, key, rel, p.opts.Namespace); err != nil {
-			return nil, err
+	rel := d.Root.LookupPath(cue.MakePath(cue.Str("releases"), cue.Str(key)))
+	if ns != "" {
+		if rel, err = withNamespace(d, key, rel, ns); err != nil {
+			return cue.Value{}, err
 		}
 	}
-	if p.env.Exists() {
-		rel = rel.FillPath(pathEnvironment, p.env)
+	if env.Exists() {
+		rel = rel.FillPath(pathEnvironment, env)
 	}
-	mode := tracing{on: !p.opts.untraced, whole: p.opts.wholeStandIns, transforms: cacheUse{cache: p.opts.Cache, verify: p.opts.VerifyCache, stats: p.opts.stats}}
-	return renderRelease(p.d, key, rel, p.filesFor(key), p.transformers, p.platform, p.opts.IdentityOnly, mode)
+	return rel, nil
 }
 
 func selectReleases(d *load.Deployment, want []string) ([]string, error) {
@@ -425,14 +451,16 @@ func releasePos(d *load.Deployment, key string) string {
 
 // tracing says whether a render traces its secrets (on), whether its
 // stand-in renders transform every component again (whole) rather than
-// reuse those the stand-ins do not reach, and which cache keeps its
-// components' transforms (Options.Cache, VerifyCache).
+// reuse those the stand-ins do not reach, which cache keeps its
+// components' transforms (Options.Cache, VerifyCache), and how its
+// components are shared out to other cores (share).
 type tracing struct {
 	on, whole  bool
 	transforms cacheUse
+	share      sharing
 }
 
-func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, platform *opmv2.Platform, identityOnly bool, trace tracing) (out *Release, err error) {
+func renderRelease(ctx context.Context, d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, platform *opmv2.Platform, identityOnly bool, trace tracing) (out *Release, err error) {
 	where := fmt.Sprintf("release %q", key)
 	envName := ""
 	if e := rel.LookupPath(pathEnvironment); e.Exists() {
@@ -492,7 +520,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 			if err != nil {
 				msg := err.Error()
 				if !errors.As(err, new(quotesNoValue)) {
-					msg = redactDerived(msg, standInFailure(d, key, rel, files, transformers, platform))
+					msg = redactDerived(msg, standInFailure(ctx, d, key, rel, files, transformers, platform))
 				}
 				all := append(slices.Clone(r.Secrets), secrets...)
 				slices.SortFunc(all, func(a, b string) int { return len(b) - len(a) }) // longest first
@@ -524,7 +552,7 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 		rc.warnings = &v2warnings
 	}
 	limit := r.Reach
-	if r.Resources, err = renderComponents(d.Context, comps, rc, transformers, d.Catalog, limit, where); err != nil {
+	if r.Resources, err = trace.share.render(ctx, d, key, set, comps, rc, transformers, limit, where); err != nil {
 		return nil, err
 	}
 	r.Warnings = append(r.Warnings, v2warnings...)
@@ -593,12 +621,12 @@ func renderRelease(d *load.Deployment, key string, rel cue.Value, files []*value
 
 // standInFailure is the error of rendering the release again with every
 // secret replaced by its stand-in, or "" when that render succeeds.
-func standInFailure(d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, platform *opmv2.Platform) string {
+func standInFailure(ctx context.Context, d *load.Deployment, key string, rel cue.Value, files []*values.Set, transformers []transformer, platform *opmv2.Platform) string {
 	alt := make([]*values.Set, len(files))
 	for i, f := range files {
 		alt[i] = f.StandIn(taint.Sentinel)
 	}
-	if _, err := renderRelease(d, key, rel, alt, transformers, platform, false, tracing{}); err != nil {
+	if _, err := renderRelease(ctx, d, key, rel, alt, transformers, platform, false, tracing{}); err != nil {
 		return err.Error()
 	}
 	return ""

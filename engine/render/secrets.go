@@ -89,7 +89,7 @@ func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformer
 		}
 		vrc := rc
 		vrc.values, vrc.transforms.stats = effective, nil
-		objs, err := renderComponentsChecked(d.Context, comps, vrc, transformers, d.Catalog, limit, where, false, same)
+		objs, err := renderComponentsChecked(d.Context, comps, vrc, transformers, d.Catalog, limit, where, false, same, nil)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rendering with stand-in values failed")
 		}

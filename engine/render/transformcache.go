@@ -126,13 +126,25 @@ func (t *transforms) put(key string, objs []transformed) bool {
 	return t.c.Put(cache.Transform, key, b) == nil // a cache that cannot be written is no cache
 }
 
-// transformStats counts what a render transformed and stored, for tests;
-// a nil one counts nothing.
+// transformStats counts what a render transformed and stored, and how
+// often it shared components out (share.go) and rendered them again whole,
+// for tests; a nil one counts nothing.
 type transformStats struct {
-	transformed atomic.Int64
-	mu          sync.Mutex
-	written     []string
+	transformed   atomic.Int64
+	shared, whole atomic.Int64
+	mu            sync.Mutex
+	written       []string
 }
+
+// count adds one to the counter of s that c picks, when s is not nil.
+func (s *transformStats) count(c func(*transformStats) *atomic.Int64) {
+	if s != nil {
+		c(s).Add(1)
+	}
+}
+
+func sharedCount(s *transformStats) *atomic.Int64 { return &s.shared }
+func wholeCount(s *transformStats) *atomic.Int64  { return &s.whole }
 
 func (s *transformStats) transform() {
 	if s != nil {

@@ -1,0 +1,424 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/build"
+	"cuelang.org/go/cue/parser"
+
+	"github.com/opmodel/pipeline/catalog"
+	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/opmv2"
+	"github.com/opmodel/pipeline/engine/values"
+	"github.com/opmodel/pipeline/engine/workers"
+)
+
+// A release's components are transformed on every core. The caller's
+// goroutine transforms the first share of them as it always did; each
+// other goroutine builds, in a CUE context of its own, the catalog and the
+// module's package with its #components cut down to its share and the
+// release's merged values written into #config as data (the module is
+// evaluated once, with its values, and only for the share), then
+// transforms the share; the shares are concatenated in component order.
+// No CUE value crosses goroutines (a context's values are not safe for
+// concurrent evaluation: docs/performance.md), only the values' JSON, the
+// parsed files (read, never changed) and the objects transformed.
+//
+// A module whose shape makes cutting it unsafe is not shared (cuttable:
+// components that refer to each other or to #components, #components that
+// is not a literal struct in the module's own files), nor a release whose
+// #module the root package could add to (modulePackage), nor one rendered
+// with transformers of the deployment's own, nor an OPM v2 release.
+// Whatever goes wrong on a share — an error, an object two shares both
+// render — is rendered again on the caller's goroutine alone, so every
+// message is a render's without sharing, and a share's own error (which
+// could quote a secret value it was given) is never shown.
+
+// componentsPerWorker is the fewest components a goroutine is given:
+// below it, building the catalog and the module costs more than the
+// transforms it takes off the caller (docs/performance.md).
+const componentsPerWorker = 40
+
+// sharing is how a release's components are shared out; the zero value
+// transforms them all on the caller's goroutine.
+type sharing struct {
+	// workers is how many goroutines transform, the caller's included.
+	workers int
+	// least is the fewest components per goroutine (componentsPerWorker
+	// unless a test says otherwise).
+	least int
+	// catalogProvider: the release renders with the embedded catalog's
+	// provider, which every goroutine reads from its own catalog (a
+	// deployment's own providers are in the package a goroutine does
+	// not build).
+	catalogProvider bool
+}
+
+// goroutines is how many goroutines n components are shared out to.
+func (s sharing) goroutines(n int) int {
+	if s.workers < 2 || s.least < 1 {
+		return 1
+	}
+	return workers.Count(n/s.least, s.workers)
+}
+
+// render is renderComponents over comps, the components shared out when
+// there are enough of them and the module can be cut (see above).
+func (s sharing) render(ctx context.Context, d *load.Deployment, key string, set *values.Set, comps cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string) ([]manifest.Resource, error) {
+	whole := func() ([]manifest.Resource, error) {
+		return renderComponents(d.Context, comps, rc, transformers, d.Catalog, limit, where)
+	}
+	if !s.catalogProvider || opmv2.IsModule(comps) {
+		return whole()
+	}
+	names, err := load.FieldNames(comps)
+	if err != nil {
+		return whole()
+	}
+	n := s.goroutines(len(names))
+	if n < 2 {
+		return whole()
+	}
+	job, ok := newShareJob(d, key, set, rc, names)
+	if !ok {
+		return whole()
+	}
+	shares := cut(names, n)
+	out := make([][]manifest.Resource, len(shares))
+	errs := make([]error, len(shares))
+	var g workers.Group
+	for i := 1; i < len(shares); i++ {
+		g.Go(func() {
+			out[i], errs[i] = job.render(ctx, d, shares[i], transformers, limit, where)
+		})
+	}
+	out[0], errs[0] = renderComponentsChecked(d.Context, comps, rc, transformers, d.Catalog, limit, where, true, nil, shares[0])
+	g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	again := func() ([]manifest.Resource, error) {
+		rc.transforms.stats.count(wholeCount)
+		return whole()
+	}
+	if errors.Join(errs...) != nil {
+		return again() // its message, as a render without sharing says it
+	}
+	var all []manifest.Resource
+	seen := map[manifest.ID]bool{}
+	for _, objs := range out {
+		for _, o := range objs {
+			if seen[o.ID()] {
+				return again() // two components render one object: its message
+			}
+			seen[o.ID()] = true
+		}
+		all = append(all, objs...)
+	}
+	rc.transforms.stats.count(sharedCount)
+	return all, nil
+}
+
+// shareJob is what every goroutine but the caller's builds its share
+// from: plain data and parsed files, nothing of the caller's context.
+type shareJob struct {
+	module *build.Instance
+	// values is the merged values' JSON, env the environment's metadata
+	// as JSON (nil without one).
+	values, env []byte
+	rc          releaseContext
+}
+
+// newShareJob is the job of sharing out the components names of release
+// key; ok is false when they cannot be (see above).
+func newShareJob(d *load.Deployment, key string, set *values.Set, rc releaseContext, names []string) (shareJob, bool) {
+	module, ok := modulePackage(d, key)
+	if !ok || !cuttable(module.Files, names) {
+		return shareJob{}, false
+	}
+	job := shareJob{module: module, rc: rc}
+	var err error
+	if job.values, err = set.JSON(); err != nil {
+		return shareJob{}, false
+	}
+	if rc.env.Exists() {
+		if job.env, err = rc.env.MarshalJSON(); err != nil {
+			return shareJob{}, false
+		}
+	}
+	// Nothing of the caller's context: a goroutine sets what it needs.
+	job.rc.env, job.rc.values, job.rc.moduleInstance, job.rc.platform, job.rc.warnings = cue.Value{}, cue.Value{}, cue.Value{}, nil, nil
+	return job, true
+}
+
+// render builds the module with only the components share and transforms
+// them, in a CUE context of its own.
+func (j shareJob) render(ctx context.Context, d *load.Deployment, share []string, want []transformer, limit *Reach, where string) ([]manifest.Resource, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b, err := d.BuildPackage(j.module, cutter(j.module.PkgName, share, j.values))
+	if err != nil {
+		return nil, err
+	}
+	comps := b.Package.LookupPath(pathComponents)
+	if err := comps.Err(); err != nil {
+		return nil, err
+	}
+	ts, err := loadTransformers([]provider{{name: "kubernetes", value: b.Catalog.LookupPath(pathProvider)}})
+	if err != nil {
+		return nil, err
+	}
+	if !slices.EqualFunc(ts, want, func(a, b transformer) bool { return a.fqn == b.fqn && a.provider == b.provider }) {
+		return nil, errors.New("the catalog's transformers read again differ")
+	}
+	rc := j.rc
+	if j.env != nil {
+		rc.env = b.Context.CompileBytes(j.env)
+	}
+	return renderComponentsChecked(b.Context, comps, rc, ts, b.Catalog, limit, where, true, nil, share)
+}
+
+// modulePackage is the package release key's #module is, when the root
+// package's files say so plainly enough that nothing else can reach into
+// it: every declaration of the release (and every pattern over releases)
+// is struct literals, the catalog's #ModuleRelease and & of them, and its
+// #module is only ever written as one imported package (`#module: m`). A
+// release whose #module could take a conjunct from anywhere else (an
+// embedding, a comprehension, `m & {…}`, a top-level embedding of the root
+// package) is not shared: a goroutine building that package alone would
+// miss it.
+func modulePackage(d *load.Deployment, key string) (*build.Instance, bool) {
+	root := d.RootPackage()
+	if root == nil {
+		return nil, false
+	}
+	var path string
+	ok := true
+	var release func(e ast.Expr, mine bool)
+	release = func(e ast.Expr, mine bool) {
+		switch e := e.(type) {
+		case *ast.ParenExpr:
+			release(e.X, mine)
+		case *ast.BinaryExpr:
+			if e.Op.String() != "&" {
+				ok = false
+				return
+			}
+			release(e.X, mine)
+			release(e.Y, mine)
+		case *ast.SelectorExpr:
+			// The catalog's #ModuleRelease, which only declares #module.
+			if imp := importOf(e.X); labelName(e.Sel) != "#ModuleRelease" || (imp != catalog.ModulePath && imp != strings.TrimSuffix(catalog.ModulePath, "@v0")) {
+				ok = false
+			}
+		case *ast.StructLit:
+			for _, el := range e.Elts {
+				switch el := el.(type) {
+				case *ast.Field:
+					// A computed label is a regular field, never #module.
+					if labelName(el.Label) == "#module" {
+						imp := importOf(el.Value)
+						switch {
+						case !mine || imp == "":
+							ok = false
+						case path == "":
+							path = imp
+						case path != imp:
+							ok = false
+						}
+					}
+				case *ast.EmbedDecl:
+					release(el.Expr, mine)
+				case *ast.LetClause, *ast.Ellipsis, *ast.Attribute, *ast.CommentGroup:
+				default:
+					ok = false // a comprehension may declare anything
+				}
+			}
+		default:
+			ok = false
+		}
+	}
+	for _, f := range root.Files {
+		for _, decl := range f.Decls {
+			switch decl := decl.(type) {
+			case *ast.Field:
+				if labelName(decl.Label) != "releases" {
+					continue // nothing a release embeds may refer to it
+				}
+				st, isStruct := decl.Value.(*ast.StructLit)
+				if !isStruct {
+					return nil, false
+				}
+				for _, el := range st.Elts {
+					field, isField := el.(*ast.Field)
+					if !isField {
+						return nil, false
+					}
+					if _, pattern := field.Label.(*ast.ListLit); pattern {
+						release(field.Value, false)
+					} else if name := labelName(field.Label); name == "" {
+						return nil, false // a label computed: it may be key
+					} else if name == key {
+						release(field.Value, true)
+					}
+				}
+			case *ast.EmbedDecl, *ast.Comprehension:
+				return nil, false // it may declare releases
+			}
+		}
+	}
+	if !ok || path == "" {
+		return nil, false
+	}
+	inst := root.LookupImport(path)
+	return inst, inst != nil && inst.PkgName != ""
+}
+
+// importOf is the import path e names when it is an imported package's
+// identifier, else "".
+func importOf(e ast.Expr) string {
+	id, ok := e.(*ast.Ident)
+	if !ok {
+		return ""
+	}
+	spec, ok := id.Node.(*ast.ImportSpec)
+	if !ok || spec.Path == nil {
+		return ""
+	}
+	p, err := strconv.Unquote(spec.Path.Value)
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// cuttable reports whether the module's #components can be cut to a share
+// of names without changing a component of the share: every #components
+// the module's own files declare is a literal struct, and no expression
+// of them names #components or a component (a component that reads
+// another, or one that ranges over #components, would read what a cut
+// removed). It is conservative: a field of a component that happens to
+// share another component's name keeps the module whole.
+func cuttable(files []*ast.File, names []string) bool {
+	declared := false
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			if field, ok := decl.(*ast.Field); ok && labelName(field.Label) == "#components" {
+				if _, ok := field.Value.(*ast.StructLit); !ok {
+					return false
+				}
+				declared = true
+			}
+		}
+	}
+	if !declared {
+		return false
+	}
+	referenced := false
+	for _, f := range files {
+		labels := map[*ast.Ident]bool{}
+		ast.Walk(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Field:
+				if id, ok := n.Label.(*ast.Ident); ok {
+					labels[id] = true
+				}
+			case *ast.Alias:
+				labels[n.Ident] = true
+			case *ast.SelectorExpr:
+				if id, ok := n.Sel.(*ast.Ident); ok {
+					labels[id] = true
+				}
+			case *ast.LetClause:
+				labels[n.Ident] = true
+			case *ast.ForClause:
+				labels[n.Key], labels[n.Value] = true, true
+			case *ast.ImportSpec:
+				labels[n.Name] = true
+			case *ast.Package:
+				labels[n.Name] = true
+			case *ast.Ident:
+				if !labels[n] && (n.Name == "#components" || slices.Contains(names, n.Name)) {
+					referenced = true
+				}
+			}
+			return !referenced
+		}, nil)
+		if referenced {
+			return false
+		}
+	}
+	return true
+}
+
+// labelName is a field label's name when it is written as an identifier
+// or a string, else "".
+func labelName(l ast.Label) string {
+	switch l := l.(type) {
+	case *ast.Alias:
+		if inner, ok := l.Expr.(ast.Label); ok {
+			return labelName(inner)
+		}
+	case *ast.Ident:
+		return l.Name
+	case *ast.BasicLit:
+		if s, err := strconv.Unquote(l.Value); err == nil {
+			return s
+		}
+	}
+	return ""
+}
+
+// cutter cuts a module's files (parsed again, its own to change) down to
+// the components of share: each #components the files declare keeps only
+// those fields (fields of any other shape kept), and one more file sets
+// #config to the merged values (data, their JSON).
+func cutter(pkgName string, share []string, data []byte) func([]*ast.File) ([]*ast.File, error) {
+	return func(files []*ast.File) ([]*ast.File, error) {
+		for _, f := range files {
+			for _, decl := range f.Decls {
+				field, ok := decl.(*ast.Field)
+				if !ok || labelName(field.Label) != "#components" {
+					continue
+				}
+				st, ok := field.Value.(*ast.StructLit)
+				if !ok {
+					return nil, errors.New("#components is not a literal struct")
+				}
+				st.Elts = slices.DeleteFunc(st.Elts, func(e ast.Decl) bool {
+					c, ok := e.(*ast.Field)
+					if !ok {
+						return false
+					}
+					name := labelName(c.Label)
+					return name != "" && !slices.Contains(share, name)
+				})
+			}
+		}
+		vf, err := parser.ParseFile(load.SyntheticFile, fmt.Sprintf("package %s\n#config: %s\n", pkgName, data))
+		if err != nil {
+			return nil, fmt.Errorf("writing the merged values as CUE: %w", err)
+		}
+		return append(files, vf), nil
+	}
+}
+
+// cut splits names into n runs of consecutive names, as even as they can
+// be (fewer when there are fewer names).
+func cut(names []string, n int) [][]string {
+	n = max(1, min(n, len(names)))
+	out := make([][]string, 0, n)
+	for i := range n {
+		out = append(out, names[i*len(names)/n:(i+1)*len(names)/n])
+	}
+	return out
+}

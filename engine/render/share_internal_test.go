@@ -1,0 +1,329 @@
+package render
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"cuelang.org/go/cue"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/engine/manifest"
+	"github.com/opmodel/pipeline/engine/values"
+	"github.com/opmodel/pipeline/internal/deploytest"
+)
+
+// renderTwice renders opts on one goroutine and again with the components
+// shared out four ways (one component a share at least), and fails the
+// test on any difference between the two: every object's YAML and JSON
+// bytes and component, digest, change ID, identity, values (JSON and
+// text), warnings, secrets and secret fields, reach — or, for a render
+// that fails, the error's text. It returns what the shared render counted.
+func renderTwice(t *testing.T, opts Options) *transformStats {
+	t.Helper()
+	ctx := context.Background()
+	one := opts
+	one.Parallelism = 1
+	want, wantErr := Render(ctx, one)
+	shared := opts
+	shared.Parallelism, shared.shareLeast, shared.stats = 4, 1, &transformStats{}
+	got, err := Render(ctx, shared)
+	if wantErr != nil {
+		assert.Assert(t, err != nil, "the render without sharing fails (%v), the shared one does not", wantErr)
+		assert.Equal(t, err.Error(), wantErr.Error())
+		return shared.stats
+	}
+	assert.NilError(t, err)
+	assert.Equal(t, len(got), len(want))
+	for i := range want {
+		sameRelease(t, got[i], want[i])
+	}
+	return shared.stats
+}
+
+func sameRelease(t *testing.T, got, want *Release) {
+	t.Helper()
+	assert.Equal(t, got.Key, want.Key)
+	assert.Equal(t, got.ReleaseID, want.ReleaseID)
+	assert.Equal(t, got.ManifestDigest, want.ManifestDigest)
+	assert.Equal(t, got.ChangeID, want.ChangeID)
+	assert.Equal(t, string(got.Values), string(want.Values))
+	assert.Equal(t, got.ValuesText, want.ValuesText)
+	assert.Check(t, is.DeepEqual(got.Warnings, want.Warnings))
+	assert.Check(t, is.DeepEqual(got.Secrets, want.Secrets))
+	assert.Check(t, is.DeepEqual(got.SecretFields, want.SecretFields))
+	assert.Check(t, is.DeepEqual(got.Reach, want.Reach))
+	assert.Equal(t, len(got.Resources), len(want.Resources))
+	for i := range want.Resources {
+		g, w := got.Resources[i], want.Resources[i]
+		assert.Equal(t, g.Component, w.Component)
+		gy, err := manifest.YAML(g.Object.Object)
+		assert.NilError(t, err)
+		wy, err := manifest.YAML(w.Object.Object)
+		assert.NilError(t, err)
+		assert.Equal(t, string(gy), string(wy))
+		gj, err := json.Marshal(g.Object.Object)
+		assert.NilError(t, err)
+		wj, err := json.Marshal(w.Object.Object)
+		assert.NilError(t, err)
+		assert.Equal(t, string(gj), string(wj))
+	}
+}
+
+// Every example and fixture renders the same with its components shared
+// out as on one goroutine, each release in each environment; the examples'
+// modules are shared, the shop (a provider of its own), OPM v2 modules and
+// modules of one component are not.
+func TestSharedRenderEqualsOneGoroutineOnFixtures(t *testing.T) {
+	deploytest.Registry(t, deploytest.V2Modules()...)
+	examples, err := filepath.Abs("../../examples")
+	assert.NilError(t, err)
+	cases := []struct {
+		name, dir string
+		shares    bool
+	}{
+		{"examples", examples, true},
+		{"shop", filepath.Join(examples, "shop"), false},
+		// One component each: nothing to share.
+		{"app", deploytest.Dir(t, "ns", `image: "nginx:1.27"`), false},
+		{"healthy", deploytest.HealthyDir(t, "releases: app: {#module: appmodule, metadata: namespace: \"ns\"}\n"), false},
+		{"attack", deploytest.AttackDir(t, "prod", deploytest.AttackRepo, deploytest.AttackCanary, deploytest.AttackPIN), false},
+		{"v2", deploytest.V2Deployment(t, "ns", `image: string | *"nginx:1.27"`, "web: cat.#Stateless & {spec: container: image: #config.image}\nsettings: {c.#Component, #resources: (cat.#ConfigsFQN): cat.#Configs, spec: configs: a: k: \"1\"}"), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := load.Load(context.Background(), c.dir)
+			assert.NilError(t, err)
+			keys, err := load.FieldNames(d.Root.LookupPath(cue.ParsePath("releases")))
+			assert.NilError(t, err)
+			envs, err := load.FieldNames(d.Root.LookupPath(cue.ParsePath("environments")))
+			assert.NilError(t, err)
+			if len(envs) == 0 {
+				envs = []string{""}
+			}
+			shared := int64(0)
+			for _, key := range keys {
+				for _, env := range envs {
+					stats := renderTwice(t, Options{Dir: c.dir, Environment: env, Releases: []string{key}})
+					shared += stats.shared.Load()
+				}
+			}
+			assert.Equal(t, shared > 0, c.shares, "releases shared out: %d", shared)
+		})
+	}
+}
+
+// A generated corpus: modules of a few components of every kind, values
+// from the release, the environment and secret inputs, and the shapes that
+// must not be shared (a component that ranges over #components, a module
+// written `m & {…}`) or must fail (two components rendering one object, a
+// component that conflicts with its values). Shared and one-goroutine
+// renders agree on every byte and every error text; the shapes that can
+// be shared are.
+func TestSharedRenderEqualsOneGoroutineOnGeneratedModules(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Log("one core: the shares still run on goroutines of their own")
+	}
+	n := 24
+	if testing.Short() {
+		n = 8
+	}
+	for seed := range n {
+		g := generate(rand.New(rand.NewPCG(uint64(seed), 62)))
+		t.Run(fmt.Sprintf("seed-%d-%s", seed, g.shape()), func(t *testing.T) {
+			dir := deploytest.Write(t, g.files())
+			stats := renderTwice(t, g.options(dir))
+			switch {
+			case g.fails():
+				assert.Equal(t, stats.shared.Load(), int64(0))
+			case g.unshareable() || g.comps < 2:
+				assert.Equal(t, stats.shared.Load()+stats.whole.Load(), int64(0), "a module that cannot be cut was shared")
+			default:
+				assert.Equal(t, stats.shared.Load(), int64(1), "a module that can be cut was not shared")
+			}
+		})
+	}
+}
+
+// generated is one module of the corpus and the render of its release.
+type generated struct {
+	comps                  int
+	kinds                  []int // per component: 0 workload, 1 configs, 2 secrets, 3 objects
+	env, secret, namespace bool
+	ranges, and, dup, bad  bool
+}
+
+func generate(r *rand.Rand) generated {
+	g := generated{comps: 1 + r.IntN(9), env: r.IntN(2) == 0, secret: r.IntN(3) == 0, namespace: r.IntN(4) == 0}
+	switch r.IntN(8) {
+	case 0:
+		g.ranges = true
+	case 1:
+		g.and = true
+	case 2:
+		g.dup = g.comps > 1
+	case 3:
+		g.bad = true
+	}
+	for range g.comps {
+		g.kinds = append(g.kinds, r.IntN(4))
+	}
+	return g
+}
+
+func (g generated) shape() string {
+	var s []string
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{g.env, "env"}, {g.secret, "secret"}, {g.namespace, "namespace"}, {g.ranges, "ranges"}, {g.and, "and"}, {g.dup, "dup"}, {g.bad, "bad"}} {
+		if f.on {
+			s = append(s, f.name)
+		}
+	}
+	return fmt.Sprintf("%d-%s", g.comps, strings.Join(s, "-"))
+}
+
+func (g generated) fails() bool       { return g.dup || g.bad }
+func (g generated) unshareable() bool { return g.ranges || g.and }
+
+func (g generated) files() map[string]string {
+	var comps strings.Builder
+	for i, kind := range g.kinds {
+		name := fmt.Sprintf("c%d", i)
+		if i%3 == 2 {
+			name = fmt.Sprintf("%q", fmt.Sprintf("comp-%d", i))
+		}
+		cm := fmt.Sprintf("cm-%d", i)
+		if g.dup && i == g.comps-1 {
+			cm = "cm-0"
+			kind = 3
+		}
+		switch kind {
+		case 0:
+			fmt.Fprintf(&comps, `	%s: {
+		core.#Workload
+		core.#Service
+		spec: {
+			workload: {type: "stateless", replicas: #config.replicas, container: {image: #config.image, ports: http: containerPort: 8080}}
+			service: ports: http: {port: 80, targetPort: 8080}
+		}
+	}
+`, name)
+		case 1:
+			fmt.Fprintf(&comps, "\t%s: {\n\t\tcore.#Configs\n\t\tspec: configs: %q: data: {label: #config.label, n: \"%d\"}\n\t}\n", name, cm, i)
+		case 2:
+			fmt.Fprintf(&comps, "\t%s: {\n\t\tcore.#Secrets\n\t\tspec: secrets: \"s-%d\": data: token: \"t-\\(#config.token)\"\n\t}\n", name, i)
+		case 3:
+			fmt.Fprintf(&comps, "\t%s: {\n\t\tcore.#Objects\n\t\tspec: objects: [{apiVersion: \"v1\", kind: \"ConfigMap\", metadata: name: %q, data: {image: #config.image}}]\n\t}\n", name, cm)
+		}
+	}
+	if g.ranges {
+		comps.WriteString("\tlist: {\n\t\tcore.#Configs\n\t\tspec: configs: \"names\": data: names: strings.Join([for k, _ in #components {k}], \",\")\n\t}\n")
+	}
+	if g.bad {
+		comps.WriteString("\tbad: {\n\t\tcore.#Configs\n\t\tspec: configs: \"bad\": data: n: \"x\" & #config.label\n\t}\n")
+	}
+	module := `package gen
+
+import (
+	"strings"
+	core "github.com/opmodel/pipeline/catalog@v0"
+)
+
+core.#Module
+
+metadata: {apiVersion: "test.example/deploy/gen@v0", name: "gen", version: "0.1.0"}
+
+#config: {
+	image:    *"nginx:1.27" | string
+	replicas: *1 | int
+	label:    *"plain" | string
+	token:    *"public" | string
+}
+
+#components: {
+` + comps.String() + "}\n\n_strings: strings.ToUpper(\"\")\n"
+	ref := "genmodule"
+	if g.and {
+		ref = "genmodule & {#components: extra: {core.#Configs, spec: configs: \"from-release\": data: k: \"v\"}}"
+	}
+	deploy := `package deploy
+
+import (
+	core "github.com/opmodel/pipeline/catalog@v0"
+	genmodule "test.example/deploy/gen"
+)
+
+environments: [Name=string]: core.#Environment & {metadata: name: Name}
+releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}
+
+environments: staging: {namespace: "staging", values: {label: "from-env", replicas: 2}}
+
+releases: gen: {
+	#module: ` + ref + `
+	metadata: namespace: "ns"
+	values: {image: "registry.example/gen:1", label: "from-release"}
+}
+`
+	return map[string]string{"gen/gen.cue": module, "deploy.cue": deploy}
+}
+
+func (g generated) options(dir string) Options {
+	opts := Options{Dir: dir, Releases: []string{"gen"}}
+	if g.env {
+		opts.Environment = "staging"
+	}
+	if g.secret {
+		opts.Values = []values.Input{{Name: "values-secret", Data: []byte("token: s3cr3tT0ken\n"), Secret: true}}
+	}
+	if g.namespace {
+		opts.Namespace = "moved"
+	}
+	return opts
+}
+
+// A release's #module can take conjuncts from the root package in more
+// ways than `#module: m`; a goroutine that builds m alone would miss them,
+// so each of these is rendered on one goroutine — and renders what one
+// goroutine renders.
+func TestSharedRenderLeavesModulesTheRootReachesInto(t *testing.T) {
+	g := generated{comps: 4, kinds: []int{1, 1, 1, 1}}
+	extra := `#components: c0: spec: configs: "from-root": data: k: "v"`
+	cases := map[string]map[string]string{
+		"and":       {"deploy.cue": strings.Replace(g.files()["deploy.cue"], "#module: genmodule", "#module: genmodule & {"+extra+"}", 1)},
+		"pattern":   {"more.cue": "package deploy\n\nreleases: [string]: #module: " + extra + "\n"},
+		"embedded":  {"more.cue": "package deploy\n\n_more: #module: " + extra + "\nreleases: gen: _more\n"},
+		"top-level": {"more.cue": "package deploy\n\n{releases: gen: #module: " + extra + "}\n"},
+		"second":    {"more.cue": "package deploy\n\nreleases: gen: #module: " + extra + "\n"},
+		"computed":  {"more.cue": "package deploy\n\n_k: \"gen\"\nreleases: (_k): #module: " + extra + "\n"},
+	}
+	for name, files := range cases {
+		t.Run(name, func(t *testing.T) {
+			all := g.files()
+			for k, v := range files {
+				all[k] = v
+			}
+			dir := deploytest.Write(t, all)
+			stats := renderTwice(t, g.options(dir))
+			assert.Equal(t, stats.shared.Load()+stats.whole.Load(), int64(0), "shared out")
+			rels, err := Render(context.Background(), Options{Dir: dir, Releases: []string{"gen"}})
+			assert.NilError(t, err)
+			found := false
+			for _, r := range rels[0].Resources {
+				found = found || r.Object.GetName() == "from-root"
+			}
+			assert.Assert(t, found, "the root's conjunct is not rendered: the case tests nothing")
+		})
+	}
+	// And the plain module is shared (the cases above differ only there).
+	stats := renderTwice(t, g.options(deploytest.Write(t, g.files())))
+	assert.Equal(t, stats.shared.Load(), int64(1))
+}
