@@ -552,7 +552,8 @@ func renderRelease(ctx context.Context, d *load.Deployment, key string, rel cue.
 		rc.warnings = &v2warnings
 	}
 	limit := r.Reach
-	if r.Resources, err = trace.share.render(ctx, d, key, set, comps, rc, transformers, limit, where); err != nil {
+	var run *shared
+	if r.Resources, run, err = trace.share.render(ctx, d, key, set, comps, rc, transformers, limit, where); err != nil {
 		return nil, err
 	}
 	r.Warnings = append(r.Warnings, v2warnings...)
@@ -578,7 +579,10 @@ func renderRelease(ctx context.Context, d *load.Deployment, key string, rel cue.
 	if !trace.whole && !v2 {
 		same = reusable(comps, r.Resources, transformers)
 	}
-	standIns := newStandIns(set, variantOf(d, rel, rc, transformers, limit, where, same))
+	if same == nil {
+		run = nil // stand-ins shared out reuse what they do not reach, or nothing is
+	}
+	standIns := newStandIns(set, variantOf(ctx, d, rel, rc, transformers, limit, where, same, run, r.Resources))
 	secretPaths := set.SecretPaths()
 	var reaching [][]string
 	if trace.on {

@@ -61,9 +61,10 @@ type variant func(set *values.Set) (any, []map[string]any, error)
 // variantOf renders the release's variants: as the release, without the
 // spec checks the real render already passed (a stand-in of a value's
 // shape declares no other field), which are a tenth of a render, and
-// reusing the real objects of the components same says the stand-ins do
-// not reach.
-func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string, same reuse) variant {
+// reusing the real objects (resources) of the components same says the
+// stand-ins do not reach; shared out as the real render's components were,
+// when run is not nil.
+func variantOf(ctx context.Context, d *load.Deployment, rel cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string, same reuse, run *shared, resources []manifest.Resource) variant {
 	return func(set *values.Set) (any, []map[string]any, error) {
 		data, err := set.JSON()
 		if err != nil {
@@ -89,7 +90,13 @@ func variantOf(d *load.Deployment, rel cue.Value, rc releaseContext, transformer
 		}
 		vrc := rc
 		vrc.values, vrc.transforms.stats = effective, nil
-		objs, err := renderComponentsChecked(d.Context, comps, vrc, transformers, d.Catalog, limit, where, false, same, nil)
+		var objs []manifest.Resource
+		if run != nil {
+			objs, err = run.variant(ctx, d, data, comps, vrc, transformers, limit, where, same, resources)
+		}
+		if run == nil || err != nil {
+			objs, err = renderComponentsChecked(d.Context, comps, vrc, transformers, d.Catalog, limit, where, false, same, nil)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("rendering with stand-in values failed")
 		}

@@ -71,10 +71,12 @@ func (s sharing) goroutines(n int) int {
 }
 
 // render is renderComponents over comps, the components shared out when
-// there are enough of them and the module can be cut (see above).
-func (s sharing) render(ctx context.Context, d *load.Deployment, key string, set *values.Set, comps cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string) ([]manifest.Resource, error) {
-	whole := func() ([]manifest.Resource, error) {
-		return renderComponents(d.Context, comps, rc, transformers, d.Catalog, limit, where)
+// there are enough of them and the module can be cut (see above); the
+// shares are returned for the stand-in renders (nil when not shared).
+func (s sharing) render(ctx context.Context, d *load.Deployment, key string, set *values.Set, comps cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string) ([]manifest.Resource, *shared, error) {
+	whole := func() ([]manifest.Resource, *shared, error) {
+		objs, err := renderComponents(d.Context, comps, rc, transformers, d.Catalog, limit, where)
+		return objs, nil, err
 	}
 	if !s.catalogProvider || opmv2.IsModule(comps) {
 		return whole()
@@ -91,40 +93,98 @@ func (s sharing) render(ctx context.Context, d *load.Deployment, key string, set
 	if !ok {
 		return whole()
 	}
-	shares := cut(names, n)
-	out := make([][]manifest.Resource, len(shares))
-	errs := make([]error, len(shares))
-	var g workers.Group
-	for i := 1; i < len(shares); i++ {
-		g.Go(func() {
-			out[i], errs[i] = job.render(ctx, d, shares[i], transformers, limit, where)
-		})
-	}
-	out[0], errs[0] = renderComponentsChecked(d.Context, comps, rc, transformers, d.Catalog, limit, where, true, nil, shares[0])
-	g.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	again := func() ([]manifest.Resource, error) {
+	run := &shared{job: job, shares: cut(names, n)}
+	run.built = make([]*built, len(run.shares))
+	out, err := run.each(ctx, func(i int) ([]manifest.Resource, error) {
+		if i == 0 {
+			return renderComponentsChecked(d.Context, comps, rc, transformers, d.Catalog, limit, where, true, nil, run.shares[0])
+		}
+		b, err := job.build(ctx, d, run.shares[i], job.values, transformers)
+		if err != nil {
+			return nil, err
+		}
+		run.built[i] = b
+		return renderComponentsChecked(b.cctx, b.comps, b.rc, b.transformers, b.catalog, limit, where, true, nil, run.shares[i])
+	})
+	switch {
+	case ctx.Err() != nil:
+		return nil, nil, ctx.Err()
+	case err != nil:
+		// Its message, as a render without sharing says it.
 		rc.transforms.stats.count(wholeCount)
 		return whole()
 	}
-	if errors.Join(errs...) != nil {
-		return again() // its message, as a render without sharing says it
+	rc.transforms.stats.count(sharedCount)
+	return out, run, nil
+}
+
+// shared is how a release's components were shared out, which its
+// stand-in renders share out the same way (variant).
+type shared struct {
+	job    shareJob
+	shares [][]string
+	// built are the goroutines' builds for the real render, by share (nil
+	// for the caller's, the first): what a stand-in render of the share
+	// is compared with. Each is used by one goroutine at a time.
+	built []*built
+}
+
+// each runs fn for every share, the first on the caller's goroutine, and
+// returns their objects in share order, or an error when one failed or
+// two shares render one object.
+func (s *shared) each(ctx context.Context, fn func(i int) ([]manifest.Resource, error)) ([]manifest.Resource, error) {
+	out := make([][]manifest.Resource, len(s.shares))
+	errs := make([]error, len(s.shares))
+	var g workers.Group
+	for i := 1; i < len(s.shares); i++ {
+		g.Go(func() {
+			if errs[i] = ctx.Err(); errs[i] == nil {
+				out[i], errs[i] = fn(i)
+			}
+		})
+	}
+	out[0], errs[0] = fn(0)
+	g.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	var all []manifest.Resource
 	seen := map[manifest.ID]bool{}
 	for _, objs := range out {
 		for _, o := range objs {
 			if seen[o.ID()] {
-				return again() // two components render one object: its message
+				return nil, fmt.Errorf("%s is rendered by two components", o.ID())
 			}
 			seen[o.ID()] = true
 		}
 		all = append(all, objs...)
 	}
-	rc.transforms.stats.count(sharedCount)
 	return all, nil
+}
+
+// variant renders the components of a stand-in render (variantOf) shared
+// out as the real render's were: the caller's share from comps (its
+// components with the stand-in values data) reusing what same says, each
+// other share on a goroutine that builds the module again with data and
+// reuses what its real build says the stand-ins do not reach. resources
+// are the real render's objects.
+func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, comps cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string, same reuse, resources []manifest.Resource) ([]manifest.Resource, error) {
+	s.job.rc.transforms.stats.count(standInCount)
+	return s.each(ctx, func(i int) ([]manifest.Resource, error) {
+		if i == 0 {
+			return renderComponentsChecked(d.Context, comps, rc, transformers, d.Catalog, limit, where, false, same, s.shares[0])
+		}
+		real := s.built[i]
+		if real.same == nil {
+			real.same = reusable(real.comps, resources, real.transformers)
+		}
+		b, err := s.job.build(ctx, d, s.shares[i], data, transformers)
+		if err != nil {
+			return nil, err
+		}
+		b.rc.transforms.stats = nil
+		return renderComponentsChecked(b.cctx, b.comps, b.rc, b.transformers, b.catalog, limit, where, false, real.same, s.shares[i])
+	})
 }
 
 // shareJob is what every goroutine but the caller's builds its share
@@ -159,13 +219,25 @@ func newShareJob(d *load.Deployment, key string, set *values.Set, rc releaseCont
 	return job, true
 }
 
-// render builds the module with only the components share and transforms
-// them, in a CUE context of its own.
-func (j shareJob) render(ctx context.Context, d *load.Deployment, share []string, want []transformer, limit *Reach, where string) ([]manifest.Resource, error) {
+// built is one goroutine's build of the module cut to its share, in a CUE
+// context of its own, with what it transforms with.
+type built struct {
+	cctx         *cue.Context
+	comps        cue.Value
+	catalog      cue.Value
+	transformers []transformer
+	rc           releaseContext
+	same         reuse // for the share's stand-in renders, made on first use
+}
+
+// build builds the module with only the components share and the values
+// data (their JSON) in a CUE context of its own; want are the caller's
+// transformers, which the catalog built again must give.
+func (j shareJob) build(ctx context.Context, d *load.Deployment, share []string, data []byte, want []transformer) (*built, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b, err := d.BuildPackage(j.module, cutter(j.module.PkgName, share, j.values))
+	b, err := d.BuildPackage(j.module, cutter(j.module.PkgName, share, data))
 	if err != nil {
 		return nil, err
 	}
@@ -180,11 +252,11 @@ func (j shareJob) render(ctx context.Context, d *load.Deployment, share []string
 	if !slices.EqualFunc(ts, want, func(a, b transformer) bool { return a.fqn == b.fqn && a.provider == b.provider }) {
 		return nil, errors.New("the catalog's transformers read again differ")
 	}
-	rc := j.rc
+	out := &built{cctx: b.Context, comps: comps, catalog: b.Catalog, transformers: ts, rc: j.rc}
 	if j.env != nil {
-		rc.env = b.Context.CompileBytes(j.env)
+		out.rc.env = b.Context.CompileBytes(j.env)
 	}
-	return renderComponentsChecked(b.Context, comps, rc, ts, b.Catalog, limit, where, true, nil, share)
+	return out, nil
 }
 
 // modulePackage is the package release key's #module is, when the root

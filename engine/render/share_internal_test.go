@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -147,6 +148,10 @@ func TestSharedRenderEqualsOneGoroutineOnGeneratedModules(t *testing.T) {
 				assert.Equal(t, stats.shared.Load()+stats.whole.Load(), int64(0), "a module that cannot be cut was shared")
 			default:
 				assert.Equal(t, stats.shared.Load(), int64(1), "a module that can be cut was not shared")
+				// A secret input, or a value of the repository a Secret
+				// holds, is traced with stand-ins, shared out too.
+				traced := g.secret || slices.Contains(g.kinds, 2)
+				assert.Equal(t, stats.standIns.Load() > 0, traced, "stand-in renders shared out: %d", stats.standIns.Load())
 			}
 		})
 	}

@@ -130,10 +130,13 @@ func (t *transforms) put(key string, objs []transformed) bool {
 // often it shared components out (share.go) and rendered them again whole,
 // for tests; a nil one counts nothing.
 type transformStats struct {
-	transformed   atomic.Int64
-	shared, whole atomic.Int64
-	mu            sync.Mutex
-	written       []string
+	transformed atomic.Int64
+	// shared and whole count releases whose components were shared out and
+	// those rendered again on one goroutine after a share failed;
+	// standIns the stand-in renders shared out.
+	shared, whole, standIns atomic.Int64
+	mu                      sync.Mutex
+	written                 []string
 }
 
 // count adds one to the counter of s that c picks, when s is not nil.
@@ -143,8 +146,9 @@ func (s *transformStats) count(c func(*transformStats) *atomic.Int64) {
 	}
 }
 
-func sharedCount(s *transformStats) *atomic.Int64 { return &s.shared }
-func wholeCount(s *transformStats) *atomic.Int64  { return &s.whole }
+func sharedCount(s *transformStats) *atomic.Int64  { return &s.shared }
+func wholeCount(s *transformStats) *atomic.Int64   { return &s.whole }
+func standInCount(s *transformStats) *atomic.Int64 { return &s.standIns }
 
 func (s *transformStats) transform() {
 	if s != nil {
