@@ -21,6 +21,9 @@ var goals = map[string]float64{
 	// a diff where a tenth of the objects changed, against the full
 	// render of them all (opm's own ratio)
 	"diff-1000-tenth-changed": 0.4,
+	// opm's render CPU against CUE evaluating and exporting the same
+	// objects from the same catalog and module
+	"render-1000-cpu-vs-cue-export": 0.6,
 }
 
 // verdict is the goal part of a case's line: " goal≤0.60 met", " goal≤0.60
