@@ -83,16 +83,23 @@ type peerRule struct {
 	CIDRs      []string `json:"cidrs"`
 }
 
-// checkReferences returns the broken references of a release's components
-// (errors) and the doubtful ones (warnings). comps is the module's
-// evaluated #components.
-func checkReferences(comps cue.Value, names []string) (problems map[string][]specProblem, warnings []string) {
+// specsOf reads the specs of the components names of comps (a module's
+// evaluated #components) as the reference checks read them.
+func specsOf(comps cue.Value, names []string) map[string]componentSpec {
 	specs := map[string]componentSpec{}
 	for _, n := range names {
 		var s componentSpec
 		_ = comps.LookupPath(cue.MakePath(cue.Str(n), cue.Str("spec"))).Decode(&s)
 		specs[n] = s
 	}
+	return specs
+}
+
+// checkReferences returns the broken references of a release's components
+// (errors) and the doubtful ones (warnings), from their specs (specsOf);
+// comps gives the module's evaluated #components, read only for where a
+// broken reference is written.
+func checkReferences(specs map[string]componentSpec, names []string, comps func() (cue.Value, error)) (problems map[string][]specProblem, warnings []string) {
 	accounts := []string{}
 	for _, n := range names {
 		if sa := specs[n].ServiceAccount; sa != nil && sa.Name != "" {
@@ -101,11 +108,11 @@ func checkReferences(comps cue.Value, names []string) (problems map[string][]spe
 	}
 	problems = map[string][]specProblem{}
 	add := func(comp string, path []cue.Selector, msg string) {
-		problems[comp] = append(problems[comp], specProblem{
-			path: selPath(path),
-			pos:  userPos(comps.LookupPath(cue.MakePath(append([]cue.Selector{cue.Str(comp)}, path...)...))),
-			msg:  msg,
-		})
+		p := specProblem{path: selPath(path), msg: msg}
+		if c, err := comps(); err == nil {
+			p.pos = userPos(c.LookupPath(cue.MakePath(append([]cue.Selector{cue.Str(comp)}, path...)...)))
+		}
+		problems[comp] = append(problems[comp], p)
 	}
 	for _, n := range names {
 		s := specs[n]

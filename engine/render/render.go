@@ -20,6 +20,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/format"
@@ -537,33 +538,53 @@ func renderRelease(ctx context.Context, d *load.Deployment, key string, rel cue.
 	if set.HasSecrets() {
 		r.Secrets = set.Secrets()
 	}
-	comps, err := moduleComponents(rel, effective, where, r.Module.Path)
-	if err != nil {
-		return nil, err
-	}
+	// The module filled with the effective values evaluates every
+	// component: only a render that is not shared out needs it (and a
+	// shared one, to say where a broken reference is written).
+	comps := sync.OnceValues(func() (cue.Value, error) { return moduleComponents(rel, effective, where, r.Module.Path) })
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata"))), platform: platform, values: effective}
 	rc.transforms = trace.transforms
 	if set.HasSecrets() {
 		rc.transforms.cache = nil // never a release with secret values: the cache holds no secret
 	}
-	var v2warnings []string
-	if opmv2.IsModule(comps) {
-		rc.moduleInstance = moduleInstanceOf(d)
-		rc.warnings = &v2warnings
-	}
 	limit := r.Reach
-	var run *shared
-	if r.Resources, run, err = trace.share.render(ctx, d, key, set, comps, rc, transformers, limit, where); err != nil {
-		return nil, err
-	}
-	r.Warnings = append(r.Warnings, v2warnings...)
-	rc.warnings = nil // the stand-in renders after this one say the same
-	v2 := opmv2.IsModule(comps)
 	var names []string
-	if !v2 {
-		names, _ = load.FieldNames(comps)
+	var specs map[string]componentSpec
+	run := trace.share.plan(d, key, set, rel, rc)
+	if run != nil {
+		if r.Resources, specs, err = run.render(ctx, d, transformers, limit, where); err == nil {
+			names = run.names
+			rc.transforms.stats.count(sharedCount)
+		} else if ctx.Err() != nil {
+			return nil, ctx.Err()
+		} else {
+			// Rendered again on this goroutine alone, whose message it gives.
+			run = nil
+			rc.transforms.stats.count(wholeCount)
+		}
 	}
-	broken, warnings := checkReferences(comps, names)
+	v2 := false
+	if run == nil {
+		all, err := comps()
+		if err != nil {
+			return nil, err
+		}
+		var v2warnings []string
+		if v2 = opmv2.IsModule(all); v2 {
+			rc.moduleInstance = moduleInstanceOf(d)
+			rc.warnings = &v2warnings
+		}
+		if r.Resources, err = renderComponents(d.Context, all, rc, transformers, d.Catalog, limit, where); err != nil {
+			return nil, err
+		}
+		r.Warnings = append(r.Warnings, v2warnings...)
+		rc.warnings = nil // the stand-in renders after this one say the same
+		if !v2 {
+			names, _ = load.FieldNames(all)
+			specs = specsOf(all, names)
+		}
+	}
+	broken, warnings := checkReferences(specs, names, comps)
 	for _, n := range names {
 		if p := broken[n]; len(p) > 0 {
 			return nil, fault.Validationf("%s, component %q: a reference points nowhere:\n%s", where, n, describeSpecProblems(n, p))

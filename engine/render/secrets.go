@@ -84,19 +84,18 @@ func variantOf(ctx context.Context, d *load.Deployment, rel cue.Value, rc releas
 		if err := decodeJSON(effective, &doc); err != nil {
 			return nil, nil, err
 		}
+		vrc := rc
+		vrc.values, vrc.transforms.stats = effective, nil
+		if run != nil {
+			if objs, err := run.variant(ctx, d, data, transformers, limit, where, resources); err == nil {
+				return doc, objectsOf(objs), nil
+			}
+		}
 		comps, err := moduleComponents(rel, effective, where, "")
 		if err != nil {
 			return nil, nil, err
 		}
-		vrc := rc
-		vrc.values, vrc.transforms.stats = effective, nil
-		var objs []manifest.Resource
-		if run != nil {
-			objs, err = run.variant(ctx, d, data, comps, vrc, transformers, limit, where, same, resources)
-		}
-		if run == nil || err != nil {
-			objs, err = renderComponentsChecked(d.Context, comps, vrc, transformers, d.Catalog, limit, where, false, same, nil)
-		}
+		objs, err := renderComponentsChecked(d.Context, comps, vrc, transformers, d.Catalog, limit, where, false, same, nil)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rendering with stand-in values failed")
 		}
@@ -508,7 +507,7 @@ func redactLabels(tok string) string {
 // objects: transforming it again would only find nothing differs. Any
 // other transformer (a provider of the deployment's own) may read more,
 // and its components are always transformed again.
-func reusable(comps cue.Value, resources []manifest.Resource, transformers []transformer) reuse {
+func reusable(comps func() (cue.Value, error), resources []manifest.Resource, transformers []transformer) reuse {
 	byComponent := map[string][]manifest.Resource{}
 	for _, r := range resources {
 		byComponent[r.Component] = append(byComponent[r.Component], r)
@@ -527,7 +526,13 @@ func reusable(comps cue.Value, resources []manifest.Resource, transformers []tra
 			return rs
 		}
 		rs := &realSide{}
-		real := comps.LookupPath(cue.MakePath(cue.Str(name)))
+		all, err := comps()
+		if err != nil {
+			rs.err = err
+			reals[name] = rs
+			return rs
+		}
+		real := all.LookupPath(cue.MakePath(cue.Str(name)))
 		if rs.c, rs.err = readComponent(name, real); rs.err == nil {
 			rs.spec, rs.err = real.LookupPath(cue.ParsePath("spec")).MarshalJSON()
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,13 +22,18 @@ import (
 	"github.com/opmodel/pipeline/engine/workers"
 )
 
-// A release's components are transformed on every core. The caller's
-// goroutine transforms the first share of them as it always did; each
-// other goroutine builds, in a CUE context of its own, the catalog and the
-// module's package with its #components cut down to its share and the
-// release's merged values written into #config as data (the module is
-// evaluated once, with its values, and only for the share), then
-// transforms the share; the shares are concatenated in component order.
+// A release's components are transformed on every core. Each goroutine
+// (the caller's one of them) builds, in a CUE context of its own, the
+// catalog and the module's package with its #components cut down to its
+// share and the release's merged values written into #config as data —
+// the module is evaluated once, with its values, and only for the share —
+// then transforms the share and reads its specs for the reference checks;
+// the shares are concatenated in component order. The caller's own context
+// never evaluates the module with the values (filling them in evaluated
+// every component, a tenth of a render, before anything could be shared),
+// unless a broken reference must say where it is written. The stand-in
+// renders that trace secrets share the components out the same way, each
+// share reusing what its own real build says the stand-ins do not reach.
 // No CUE value crosses goroutines (a context's values are not safe for
 // concurrent evaluation: docs/performance.md), only the values' JSON, the
 // parsed files (read, never changed) and the objects transformed.
@@ -36,16 +42,19 @@ import (
 // components that refer to each other or to #components, #components that
 // is not a literal struct in the module's own files), nor a release whose
 // #module the root package could add to (modulePackage), nor one rendered
-// with transformers of the deployment's own, nor an OPM v2 release.
-// Whatever goes wrong on a share — an error, an object two shares both
-// render — is rendered again on the caller's goroutine alone, so every
-// message is a render's without sharing, and a share's own error (which
-// could quote a secret value it was given) is never shown.
+// with transformers of the deployment's own, nor an OPM v2 release. The
+// components are named as the deployment's build evaluated them, at their
+// default values; a share whose build with the release's values names
+// others fails. Whatever goes wrong on a share — an error, an object two
+// shares both render, other names — renders the release again on the
+// caller's goroutine alone, so every message is a render's without
+// sharing, and a share's own error (which could quote a secret value it
+// was given) is never shown.
 
 // componentsPerWorker is the fewest components a goroutine is given:
 // below it, building the catalog and the module costs more than the
 // transforms it takes off the caller (docs/performance.md).
-const componentsPerWorker = 40
+const componentsPerWorker = 24
 
 // sharing is how a release's components are shared out; the zero value
 // transforms them all on the caller's goroutine.
@@ -70,63 +79,78 @@ func (s sharing) goroutines(n int) int {
 	return workers.Count(n/s.least, s.workers)
 }
 
-// render is renderComponents over comps, the components shared out when
-// there are enough of them and the module can be cut (see above); the
-// shares are returned for the stand-in renders (nil when not shared).
-func (s sharing) render(ctx context.Context, d *load.Deployment, key string, set *values.Set, comps cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string) ([]manifest.Resource, *shared, error) {
-	whole := func() ([]manifest.Resource, *shared, error) {
-		objs, err := renderComponents(d.Context, comps, rc, transformers, d.Catalog, limit, where)
-		return objs, nil, err
+// plan is how release key's components are shared out, or nil when they
+// are not (too few for two goroutines, or a module that cannot be cut:
+// see above). rel is the release as the caller evaluated it, whose
+// module's components at their default values (evaluated when the
+// deployment was built) name the components; a goroutine that finds
+// other names with the release's values fails its share, and the release
+// renders on the caller alone.
+func (s sharing) plan(d *load.Deployment, key string, set *values.Set, rel cue.Value, rc releaseContext) *shared {
+	module := rel.LookupPath(pathModule)
+	if !s.catalogProvider || opmv2.IsModule(module) {
+		return nil
 	}
-	if !s.catalogProvider || opmv2.IsModule(comps) {
-		return whole()
-	}
-	names, err := load.FieldNames(comps)
+	names, err := load.FieldNames(module.LookupPath(pathComponents))
 	if err != nil {
-		return whole()
+		return nil
 	}
 	n := s.goroutines(len(names))
 	if n < 2 {
-		return whole()
+		return nil
 	}
 	job, ok := newShareJob(d, key, set, rc, names)
 	if !ok {
-		return whole()
+		return nil
 	}
-	run := &shared{job: job, shares: cut(names, n)}
-	run.built = make([]*built, len(run.shares))
-	out, err := run.each(ctx, func(i int) ([]manifest.Resource, error) {
-		if i == 0 {
-			return renderComponentsChecked(d.Context, comps, rc, transformers, d.Catalog, limit, where, true, nil, run.shares[0])
-		}
-		b, err := job.build(ctx, d, run.shares[i], job.values, transformers)
+	shares := cut(names, n)
+	return &shared{job: job, names: names, shares: shares, built: make([]*built, len(shares))}
+}
+
+// shared is how a release's components are shared out: the real render
+// (render) and its stand-in renders (variant) give each goroutine the
+// same share.
+type shared struct {
+	job    shareJob
+	names  []string
+	shares [][]string
+	// built are the goroutines' builds for the real render, by share:
+	// what a stand-in render of the share is compared with. Each is used
+	// by one goroutine at a time.
+	built []*built
+}
+
+// render transforms every share on a goroutine of its own, the first on
+// the caller's, each building the module cut to its share with the
+// merged values; it returns the objects in component order and each
+// component's spec as the reference checks read it. want are the
+// caller's transformers.
+func (s *shared) render(ctx context.Context, d *load.Deployment, want []transformer, limit *Reach, where string) ([]manifest.Resource, map[string]componentSpec, error) {
+	specs := make([]map[string]componentSpec, len(s.shares))
+	out, err := s.each(ctx, func(i int) ([]manifest.Resource, error) {
+		b, err := s.job.build(ctx, d, s.shares[i], s.job.values, want)
 		if err != nil {
 			return nil, err
 		}
-		run.built[i] = b
-		return renderComponentsChecked(b.cctx, b.comps, b.rc, b.transformers, b.catalog, limit, where, true, nil, run.shares[i])
+		if err := b.sameNames(s.names, s.shares[i]); err != nil {
+			return nil, err
+		}
+		s.built[i] = b
+		objs, err := renderComponentsChecked(b.cctx, b.comps, b.rc, b.transformers, b.catalog, limit, where, true, nil, s.shares[i])
+		if err != nil {
+			return nil, err
+		}
+		specs[i] = specsOf(b.comps, s.shares[i])
+		return objs, nil
 	})
-	switch {
-	case ctx.Err() != nil:
-		return nil, nil, ctx.Err()
-	case err != nil:
-		// Its message, as a render without sharing says it.
-		rc.transforms.stats.count(wholeCount)
-		return whole()
+	if err != nil {
+		return nil, nil, err
 	}
-	rc.transforms.stats.count(sharedCount)
-	return out, run, nil
-}
-
-// shared is how a release's components were shared out, which its
-// stand-in renders share out the same way (variant).
-type shared struct {
-	job    shareJob
-	shares [][]string
-	// built are the goroutines' builds for the real render, by share (nil
-	// for the caller's, the first): what a stand-in render of the share
-	// is compared with. Each is used by one goroutine at a time.
-	built []*built
+	all := map[string]componentSpec{}
+	for _, m := range specs {
+		maps.Copy(all, m)
+	}
+	return out, all, nil
 }
 
 // each runs fn for every share, the first on the caller's goroutine, and
@@ -163,23 +187,22 @@ func (s *shared) each(ctx context.Context, fn func(i int) ([]manifest.Resource, 
 }
 
 // variant renders the components of a stand-in render (variantOf) shared
-// out as the real render's were: the caller's share from comps (its
-// components with the stand-in values data) reusing what same says, each
-// other share on a goroutine that builds the module again with data and
-// reuses what its real build says the stand-ins do not reach. resources
-// are the real render's objects.
-func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, comps cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string, same reuse, resources []manifest.Resource) ([]manifest.Resource, error) {
+// out as the real render's were: each share on a goroutine that builds
+// the module again with the stand-in values data and reuses what the
+// share's real build says the stand-ins do not reach. resources are the
+// real render's objects.
+func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, want []transformer, limit *Reach, where string, resources []manifest.Resource) ([]manifest.Resource, error) {
 	s.job.rc.transforms.stats.count(standInCount)
 	return s.each(ctx, func(i int) ([]manifest.Resource, error) {
-		if i == 0 {
-			return renderComponentsChecked(d.Context, comps, rc, transformers, d.Catalog, limit, where, false, same, s.shares[0])
-		}
 		real := s.built[i]
 		if real.same == nil {
-			real.same = reusable(real.comps, resources, real.transformers)
+			real.same = reusable(func() (cue.Value, error) { return real.comps, nil }, resources, real.transformers)
 		}
-		b, err := s.job.build(ctx, d, s.shares[i], data, transformers)
+		b, err := s.job.build(ctx, d, s.shares[i], data, want)
 		if err != nil {
+			return nil, err
+		}
+		if err := b.sameNames(s.names, s.shares[i]); err != nil {
 			return nil, err
 		}
 		b.rc.transforms.stats = nil
@@ -257,6 +280,27 @@ func (j shareJob) build(ctx context.Context, d *load.Deployment, share []string,
 		out.rc.env = b.Context.CompileBytes(j.env)
 	}
 	return out, nil
+}
+
+// sameNames checks that the build has every component of its share and
+// no component the caller's names lack (one the values add, which the
+// names, read at the default values, would miss).
+func (b *built) sameNames(names, share []string) error {
+	got, err := load.FieldNames(b.comps)
+	if err != nil {
+		return err
+	}
+	for _, n := range got {
+		if !slices.Contains(names, n) {
+			return fmt.Errorf("component %q is not among the release's components at their default values", n)
+		}
+	}
+	for _, n := range share {
+		if !slices.Contains(got, n) {
+			return fmt.Errorf("component %q is not among the release's components with its values", n)
+		}
+	}
+	return nil
 }
 
 // modulePackage is the package release key's #module is, when the root

@@ -142,8 +142,18 @@ func TestSharedRenderEqualsOneGoroutineOnGeneratedModules(t *testing.T) {
 			dir := deploytest.Write(t, g.files())
 			stats := renderTwice(t, g.options(dir))
 			switch {
+			case g.broken && !g.unshareable() && !g.dup && !g.bad:
+				// Shared, then refused by the reference check, which reads
+				// where the reference is written from the module filled in
+				// on the caller's goroutine: the same message.
+				assert.Equal(t, stats.shared.Load(), int64(1))
 			case g.fails():
 				assert.Equal(t, stats.shared.Load(), int64(0))
+			case g.cond && !g.env:
+				// Named at the default values, the component is missing
+				// from the names: every share fails, one goroutine renders.
+				assert.Equal(t, stats.shared.Load(), int64(0))
+				assert.Equal(t, stats.whole.Load(), int64(1))
 			case g.unshareable() || g.comps < 2:
 				assert.Equal(t, stats.shared.Load()+stats.whole.Load(), int64(0), "a module that cannot be cut was shared")
 			default:
@@ -163,6 +173,13 @@ type generated struct {
 	kinds                  []int // per component: 0 workload, 1 configs, 2 secrets, 3 objects
 	env, secret, namespace bool
 	ranges, and, dup, bad  bool
+	// cond: a component only the release's own values add (none at the
+	// default values the components are named at).
+	cond bool
+	// broken: a Service whose targetPort names no container port (an
+	// error that says where it is written); account: a workload's
+	// ServiceAccount the release does not declare (a warning).
+	broken, account bool
 }
 
 func generate(r *rand.Rand) generated {
@@ -176,6 +193,12 @@ func generate(r *rand.Rand) generated {
 		g.dup = g.comps > 1
 	case 3:
 		g.bad = true
+	case 4:
+		g.cond = true
+	case 5:
+		g.broken = true
+	case 6:
+		g.account = true
 	}
 	for range g.comps {
 		g.kinds = append(g.kinds, r.IntN(4))
@@ -188,7 +211,7 @@ func (g generated) shape() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{g.env, "env"}, {g.secret, "secret"}, {g.namespace, "namespace"}, {g.ranges, "ranges"}, {g.and, "and"}, {g.dup, "dup"}, {g.bad, "bad"}} {
+	}{{g.env, "env"}, {g.secret, "secret"}, {g.namespace, "namespace"}, {g.ranges, "ranges"}, {g.and, "and"}, {g.dup, "dup"}, {g.bad, "bad"}, {g.cond, "cond"}, {g.broken, "broken"}, {g.account, "account"}} {
 		if f.on {
 			s = append(s, f.name)
 		}
@@ -196,7 +219,7 @@ func (g generated) shape() string {
 	return fmt.Sprintf("%d-%s", g.comps, strings.Join(s, "-"))
 }
 
-func (g generated) fails() bool       { return g.dup || g.bad }
+func (g generated) fails() bool       { return g.dup || g.bad || g.broken }
 func (g generated) unshareable() bool { return g.ranges || g.and }
 
 func (g generated) files() map[string]string {
@@ -232,6 +255,27 @@ func (g generated) files() map[string]string {
 	}
 	if g.ranges {
 		comps.WriteString("\tlist: {\n\t\tcore.#Configs\n\t\tspec: configs: \"names\": data: names: strings.Join([for k, _ in #components {k}], \",\")\n\t}\n")
+	}
+	if g.broken || g.account {
+		account, port := "", "http"
+		if g.account {
+			account = "\t\t\tworkload: serviceAccountName: \"made-elsewhere\"\n"
+		}
+		if g.broken {
+			port = "nope"
+		}
+		fmt.Fprintf(&comps, `	refs: {
+		core.#Workload
+		core.#Service
+		spec: {
+			workload: {type: "stateless", container: {image: #config.image, ports: http: containerPort: 8080}}
+%s			service: ports: web: {port: 80, targetPort: %q}
+		}
+	}
+`, account, port)
+	}
+	if g.cond {
+		comps.WriteString("\tif #config.label == \"from-release\" {\n\t\tonly: {\n\t\t\tcore.#Configs\n\t\t\tspec: configs: \"only-with-values\": data: k: \"v\"\n\t\t}\n\t}\n")
 	}
 	if g.bad {
 		comps.WriteString("\tbad: {\n\t\tcore.#Configs\n\t\tspec: configs: \"bad\": data: n: \"x\" & #config.label\n\t}\n")
