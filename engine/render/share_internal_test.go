@@ -80,10 +80,11 @@ func sameRelease(t *testing.T, got, want *Release) {
 
 // Every example and fixture renders the same with its components shared
 // out as on one goroutine, each release in each environment; the examples'
-// modules are shared, the shop (a provider of its own), OPM v2 modules and
-// modules of one component are not.
+// modules are shared; the shop (a provider of its own), OPM's modules on
+// their registry provider, OPM v2 modules and modules of one component are
+// not.
 func TestSharedRenderEqualsOneGoroutineOnFixtures(t *testing.T) {
-	deploytest.Registry(t, deploytest.V2Modules()...)
+	deploytest.Registry(t, append(deploytest.V2Modules(), deploytest.OPMModules()...)...)
 	examples, err := filepath.Abs("../../examples")
 	assert.NilError(t, err)
 	cases := []struct {
@@ -96,6 +97,9 @@ func TestSharedRenderEqualsOneGoroutineOnFixtures(t *testing.T) {
 		{"app", deploytest.Dir(t, "ns", `image: "nginx:1.27"`), false},
 		{"healthy", deploytest.HealthyDir(t, "releases: app: {#module: appmodule, metadata: namespace: \"ns\"}\n"), false},
 		{"attack", deploytest.AttackDir(t, "prod", deploytest.AttackRepo, deploytest.AttackCanary, deploytest.AttackPIN), false},
+		// OPM's core@v0 module on its registry provider: not the
+		// embedded catalog's, so not shared.
+		{"opm-v0", deploytest.Write(t, map[string]string{"cue.mod/module.cue": deploytest.OPMModuleFile, "deploy.cue": deploytest.OPMDeployment}), false},
 		{"v2", deploytest.V2Deployment(t, "ns", `image: string | *"nginx:1.27"`, "web: cat.#Stateless & {spec: container: image: #config.image}\nsettings: {c.#Component, #resources: (cat.#ConfigsFQN): cat.#Configs, spec: configs: a: k: \"1\"}"), false},
 	}
 	for _, c := range cases {
