@@ -43,11 +43,6 @@ func exportFile(dir string) (string, error) {
 		}
 		return out
 	}
-	labels := func(v cue.Value) map[string]string {
-		out := map[string]string{}
-		_ = v.Decode(&out)
-		return out
-	}
 	var calls []string
 	names, err := load.FieldNames(comps)
 	if err != nil {
@@ -60,7 +55,7 @@ func exportFile(dir string) (string, error) {
 	for _, name := range names {
 		c := comps.LookupPath(cue.MakePath(cue.Str(name)))
 		res, traits := keys(c.LookupPath(cue.MakePath(cue.Def("#resources")))), keys(c.LookupPath(cue.MakePath(cue.Def("#traits"))))
-		have := labels(c.LookupPath(cue.ParsePath("metadata.labels")))
+		have := texts(c.LookupPath(cue.ParsePath("metadata.labels")))
 	transformers:
 		for _, fqn := range fqns {
 			tr := transformers.LookupPath(cue.MakePath(cue.Str(fqn)))
@@ -74,7 +69,7 @@ func exportFile(dir string) (string, error) {
 					continue transformers
 				}
 			}
-			for k, v := range labels(tr.LookupPath(cue.ParsePath("requiredLabels"))) {
+			for k, v := range texts(tr.LookupPath(cue.ParsePath("requiredLabels"))) {
 				if have[k] != v {
 					continue transformers
 				}
@@ -112,22 +107,28 @@ objects: list.FlattenN([for o in _perTransform {
 `, nil
 }
 
+// texts is a map of labels or annotations as opm reads them: every value
+// as its text; empty when v does not decode as a map.
+func texts(v cue.Value) map[string]string {
+	m := map[string]any{}
+	_ = v.Decode(&m)
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		out[k] = fmt.Sprint(x)
+	}
+	return out
+}
+
 // metadataOf is a component's labels and annotations as opm hands them
-// to a transformer (each value as its text), as CUE fields to add to
-// #componentMetadata; "" when it has neither.
+// to a transformer, as CUE fields to add to #componentMetadata; "" when it
+// has neither.
 func metadataOf(c cue.Value) string {
 	out := ""
 	for _, f := range []string{"labels", "annotations"} {
-		m := map[string]any{}
-		if err := c.LookupPath(cue.MakePath(cue.Str("metadata"), cue.Str(f))).Decode(&m); err != nil || len(m) == 0 {
-			continue
+		if m := texts(c.LookupPath(cue.MakePath(cue.Str("metadata"), cue.Str(f)))); len(m) > 0 {
+			b, _ := json.Marshal(m)
+			out += fmt.Sprintf(", %s: %s", f, b)
 		}
-		text := map[string]string{}
-		for k, v := range m {
-			text[k] = fmt.Sprint(v)
-		}
-		b, _ := json.Marshal(text)
-		out += fmt.Sprintf(", %s: %s", f, b)
 	}
 	return out
 }
@@ -192,7 +193,7 @@ func TestBenchRenderAgainstCUEExport(t *testing.T) {
 	opmBin := buildOpm(t, work)
 	dir := peerDeployment(t, filepath.Join(work, "rendered"), "bench", 250, 0)
 	exported := peerDeployment(t, filepath.Join(work, "exported"), "bench", 250, 0)
-	run := func(cmd *exec.Cmd) (time.Duration, []byte) {
+	cpuOf := func(cmd *exec.Cmd) (time.Duration, []byte) {
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
@@ -202,11 +203,11 @@ func TestBenchRenderAgainstCUEExport(t *testing.T) {
 	}
 	write := exec.Command(os.Args[0])
 	write.Env = append(os.Environ(), envCUEExportFile+"="+dir, envCUEExportOut+"="+filepath.Join(exported, "export.cue"))
-	run(write)
+	cpuOf(write)
 	opm := func() (time.Duration, []string) {
 		cmd := exec.Command(opmBin, "render", dir, "--release", "bench", "-o", "json")
 		cmd.Env = append(os.Environ(), "OPM_CACHE_DIR=off")
-		cpu, out := run(cmd)
+		cpu, out := cpuOf(cmd)
 		var doc struct {
 			Releases []struct {
 				Resources []map[string]any `json:"resources"`
@@ -223,7 +224,7 @@ func TestBenchRenderAgainstCUEExport(t *testing.T) {
 		// With the collector setting opm runs with (internal/gctune), so
 		// the comparison is of the evaluations.
 		cmd.Env = append(os.Environ(), envCUEExport+"="+exported, envCUEExportOut+"="+outFile, "GOGC=400")
-		cpu, _ := run(cmd)
+		cpu, _ := cpuOf(cmd)
 		b, err := os.ReadFile(outFile)
 		if err != nil {
 			t.Fatal(err)
@@ -234,16 +235,17 @@ func TestBenchRenderAgainstCUEExport(t *testing.T) {
 		}
 		return cpu, canonicals(t, objs)
 	}
-	var opmCPU, cueCPU []time.Duration
-	for i := range repeat {
-		o, a := opm()
-		c, b := export()
-		if i == 0 && (len(a) != 1000 || !slices.Equal(a, b)) {
-			t.Fatalf("CUE's export and opm's render differ: %d and %d objects", len(b), len(a))
-		}
-		opmCPU, cueCPU = append(opmCPU, o), append(cueCPU, c)
+	var rendered, exportedObjs []string
+	o, c := medianPair(func() (cpu time.Duration) {
+		cpu, rendered = opm()
+		return cpu
+	}, func() (cpu time.Duration) {
+		cpu, exportedObjs = export()
+		return cpu
+	})
+	if len(rendered) != 1000 || !slices.Equal(rendered, exportedObjs) {
+		t.Fatalf("CUE's export and opm's render differ: %d and %d objects", len(exportedObjs), len(rendered))
 	}
-	o, c := medianOf(opmCPU), medianOf(cueCPU)
 	ratio := o.Seconds() / c.Seconds()
 	fmt.Printf("bench render-1000-cpu-vs-cue-export opm=%.2fs cue=%.2fs ratio=%.2f%s\n", o.Seconds(), c.Seconds(), ratio, verdict("render-1000-cpu-vs-cue-export", ratio))
 }
@@ -267,11 +269,4 @@ func canonical(t *testing.T, o map[string]any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// medianOf is the median of ds.
-func medianOf(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

@@ -139,7 +139,7 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 	if !opts.IdentityOnly && len(p.keys) == 1 {
 		// One release: its components take every core. Several: each
 		// release takes one.
-		p.share = sharing{workers: workers.Count(math.MaxInt, opts.Parallelism), least: cmp.Or(opts.shareLeast, componentsPerWorker), catalogProvider: p.catalogProvider}
+		p.share.workers, p.share.least = workers.Count(math.MaxInt, opts.Parallelism), cmp.Or(opts.shareLeast, componentsPerWorker)
 	}
 	// Identity alone costs less than loading the deployment again.
 	if opts.IdentityOnly || workers.Count(len(p.keys), opts.Parallelism) == 1 {
@@ -215,8 +215,6 @@ type plan struct {
 	envFiles     map[string][]*values.Set // by release key, "" for all
 	transformers []transformer
 	platform     *opmv2.Platform // the environment's, for OPM v2 modules
-	// catalogProvider: transformers are the embedded catalog's provider's.
-	catalogProvider bool
 	// share is how a release's components are shared out: to every core
 	// when one release renders, none when releases render side by side.
 	share sharing
@@ -277,7 +275,7 @@ func prepareWith(ctx context.Context, d *load.Deployment, opts Options, memo *pe
 			if ts, err = loadTransformers(providers); err != nil {
 				return nil, fmt.Errorf("loading %s: %w", where, err)
 			}
-			p.catalogProvider = where == catalogProviderWhere
+			p.share.catalogProvider = where == catalogProviderWhere
 			if memo != nil {
 				memo.transformers[opts.Environment] = ts
 			}

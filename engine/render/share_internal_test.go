@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -133,9 +132,6 @@ func TestSharedRenderEqualsOneGoroutineOnFixtures(t *testing.T) {
 // renders agree on every byte and every error text; the shapes that can
 // be shared are.
 func TestSharedRenderEqualsOneGoroutineOnGeneratedModules(t *testing.T) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		t.Log("one core: the shares still run on goroutines of their own")
-	}
 	n := 24
 	if testing.Short() {
 		n = 8
