@@ -82,6 +82,14 @@ type Options struct {
 	// file, each file of every package built and what @embed pulls in
 	// (engine/reads, the fingerprint's safety net).
 	Reads *reads.Set
+	// Edit, when set, evaluates one package the root imports with its
+	// files changed: called with the root package as parsed, it returns
+	// that package's import path and the change (made to its files parsed
+	// again, as BuildPackage's edit is), or "" to change nothing. Only
+	// the evaluation sees the change: the deployment's RootPackage and
+	// BuildPackage read the files as written. A Memo never keeps such a
+	// load.
+	Edit func(root *build.Instance) (importPath string, edit func([]*ast.File) ([]*ast.File, error))
 }
 
 // Load reads the deployment directory dir. Errors are classified as
@@ -255,6 +263,13 @@ func LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error
 // the directory in errors.
 func evaluate(dir string, p *Parsed, opts Options) (*Deployment, error) {
 	abs, insts := p.Dir, []*build.Instance{p.Root, p.Catalog}
+	if opts.Edit != nil {
+		root, err := p.edited(opts.Edit)
+		if err != nil {
+			return nil, err
+		}
+		insts[0] = root
+	}
 	cctx := cuecontext.New()
 	if opts.RelaxedClosedness {
 		cctx = cuecontext.New(cuecontext.CUE_DEBUG("opendef"))
@@ -270,7 +285,7 @@ func evaluate(dir string, p *Parsed, opts Options) (*Deployment, error) {
 		}
 		return nil, fault.Wrap(fault.Validation, fmt.Errorf("evaluating %s:\n%s", dir, msg))
 	}
-	d := &Deployment{Dir: abs, ModulePath: modulePath(insts[0]), Root: vals[0], Catalog: vals[1], Context: cctx, RelaxedClosedness: opts.RelaxedClosedness, Overlay: opts.Overlay, files: insts[0].Files, parsed: p}
+	d := &Deployment{Dir: abs, ModulePath: modulePath(p.Root), Root: vals[0], Catalog: vals[1], Context: cctx, RelaxedClosedness: opts.RelaxedClosedness, Overlay: opts.Overlay, files: insts[0].Files, parsed: p}
 	if !d.Root.LookupPath(cue.ParsePath("releases")).Exists() {
 		return nil, fault.Validationf("%s: the root package declares no `releases`; declare `releases: [Name=string]: core.#ModuleRelease` and at least one release", dir)
 	}
@@ -305,35 +320,15 @@ func (d *Deployment) BuildPackage(inst *build.Instance, edit func([]*ast.File) (
 	if d.parsed == nil {
 		return Built{}, errors.New("the deployment was not loaded from a directory")
 	}
-	cfg := parser.NewConfig(parser.ParseComments)
-	if inst.ModuleFile != nil && inst.ModuleFile.Language != nil {
-		cfg = cfg.Apply(parser.Version(inst.ModuleFile.Language.Version))
-	}
-	files := make([]*ast.File, 0, len(inst.Files))
-	for _, f := range inst.Files {
-		src, err := d.parsed.Source(f.Filename)
-		if err != nil {
-			return Built{}, fmt.Errorf("reading %s again: %w", f.Filename, err)
-		}
-		pf, err := parser.ParseFile(f.Filename, src, cfg)
-		if err != nil {
-			return Built{}, fmt.Errorf("parsing %s again: %w", f.Filename, err)
-		}
-		files = append(files, pf)
-	}
-	if edit != nil {
-		var err error
-		if files, err = edit(files); err != nil {
-			return Built{}, err
-		}
+	pkg, err := d.parsed.reparsed(inst, edit)
+	if err != nil {
+		return Built{}, err
 	}
 	cctx := cuecontext.New()
 	if d.RelaxedClosedness {
 		cctx = cuecontext.New(cuecontext.CUE_DEBUG("opendef"))
 	}
-	pkg := *inst
-	pkg.Files = files
-	vals, err := cctx.BuildInstances([]*build.Instance{&pkg, d.parsed.Catalog})
+	vals, err := cctx.BuildInstances([]*build.Instance{pkg, d.parsed.Catalog})
 	if err != nil {
 		return Built{}, fmt.Errorf("building %s: %w", inst.ImportPath, err)
 	}
@@ -341,6 +336,59 @@ func (d *Deployment) BuildPackage(inst *build.Instance, edit func([]*ast.File) (
 }
 
 func modulePath(inst *build.Instance) string { return inst.Module }
+
+// reparsed is inst with its files parsed again from the bytes the load
+// read and changed by edit (when not nil): the load's own nodes are shared
+// with its deployment and stay as they are.
+func (p *Parsed) reparsed(inst *build.Instance, edit func([]*ast.File) ([]*ast.File, error)) (*build.Instance, error) {
+	cfg := parser.NewConfig(parser.ParseComments)
+	if inst.ModuleFile != nil && inst.ModuleFile.Language != nil {
+		cfg = cfg.Apply(parser.Version(inst.ModuleFile.Language.Version))
+	}
+	files := make([]*ast.File, 0, len(inst.Files))
+	for _, f := range inst.Files {
+		src, err := p.Source(f.Filename)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s again: %w", f.Filename, err)
+		}
+		pf, err := parser.ParseFile(f.Filename, src, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("parsing %s again: %w", f.Filename, err)
+		}
+		files = append(files, pf)
+	}
+	if edit != nil {
+		var err error
+		if files, err = edit(files); err != nil {
+			return nil, err
+		}
+	}
+	out := *inst
+	out.Files = files
+	return &out, nil
+}
+
+// edited is the root package importing, in place of the package edit
+// names, that package with its files changed (Options.Edit); the root
+// itself when edit names none.
+func (p *Parsed) edited(edit func(*build.Instance) (string, func([]*ast.File) ([]*ast.File, error))) (*build.Instance, error) {
+	path, change := edit(p.Root)
+	if path == "" {
+		return p.Root, nil
+	}
+	i := slices.IndexFunc(p.Root.Imports, func(inst *build.Instance) bool { return inst.ImportPath == path })
+	if i < 0 {
+		return nil, fmt.Errorf("the root package imports no package %s", path)
+	}
+	pkg, err := p.reparsed(p.Root.Imports[i], change)
+	if err != nil {
+		return nil, err
+	}
+	root := *p.Root
+	root.Imports = slices.Clone(p.Root.Imports)
+	root.Imports[i] = pkg
+	return &root, nil
+}
 
 // FieldNames lists a struct's regular field names, sorted (the keys of
 // `releases` or `environments`); nothing for a value that does not exist.

@@ -27,9 +27,10 @@ func NewMemo() *Memo { return &Memo{byID: map[string]*Deployment{}} }
 // LoadWith is the package's LoadWith through m: the deployment loaded
 // with the same directory and options before, or a new load remembered.
 // A load served from memory records the files the first one read into
-// opts.Reads, as a load of the same files would. A nil Memo loads.
+// opts.Reads, as a load of the same files would. A nil Memo loads, and so
+// does a load with Options.Edit (it is not the deployment as written).
 func (m *Memo) LoadWith(ctx context.Context, dir string, opts Options) (*Deployment, error) {
-	if m == nil {
+	if m == nil || opts.Edit != nil {
 		return LoadWith(ctx, dir, opts)
 	}
 	id := memoID(dir, opts)

@@ -10,6 +10,7 @@ import (
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/cue/token"
 
 	"github.com/opmodel/pipeline/catalog"
 	"github.com/opmodel/pipeline/engine/load"
@@ -28,8 +29,7 @@ import (
 // embedding, a comprehension, `m & {…}`, a top-level embedding of the root
 // package) is not shared: a goroutine building that package alone would
 // miss it.
-func modulePackage(d *load.Deployment, key string) (*build.Instance, bool) {
-	root := d.RootPackage()
+func modulePackage(root *build.Instance, key string) (*build.Instance, bool) {
 	if root == nil {
 		return nil, false
 	}
@@ -216,25 +216,8 @@ func labelName(l ast.Label) string {
 // #config to the merged values (data, their JSON).
 func cutter(pkgName string, share []string, data []byte) func([]*ast.File) ([]*ast.File, error) {
 	return func(files []*ast.File) ([]*ast.File, error) {
-		for _, f := range files {
-			for _, decl := range f.Decls {
-				field, ok := decl.(*ast.Field)
-				if !ok || labelName(field.Label) != "#components" {
-					continue
-				}
-				st, ok := field.Value.(*ast.StructLit)
-				if !ok {
-					return nil, errors.New("#components is not a literal struct")
-				}
-				st.Elts = slices.DeleteFunc(st.Elts, func(e ast.Decl) bool {
-					c, ok := e.(*ast.Field)
-					if !ok {
-						return false
-					}
-					name := labelName(c.Label)
-					return name != "" && !slices.Contains(share, name)
-				})
-			}
+		if err := keepComponents(files, share); err != nil {
+			return nil, err
 		}
 		vf, err := parser.ParseFile(load.SyntheticFile, fmt.Sprintf("package %s\n#config: %s\n", pkgName, data))
 		if err != nil {
@@ -242,4 +225,214 @@ func cutter(pkgName string, share []string, data []byte) func([]*ast.File) ([]*a
 		}
 		return append(files, vf), nil
 	}
+}
+
+// keepComponents cuts each #components the files declare down to the
+// fields named in keep (fields of any other shape kept).
+func keepComponents(files []*ast.File, keep []string) error {
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			field, ok := decl.(*ast.Field)
+			if !ok || labelName(field.Label) != "#components" {
+				continue
+			}
+			st, ok := field.Value.(*ast.StructLit)
+			if !ok {
+				return errors.New("#components is not a literal struct")
+			}
+			st.Elts = slices.DeleteFunc(st.Elts, func(e ast.Decl) bool {
+				c, ok := e.(*ast.Field)
+				if !ok {
+					return false
+				}
+				name := labelName(c.Label)
+				return name != "" && !slices.Contains(keep, name)
+			})
+		}
+	}
+	return nil
+}
+
+// A release rendered alone and shared out needs nothing of its module's
+// components on the caller's goroutine: the shares build them. So the
+// deployment is evaluated with the module's #components cut away
+// (load.Options.Edit), which spares evaluating every component at its
+// default values (a fifth of a render of 1 000 objects), and the
+// components are named from the module's syntax. That needs more of the
+// syntax than sharing does: the release is the only one the root
+// declares or the one selected, every #components is a literal struct of
+// plainly named fields, and nothing outside the module can read them —
+// the root package names #components nowhere and the module's package
+// only as a #module, and no other package imports it. Every other path
+// — a share failing, a reference to place, a stand-in render not shared,
+// any error at all — needs the components, and the release renders again
+// from the deployment as written (errCut), so what it says is the whole
+// render's.
+
+// errCut says a render of a deployment whose module's components were cut
+// away needed them: the deployment is loaded again as written.
+var errCut = errors.New("the module's components were cut from this evaluation")
+
+// moduleCut is the cut of one render's load: which release, and its
+// components' names as the module's syntax writes them (sorted, as
+// load.FieldNames lists them). done says the load made it.
+type moduleCut struct {
+	releases []string
+	least    int
+	key      string
+	names    []string
+	done     bool
+}
+
+// edit is load.Options.Edit for the cut: the release's module with no
+// components, when the syntax allows it and the components are enough
+// to share out.
+func (c *moduleCut) edit(root *build.Instance) (string, func([]*ast.File) ([]*ast.File, error)) {
+	key := ""
+	switch len(c.releases) {
+	case 0:
+		keys, ok := releaseKeys(root)
+		if !ok || len(keys) != 1 {
+			return "", nil
+		}
+		key = keys[0]
+	case 1:
+		key = c.releases[0]
+	default:
+		return "", nil
+	}
+	module, ok := modulePackage(root, key)
+	if !ok {
+		return "", nil
+	}
+	names, ok := componentNames(module.Files)
+	if !ok || len(names) < 2*c.least || !cuttable(module.Files, names) || !keepsOut(root, module) {
+		return "", nil
+	}
+	c.key, c.names, c.done = key, names, true
+	return module.ImportPath, func(files []*ast.File) ([]*ast.File, error) {
+		return files, keepComponents(files, nil)
+	}
+}
+
+// releaseKeys are the releases the root package's syntax declares, when it
+// declares them plainly (labels written out, no embedding or comprehension
+// at the top that could declare more).
+func releaseKeys(root *build.Instance) ([]string, bool) {
+	var keys []string
+	for _, f := range root.Files {
+		for _, decl := range f.Decls {
+			switch decl := decl.(type) {
+			case *ast.Field:
+				if labelName(decl.Label) != "releases" {
+					continue
+				}
+				st, ok := decl.Value.(*ast.StructLit)
+				if !ok {
+					return nil, false
+				}
+				for _, el := range st.Elts {
+					field, ok := el.(*ast.Field)
+					if !ok {
+						return nil, false
+					}
+					if _, pattern := field.Label.(*ast.ListLit); pattern {
+						continue
+					}
+					name := labelName(field.Label)
+					if name == "" {
+						return nil, false
+					}
+					if !slices.Contains(keys, name) {
+						keys = append(keys, name)
+					}
+				}
+			case *ast.EmbedDecl, *ast.Comprehension:
+				return nil, false
+			}
+		}
+	}
+	return keys, true
+}
+
+// componentNames are the names of the components the module's files
+// declare, sorted, when every #components is a literal struct of regular
+// fields with plain labels (nothing else in it could add or hide one).
+func componentNames(files []*ast.File) ([]string, bool) {
+	var names []string
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			field, ok := decl.(*ast.Field)
+			if !ok || labelName(field.Label) != "#components" {
+				continue
+			}
+			st, ok := field.Value.(*ast.StructLit)
+			if !ok {
+				return nil, false
+			}
+			for _, el := range st.Elts {
+				switch el := el.(type) {
+				case *ast.Field:
+					name := labelName(el.Label)
+					if id, isIdent := el.Label.(*ast.Ident); !isIdent && !isString(el.Label) || name == "" || el.Constraint != token.ILLEGAL ||
+						isIdent && (strings.HasPrefix(id.Name, "#") || strings.HasPrefix(id.Name, "_")) {
+						return nil, false
+					}
+					if !slices.Contains(names, name) {
+						names = append(names, name)
+					}
+				case *ast.CommentGroup, *ast.Attribute:
+				default:
+					return nil, false
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, len(names) > 0
+}
+
+func isString(l ast.Label) bool {
+	lit, ok := l.(*ast.BasicLit)
+	return ok && lit.Kind == token.STRING
+}
+
+// keepsOut reports whether nothing outside module can read its components:
+// the root package writes #components nowhere and names the module's
+// package only as a #module's value, and no other package it imports
+// imports the module.
+func keepsOut(root, module *build.Instance) bool {
+	ok := true
+	for _, f := range root.Files {
+		asModule := map[*ast.Ident]bool{}
+		ast.Walk(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Field:
+				if id, isIdent := n.Value.(*ast.Ident); isIdent && labelName(n.Label) == "#module" {
+					asModule[id] = true
+				}
+			case *ast.Ident:
+				if n.Name == "#components" || !asModule[n] && importOf(n) != "" && root.LookupImport(importOf(n)) == module {
+					ok = false
+				}
+			}
+			return ok
+		}, nil)
+	}
+	seen := map[*build.Instance]bool{module: true}
+	var walk func(inst *build.Instance)
+	walk = func(inst *build.Instance) {
+		for _, imp := range inst.Imports {
+			if seen[imp] {
+				continue
+			}
+			seen[imp] = true
+			if slices.ContainsFunc(imp.Imports, func(i *build.Instance) bool { return i.ImportPath == module.ImportPath }) {
+				ok = false
+			}
+			walk(imp)
+		}
+	}
+	walk(root)
+	return ok
 }

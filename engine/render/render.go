@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/format"
@@ -128,7 +129,27 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 	}
 	// A selection of releases evaluates only what they reach.
 	lo := load.Options{Pruned: fingerprint.PrunedRoot(ctx, opts.Dir, opts.Releases, nil), Reads: opts.reads}
+	// One release: its components take every core. Several: each release
+	// takes one.
+	cores, least := workers.Count(math.MaxInt, opts.Parallelism), cmp.Or(opts.shareLeast, componentsPerWorker)
+	cut := &moduleCut{releases: opts.Releases, least: least}
+	if !opts.IdentityOnly && cores > 1 && opts.Loads == nil {
+		// A command's one render: its module's components need not be
+		// evaluated here (moduleCut). A memo's load is shared with
+		// renders that need them.
+		lo.Edit = cut.edit
+	}
 	d, err := opts.Loads.LoadWith(ctx, opts.Dir, lo)
+	if cut.done {
+		if err == nil {
+			if rels, err := renderCut(ctx, d, opts, cut, cores, least); err == nil {
+				return rels, nil
+			}
+		}
+		// Whatever went wrong, the deployment as written says it.
+		lo.Edit = nil
+		d, err = load.LoadWith(ctx, opts.Dir, lo)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -137,9 +158,7 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 		return nil, err
 	}
 	if !opts.IdentityOnly && len(p.keys) == 1 {
-		// One release: its components take every core. Several: each
-		// release takes one.
-		p.share.workers, p.share.least = workers.Count(math.MaxInt, opts.Parallelism), cmp.Or(opts.shareLeast, componentsPerWorker)
+		p.share.workers, p.share.least = cores, least
 	}
 	// Identity alone costs less than loading the deployment again.
 	if opts.IdentityOnly || workers.Count(len(p.keys), opts.Parallelism) == 1 {
@@ -164,6 +183,31 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// renderCut renders the one release of d, a deployment whose module's
+// components were cut away (moduleCut), sharing them out; any error says
+// only that it could not, and the caller renders the deployment as
+// written.
+func renderCut(ctx context.Context, d *load.Deployment, opts Options, cut *moduleCut, cores, least int) ([]*Release, error) {
+	counted := opts.stats
+	opts.stats = &transformStats{}
+	p, err := prepare(ctx, d, opts)
+	if err == nil && (len(p.keys) != 1 || p.keys[0] != cut.key) {
+		err = errCut
+	}
+	var rels []*Release
+	if err == nil {
+		p.share.workers, p.share.least, p.share.names = cores, least, cut.names
+		rels, err = p.renderAll(ctx)
+	}
+	if err != nil {
+		counted.count(func(s *transformStats) *atomic.Int64 { return &s.uncut })
+		return nil, err
+	}
+	opts.stats.cut.Add(1)
+	counted.add(opts.stats)
+	return rels, nil
 }
 
 // Session renders from one loaded deployment call after call, as a review
@@ -329,7 +373,7 @@ func (p *plan) renderAll(ctx context.Context) ([]*Release, error) {
 func (p *plan) render(key string) (*Release, error) {
 	r, err := p.renderOnce(key)
 	var bre *blueprintRegressionError
-	if err != nil && errors.As(err, &bre) && !p.d.RelaxedClosedness {
+	if err != nil && errors.As(err, &bre) && !p.d.RelaxedClosedness && p.share.names == nil {
 		r, err = p.withBlueprintWorkaround(key, bre.bp)
 	}
 	if err == nil {
@@ -511,7 +555,8 @@ func renderRelease(ctx context.Context, d *load.Deployment, key string, rel cue.
 	for _, f := range files {
 		secrets = append(secrets, f.Secrets()...)
 	}
-	if len(secrets) > 0 {
+	cut := trace.share.names != nil
+	if len(secrets) > 0 && !cut {
 		// Whatever fails from here on may quote a value, or a value a
 		// function derived from one (an upper-cased copy, a prefix, a
 		// product): the same render with stand-ins says which.
@@ -539,7 +584,12 @@ func renderRelease(ctx context.Context, d *load.Deployment, key string, rel cue.
 	// The module filled with the effective values evaluates every
 	// component: only a render that is not shared out needs it (and a
 	// shared one, to say where a broken reference is written).
-	comps := sync.OnceValues(func() (cue.Value, error) { return moduleComponents(rel, effective, where, r.Module.Path) })
+	comps := sync.OnceValues(func() (cue.Value, error) {
+		if cut {
+			return cue.Value{}, errCut
+		}
+		return moduleComponents(rel, effective, where, r.Module.Path)
+	})
 	rc := releaseContext{release: meta, env: rel.LookupPath(cue.MakePath(cue.Def("#environment"), cue.Str("metadata"))), platform: platform, values: effective}
 	rc.transforms = trace.transforms
 	if set.HasSecrets() {
@@ -549,6 +599,9 @@ func renderRelease(ctx context.Context, d *load.Deployment, key string, rel cue.
 	var names []string
 	var specs map[string]componentSpec
 	run := trace.share.plan(d, key, set, rel, rc)
+	if run == nil && cut {
+		return nil, errCut
+	}
 	if run != nil {
 		if r.Resources, specs, err = run.render(ctx, d, transformers, limit, where); err == nil {
 			names = run.names
@@ -601,7 +654,8 @@ func renderRelease(ctx context.Context, d *load.Deployment, key string, rel cue.
 	if same == nil {
 		run = nil // stand-ins shared out reuse what they do not reach, or nothing is
 	}
-	standIns := newStandIns(set, variantOf(ctx, d, rel, rc, transformers, limit, where, same, run, r.Resources))
+	var missed atomic.Bool // a stand-in render needed the components cut away
+	standIns := newStandIns(set, variantOf(ctx, d, rel, rc, transformers, limit, where, same, run, r.Resources, cut, &missed))
 	secretPaths := set.SecretPaths()
 	var reaching [][]string
 	if trace.on {
@@ -631,6 +685,9 @@ func renderRelease(ctx context.Context, d *load.Deployment, key string, rel cue.
 			}
 		}
 		r.Secrets = derivedSecrets(r.Secrets, r.Resources, r.SecretFields)
+	}
+	if missed.Load() {
+		return nil, errCut
 	}
 	if r.Values, r.ValuesText, err = shownValues(d, effective, set, valueFields, len(r.SecretFields) > 0); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)

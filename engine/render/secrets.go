@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"cuelang.org/go/cue"
 	"github.com/pmezard/go-difflib/difflib"
@@ -64,7 +65,7 @@ type variant func(set *values.Set) (any, []map[string]any, error)
 // reusing the real objects (resources) of the components same says the
 // stand-ins do not reach; shared out as the real render's components were,
 // when run is not nil.
-func variantOf(ctx context.Context, d *load.Deployment, rel cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string, same reuse, run *shared, resources []manifest.Resource) variant {
+func variantOf(ctx context.Context, d *load.Deployment, rel cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string, same reuse, run *shared, resources []manifest.Resource, cut bool, missed *atomic.Bool) variant {
 	return func(set *values.Set) (any, []map[string]any, error) {
 		data, err := set.JSON()
 		if err != nil {
@@ -90,6 +91,10 @@ func variantOf(ctx context.Context, d *load.Deployment, rel cue.Value, rc releas
 			if objs, err := run.variant(ctx, d, data, transformers, limit, where, resources); err == nil {
 				return doc, objectsOf(objs), nil
 			}
+		}
+		if cut {
+			missed.Store(true)
+			return nil, nil, errCut
 		}
 		comps, err := moduleComponents(rel, effective, where, "")
 		if err != nil {

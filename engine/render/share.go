@@ -26,7 +26,9 @@ import (
 // the shares are concatenated in component order. The caller's own context
 // never evaluates the module with the values (filling them in evaluated
 // every component, a tenth of a render, before anything could be shared),
-// unless a broken reference must say where it is written. The stand-in
+// unless a broken reference must say where it is written; and when the
+// release is a command's one render, its load leaves the components out
+// altogether (moduleCut, in cut.go). The stand-in
 // renders that trace secrets share the components out the same way, each
 // share reusing what its own real build says the stand-ins do not reach.
 // No CUE value crosses goroutines (a context's values are not safe for
@@ -64,6 +66,10 @@ type sharing struct {
 	// deployment's own providers are in the package a goroutine does
 	// not build).
 	catalogProvider bool
+	// names are the components as the module's syntax names them, when
+	// the caller's evaluation has them cut away (moduleCut); nil when
+	// they are read from it.
+	names []string
 }
 
 // goroutines is how many goroutines n components are shared out to.
@@ -86,9 +92,12 @@ func (s sharing) plan(d *load.Deployment, key string, set *values.Set, rel cue.V
 	if !s.catalogProvider || opmv2.IsModule(module) {
 		return nil
 	}
-	names, err := load.FieldNames(module.LookupPath(pathComponents))
-	if err != nil {
-		return nil
+	names := s.names
+	if names == nil {
+		var err error
+		if names, err = load.FieldNames(module.LookupPath(pathComponents)); err != nil {
+			return nil
+		}
 	}
 	n := s.goroutines(len(names))
 	if n < 2 {
@@ -218,7 +227,7 @@ type shareJob struct {
 // newShareJob is the job of sharing out the components names of release
 // key; ok is false when they cannot be (see above).
 func newShareJob(d *load.Deployment, key string, set *values.Set, rc releaseContext, names []string) (shareJob, bool) {
-	module, ok := modulePackage(d, key)
+	module, ok := modulePackage(d.RootPackage(), key)
 	if !ok || !cuttable(module.Files, names) {
 		return shareJob{}, false
 	}

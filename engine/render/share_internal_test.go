@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -128,9 +129,10 @@ func TestSharedRenderEqualsOneGoroutineOnFixtures(t *testing.T) {
 // from the release, the environment and secret inputs, and the shapes that
 // must not be shared (a component that ranges over #components, a module
 // written `m & {…}`) or must fail (two components rendering one object, a
-// component that conflicts with its values). Shared and one-goroutine
-// renders agree on every byte and every error text; the shapes that can
-// be shared are.
+// component that conflicts with its values), and one its default values
+// make invalid. Shared and one-goroutine renders agree on every byte and
+// every error text; the shapes that can be shared are, from a load that
+// left the module's components out where their names are written plainly.
 func TestSharedRenderEqualsOneGoroutineOnGeneratedModules(t *testing.T) {
 	n := 24
 	if testing.Short() {
@@ -145,8 +147,11 @@ func TestSharedRenderEqualsOneGoroutineOnGeneratedModules(t *testing.T) {
 			case g.broken && !g.unshareable() && !g.dup && !g.bad:
 				// Shared, then refused by the reference check, which reads
 				// where the reference is written from the module filled in
-				// on the caller's goroutine: the same message.
+				// on the caller's goroutine: the same message. The load
+				// that left the components out cannot place it, and the
+				// deployment as written renders again.
 				assert.Equal(t, stats.shared.Load(), int64(1))
+				assert.Equal(t, stats.uncut.Load(), int64(1))
 			case g.fails():
 				assert.Equal(t, stats.shared.Load(), int64(0))
 			case g.cond && !g.env:
@@ -158,6 +163,9 @@ func TestSharedRenderEqualsOneGoroutineOnGeneratedModules(t *testing.T) {
 				assert.Equal(t, stats.shared.Load()+stats.whole.Load(), int64(0), "a module that cannot be cut was shared")
 			default:
 				assert.Equal(t, stats.shared.Load(), int64(1), "a module that can be cut was not shared")
+				if !g.cond { // a comprehension in #components: named from the evaluation
+					assert.Equal(t, stats.cut.Load(), int64(1), "the module's components were evaluated on the caller's goroutine")
+				}
 				// A secret input, or a value of the repository a Secret
 				// holds, is traced with stand-ins, shared out too.
 				traced := g.secret || slices.Contains(g.kinds, 2)
@@ -180,6 +188,9 @@ type generated struct {
 	// error that says where it is written); account: a workload's
 	// ServiceAccount the release does not declare (a warning).
 	broken, account bool
+	// strict: a component its default values make invalid, which the
+	// release's values make valid (only the values are ever rendered).
+	strict bool
 }
 
 func generate(r *rand.Rand) generated {
@@ -203,6 +214,7 @@ func generate(r *rand.Rand) generated {
 	for range g.comps {
 		g.kinds = append(g.kinds, r.IntN(4))
 	}
+	g.strict = r.IntN(4) == 0
 	return g
 }
 
@@ -211,7 +223,7 @@ func (g generated) shape() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{g.env, "env"}, {g.secret, "secret"}, {g.namespace, "namespace"}, {g.ranges, "ranges"}, {g.and, "and"}, {g.dup, "dup"}, {g.bad, "bad"}, {g.cond, "cond"}, {g.broken, "broken"}, {g.account, "account"}} {
+	}{{g.env, "env"}, {g.secret, "secret"}, {g.namespace, "namespace"}, {g.ranges, "ranges"}, {g.and, "and"}, {g.dup, "dup"}, {g.bad, "bad"}, {g.cond, "cond"}, {g.broken, "broken"}, {g.account, "account"}, {g.strict, "strict"}} {
 		if f.on {
 			s = append(s, f.name)
 		}
@@ -276,6 +288,9 @@ func (g generated) files() map[string]string {
 	}
 	if g.cond {
 		comps.WriteString("\tif #config.label == \"from-release\" {\n\t\tonly: {\n\t\t\tcore.#Configs\n\t\t\tspec: configs: \"only-with-values\": data: k: \"v\"\n\t\t}\n\t}\n")
+	}
+	if g.strict {
+		comps.WriteString("\tstrict: {\n\t\tcore.#Configs\n\t\tspec: configs: \"strict\": data: n: #config.label & !=\"plain\"\n\t}\n")
 	}
 	if g.bad {
 		comps.WriteString("\tbad: {\n\t\tcore.#Configs\n\t\tspec: configs: \"bad\": data: n: \"x\" & #config.label\n\t}\n")
@@ -375,4 +390,35 @@ func TestSharedRenderLeavesModulesTheRootReachesInto(t *testing.T) {
 	// And the plain module is shared (the cases above differ only there).
 	stats := renderTwice(t, g.options(deploytest.Write(t, g.files())))
 	assert.Equal(t, stats.shared.Load(), int64(1))
+}
+
+// The caller's load leaves the module's components out only when nothing
+// outside the module can read them: a release whose values count them,
+// written in the root package or in a package it imports, renders what one
+// goroutine renders, from the deployment as written.
+func TestCutLoadLeavesModulesOthersRead(t *testing.T) {
+	g := generated{comps: 4, kinds: []int{1, 1, 1, 1}}
+	counted := `label: "n-\(len(genmodule.#components))"`
+	cases := map[string]map[string]string{
+		"root":    {"deploy.cue": strings.Replace(g.files()["deploy.cue"], `label: "from-release"`, counted, 1)},
+		"release": {"deploy.cue": strings.Replace(g.files()["deploy.cue"], `label: "from-release"`, `label: "n-\(len(#module.#components))"`, 1)},
+		"imported": {
+			"count/count.cue": "package count\n\nimport genmodule \"test.example/deploy/gen\"\n\n" + counted + "\n",
+			"deploy.cue": strings.Replace(strings.Replace(g.files()["deploy.cue"], `label: "from-release"`, `label: count.label`, 1),
+				`genmodule "test.example/deploy/gen"`, "genmodule \"test.example/deploy/gen\"\n\tcount \"test.example/deploy/count\"", 1),
+		},
+	}
+	for name, files := range cases {
+		t.Run(name, func(t *testing.T) {
+			all := g.files()
+			maps.Copy(all, files)
+			dir := deploytest.Write(t, all)
+			stats := renderTwice(t, g.options(dir))
+			assert.Equal(t, stats.cut.Load()+stats.uncut.Load(), int64(0), "cut")
+			assert.Equal(t, stats.shared.Load(), int64(1), "not shared: the case tests nothing")
+			rels, err := Render(context.Background(), Options{Dir: dir, Releases: []string{"gen"}})
+			assert.NilError(t, err)
+			assert.Check(t, is.Contains(string(rels[0].Values), `"n-4"`), "the values do not count the components: the case tests nothing")
+		})
+	}
 }

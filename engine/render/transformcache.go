@@ -135,8 +135,29 @@ type transformStats struct {
 	// those rendered again on one goroutine after a share failed;
 	// standIns the stand-in renders shared out.
 	shared, whole, standIns atomic.Int64
-	mu                      sync.Mutex
-	written                 []string
+	// cut counts renders made from a load with the module's components
+	// cut away (moduleCut), uncut those that needed them and rendered
+	// the deployment as written; what a render that needed them counted
+	// is not kept.
+	cut, uncut atomic.Int64
+	mu         sync.Mutex
+	written    []string
+}
+
+// add adds what from counted to s, when s is not nil.
+func (s *transformStats) add(from *transformStats) {
+	if s == nil {
+		return
+	}
+	for _, c := range []func(*transformStats) *atomic.Int64{
+		func(s *transformStats) *atomic.Int64 { return &s.transformed }, sharedCount, wholeCount, standInCount,
+		func(s *transformStats) *atomic.Int64 { return &s.cut }, func(s *transformStats) *atomic.Int64 { return &s.uncut },
+	} {
+		c(s).Add(c(from).Load())
+	}
+	s.mu.Lock()
+	s.written = append(s.written, from.written...)
+	s.mu.Unlock()
 }
 
 // count adds one to the counter of s that c picks, when s is not nil.
