@@ -436,3 +436,123 @@ func keepsOut(root, module *build.Instance) bool {
 	walk(root)
 	return ok
 }
+
+// configRead is what a component's syntax reads of the module's #config:
+// the top-level fields it selects, or (all) possibly anything — #config
+// whole, or any name outside the component but the packages it imports
+// and CUE's own (a module's field may itself read #config).
+type configRead struct {
+	all  bool
+	keys []string
+}
+
+// reads reports whether a component reading r may read a field of moved.
+func (r configRead) reads(moved []string) bool {
+	return r.all || slices.ContainsFunc(r.keys, func(k string) bool { return slices.Contains(moved, k) })
+}
+
+// predeclared are CUE's predeclared identifiers a component may name
+// without reading the module (an unresolved name not among them may be a
+// field of the package's other files).
+var predeclared = map[string]bool{
+	"bool": true, "string": true, "bytes": true, "int": true, "float": true, "number": true, "null": true, "_": true,
+	"len": true, "close": true, "and": true, "or": true, "div": true, "mod": true, "quo": true, "rem": true,
+	"uint": true, "uint8": true, "uint16": true, "uint32": true, "uint64": true, "uint128": true, "rune": true,
+	"int8": true, "int16": true, "int32": true, "int64": true, "int128": true, "float32": true, "float64": true,
+}
+
+// configReads is what each component the module's files declare reads of
+// #config, by name (see configRead); a component declared twice reads
+// what both declarations do.
+func configReads(files []*ast.File) map[string]configRead {
+	configs := map[ast.Node]bool{} // the module's #config declarations
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			if field, ok := decl.(*ast.Field); ok && labelName(field.Label) == "#config" {
+				configs[field.Value] = true // what a reference resolves to
+			}
+		}
+	}
+	out := map[string]configRead{}
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			field, ok := decl.(*ast.Field)
+			if !ok || labelName(field.Label) != "#components" {
+				continue
+			}
+			st, ok := field.Value.(*ast.StructLit)
+			if !ok {
+				continue
+			}
+			for _, el := range st.Elts {
+				c, ok := el.(*ast.Field)
+				if !ok {
+					continue // a comprehension: the cut keeps it in every share
+				}
+				if name := labelName(c.Label); name != "" {
+					r := componentReads(c, configs)
+					prev := out[name]
+					out[name] = configRead{all: prev.all || r.all, keys: append(prev.keys, r.keys...)}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// componentReads is what the syntax of one component reads of #config.
+func componentReads(c *ast.Field, configs map[ast.Node]bool) configRead {
+	inside := map[ast.Node]bool{}
+	labels := map[*ast.Ident]bool{}
+	ast.Walk(c, func(n ast.Node) bool {
+		inside[n] = true
+		switch n := n.(type) {
+		case *ast.Field:
+			if id, ok := n.Label.(*ast.Ident); ok {
+				labels[id] = true
+			}
+		case *ast.Alias:
+			labels[n.Ident] = true
+		case *ast.SelectorExpr:
+			if id, ok := n.Sel.(*ast.Ident); ok {
+				labels[id] = true
+			}
+		case *ast.LetClause:
+			labels[n.Ident] = true
+		case *ast.ForClause:
+			labels[n.Key], labels[n.Value] = true, true
+		}
+		return true
+	}, nil)
+	isConfig := func(id *ast.Ident) bool {
+		return id.Name == "#config" && (id.Node == nil || configs[id.Node])
+	}
+	var r configRead
+	selected := map[*ast.Ident]bool{}
+	ast.Walk(c, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			if id, ok := n.X.(*ast.Ident); ok && isConfig(id) {
+				selected[id] = true
+				if key := labelName(n.Sel); key != "" {
+					r.keys = append(r.keys, key)
+				} else {
+					r.all = true
+				}
+			}
+		case *ast.Ident:
+			switch {
+			case labels[n] || selected[n]:
+			case n.Node != nil && inside[n.Node]:
+			case n.Node != nil:
+				if _, imported := n.Node.(*ast.ImportSpec); !imported {
+					r.all = true // #config whole, or a field of the module
+				}
+			case !predeclared[n.Name]:
+				r.all = true
+			}
+		}
+		return !r.all
+	}, nil)
+	return r
+}

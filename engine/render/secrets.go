@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"cuelang.org/go/cue"
@@ -66,6 +68,12 @@ type variant func(set *values.Set) (any, []map[string]any, error)
 // stand-ins do not reach; shared out as the real render's components were,
 // when run is not nil.
 func variantOf(ctx context.Context, d *load.Deployment, rel cue.Value, rc releaseContext, transformers []transformer, limit *Reach, where string, same reuse, run *shared, resources []manifest.Resource, cut bool, missed *atomic.Bool) variant {
+	// The real values, against which a stand-in render's say which of
+	// #config's fields the stand-ins moved.
+	realDoc := sync.OnceValues(func() (any, error) {
+		var doc any
+		return doc, decodeJSON(rc.values, &doc)
+	})
 	return func(set *values.Set) (any, []map[string]any, error) {
 		data, err := set.JSON()
 		if err != nil {
@@ -88,7 +96,8 @@ func variantOf(ctx context.Context, d *load.Deployment, rel cue.Value, rc releas
 		vrc := rc
 		vrc.values, vrc.transforms.stats = effective, nil
 		if run != nil {
-			if objs, err := run.variant(ctx, d, data, transformers, limit, where, resources); err == nil {
+			moved, known := movedFields(realDoc, doc)
+			if objs, err := run.variant(ctx, d, data, moved, known, transformers, limit, where, resources); err == nil {
 				return doc, objectsOf(objs), nil
 			}
 		}
@@ -176,7 +185,9 @@ func (s *standIns) with(paths [][]string, n int) (any, []map[string]any, error) 
 // split in two — one render when no candidate reaches a Secret, about
 // 2k·log(n/k) for k of n that do.
 func reachingSecrets(set *values.Set, resources []manifest.Resource, render *standIns) [][]string {
-	secretData := secretStrings(resources)
+	// Compared as sets of strings: the stand-in render may list its
+	// objects in another order (a share's components as they come).
+	secretData := slices.Sorted(slices.Values(secretStrings(resources)))
 	if len(secretData) == 0 {
 		return nil
 	}
@@ -194,7 +205,7 @@ func reachingSecrets(set *values.Set, resources []manifest.Resource, render *sta
 			return
 		}
 		_, objs, err := render.with(group, 0)
-		if err == nil && slices.Equal(secretStrings(resourcesOf(objs)), secretData) {
+		if err == nil && slices.Equal(slices.Sorted(slices.Values(secretStrings(resourcesOf(objs)))), secretData) {
 			return // no member reaches a Secret
 		}
 		if len(group) == 1 {
@@ -592,4 +603,27 @@ func plainData(v cue.Value) bool {
 		}
 	}
 	return true
+}
+
+// movedFields are the top-level fields of #config whose values differ
+// between the real values and doc, a stand-in render's; known is false
+// when they cannot be compared.
+func movedFields(real func() (any, error), doc any) (moved []string, known bool) {
+	r, err := real()
+	a, okA := r.(map[string]any)
+	b, okB := doc.(map[string]any)
+	if err != nil || !okA || !okB {
+		return nil, false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !reflect.DeepEqual(v, w) {
+			moved = append(moved, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			moved = append(moved, k)
+		}
+	}
+	return moved, true
 }

@@ -192,25 +192,54 @@ func (s *shared) each(ctx context.Context, fn func(i int) ([]manifest.Resource, 
 
 // variant renders the components of a stand-in render (variantOf) shared
 // out as the real render's were: each share on a goroutine that builds
-// the module again with the stand-in values data and reuses what the
-// share's real build says the stand-ins do not reach. resources are the
-// real render's objects.
-func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, want []transformer, limit *Reach, where string, resources []manifest.Resource) ([]manifest.Resource, error) {
+// the module again with the stand-in values data — only the components
+// whose syntax may read a field of #config the stand-ins moved (moved,
+// when known; the others are the real render's objects, as their values
+// are the real ones) — and reuses what the share's real build says the
+// stand-ins do not reach. resources are the real render's objects.
+func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, moved []string, known bool, want []transformer, limit *Reach, where string, resources []manifest.Resource) ([]manifest.Resource, error) {
 	s.job.rc.transforms.stats.count(standInCount)
+	byComponent := map[string][]manifest.Resource{}
+	for _, r := range resources {
+		byComponent[r.Component] = append(byComponent[r.Component], r)
+	}
 	return s.each(ctx, func(i int) ([]manifest.Resource, error) {
 		real := s.built[i]
 		if real.same == nil {
 			real.same = reusable(func() (cue.Value, error) { return real.comps, nil }, resources, real.transformers)
 		}
-		b, err := s.job.build(ctx, d, s.shares[i], data, want)
+		reached := s.shares[i]
+		if known {
+			reached = slices.DeleteFunc(slices.Clone(reached), func(n string) bool {
+				r, ok := s.job.reads[n]
+				return ok && !r.reads(moved)
+			})
+		}
+		if len(reached) == 0 {
+			var out []manifest.Resource
+			for _, n := range s.shares[i] {
+				out = append(out, byComponent[n]...)
+			}
+			return out, nil
+		}
+		b, err := s.job.build(ctx, d, reached, data, want)
 		if err != nil {
 			return nil, err
 		}
-		if err := b.sameNames(s.names, s.shares[i]); err != nil {
+		if err := b.sameNames(s.names, reached); err != nil {
 			return nil, err
 		}
 		b.rc.transforms.stats = nil
-		return renderComponentsChecked(b.cctx, b.comps, b.rc, b.transformers, b.catalog, limit, where, false, real.same, s.shares[i])
+		same := real.same
+		if len(reached) < len(s.shares[i]) {
+			same = func(name string, cv cue.Value) ([]manifest.Resource, bool) {
+				if !slices.Contains(reached, name) {
+					return byComponent[name], true
+				}
+				return real.same(name, cv)
+			}
+		}
+		return renderComponentsChecked(b.cctx, b.comps, b.rc, b.transformers, b.catalog, limit, where, false, same, s.shares[i])
 	})
 }
 
@@ -218,6 +247,8 @@ func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, w
 // from: plain data and parsed files, nothing of the caller's context.
 type shareJob struct {
 	module *build.Instance
+	// reads are what each component's syntax reads of #config.
+	reads map[string]configRead
 	// values is the merged values' JSON, env the environment's metadata
 	// as JSON (nil without one).
 	values, env []byte
@@ -231,7 +262,7 @@ func newShareJob(d *load.Deployment, key string, set *values.Set, rc releaseCont
 	if !ok || !cuttable(module.Files, names) {
 		return shareJob{}, false
 	}
-	job := shareJob{module: module, rc: rc}
+	job := shareJob{module: module, rc: rc, reads: configReads(module.Files)}
 	var err error
 	if job.values, err = set.JSON(); err != nil {
 		return shareJob{}, false

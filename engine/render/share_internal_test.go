@@ -191,6 +191,9 @@ type generated struct {
 	// strict: a component its default values make invalid, which the
 	// release's values make valid (only the values are ever rendered).
 	strict bool
+	// via: a Secret reading the token through a field of the module;
+	// whole: a ConfigMap holding every value of #config.
+	via, whole bool
 }
 
 func generate(r *rand.Rand) generated {
@@ -215,6 +218,7 @@ func generate(r *rand.Rand) generated {
 		g.kinds = append(g.kinds, r.IntN(4))
 	}
 	g.strict = r.IntN(4) == 0
+	g.via, g.whole = r.IntN(3) == 0, r.IntN(4) == 0
 	return g
 }
 
@@ -223,7 +227,7 @@ func (g generated) shape() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{g.env, "env"}, {g.secret, "secret"}, {g.namespace, "namespace"}, {g.ranges, "ranges"}, {g.and, "and"}, {g.dup, "dup"}, {g.bad, "bad"}, {g.cond, "cond"}, {g.broken, "broken"}, {g.account, "account"}, {g.strict, "strict"}} {
+	}{{g.env, "env"}, {g.secret, "secret"}, {g.namespace, "namespace"}, {g.ranges, "ranges"}, {g.and, "and"}, {g.dup, "dup"}, {g.bad, "bad"}, {g.cond, "cond"}, {g.broken, "broken"}, {g.account, "account"}, {g.strict, "strict"}, {g.via, "via"}, {g.whole, "whole"}} {
 		if f.on {
 			s = append(s, f.name)
 		}
@@ -289,6 +293,12 @@ func (g generated) files() map[string]string {
 	if g.cond {
 		comps.WriteString("\tif #config.label == \"from-release\" {\n\t\tonly: {\n\t\t\tcore.#Configs\n\t\t\tspec: configs: \"only-with-values\": data: k: \"v\"\n\t\t}\n\t}\n")
 	}
+	if g.via {
+		comps.WriteString("\tvia: {\n\t\tcore.#Secrets\n\t\tspec: secrets: \"via\": data: token: _token\n\t}\n")
+	}
+	if g.whole {
+		comps.WriteString("\twhole: {\n\t\tcore.#Configs\n\t\tspec: configs: \"whole\": data: {for k, v in #config {(k): \"\\(v)\"}}\n\t}\n")
+	}
 	if g.strict {
 		comps.WriteString("\tstrict: {\n\t\tcore.#Configs\n\t\tspec: configs: \"strict\": data: n: #config.label & !=\"plain\"\n\t}\n")
 	}
@@ -314,7 +324,7 @@ metadata: {apiVersion: "test.example/deploy/gen@v0", name: "gen", version: "0.1.
 }
 
 #components: {
-` + comps.String() + "}\n\n_strings: strings.ToUpper(\"\")\n"
+` + comps.String() + "}\n\n_strings: strings.ToUpper(\"\")\n_token: \"v-\\(#config.token)\"\n"
 	ref := "genmodule"
 	if g.and {
 		ref = "genmodule & {#components: extra: {core.#Configs, spec: configs: \"from-release\": data: k: \"v\"}}"
