@@ -52,6 +52,18 @@ func (m *Memo) LoadWith(ctx context.Context, dir string, opts Options) (*Deploym
 	return d, nil
 }
 
+// Holds reports whether m has the deployment dir loaded with opts (a nil
+// Memo holds none).
+func (m *Memo) Holds(dir string, opts Options) bool {
+	if m == nil || opts.Edit != nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.byID[memoID(dir, opts)]
+	return ok
+}
+
 // memoID names a load by everything that changes what it evaluates.
 func memoID(dir string, opts Options) string {
 	h := sha256.New()

@@ -51,3 +51,20 @@ func TestMemoLoadsOnceForTheSameOptions(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Assert(t, e != a, "no memo, a load of its own")
 }
+
+// Holds says what a memo would serve without loading.
+func TestMemoHoldsWhatItLoaded(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{
+		"cue.mod/module.cue": "module: \"example.com/d@v0\"\nlanguage: version: \"v0.12.0\"\n",
+		"d.cue":              "package d\n\nreleases: {}\n",
+	})
+	m := load.NewMemo()
+	assert.Assert(t, !m.Holds(dir, load.Options{}))
+	_, err := m.LoadWith(t.Context(), dir, load.Options{})
+	assert.NilError(t, err)
+	assert.Assert(t, m.Holds(dir, load.Options{}))
+	assert.Assert(t, !m.Holds(dir, load.Options{RelaxedClosedness: true}))
+	var none *load.Memo
+	assert.Assert(t, !none.Holds(dir, load.Options{}))
+}

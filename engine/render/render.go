@@ -133,10 +133,11 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 	// takes one.
 	cores, least := workers.Count(math.MaxInt, opts.Parallelism), cmp.Or(opts.shareLeast, componentsPerWorker)
 	cut := &moduleCut{releases: opts.Releases, least: least}
-	if !opts.IdentityOnly && cores > 1 && opts.Loads == nil {
-		// A command's one render: its module's components need not be
-		// evaluated here (moduleCut). A memo's load is shared with
-		// renders that need them.
+	if !opts.IdentityOnly && cores > 1 && !opts.Loads.Holds(opts.Dir, lo) {
+		// Its module's components need not be evaluated here
+		// (moduleCut). A load the command made before (its identities)
+		// has evaluated them already; a cut load is never kept for
+		// another render.
 		lo.Edit = cut.edit
 	}
 	d, err := opts.Loads.LoadWith(ctx, opts.Dir, lo)
