@@ -72,7 +72,8 @@ func variantOf(ctx context.Context, d *load.Deployment, rel cue.Value, rc releas
 	// #config's fields the stand-ins moved.
 	realDoc := sync.OnceValues(func() (any, error) {
 		var doc any
-		return doc, decodeJSON(rc.values, &doc)
+		err := decodeJSON(rc.values, &doc)
+		return doc, err
 	})
 	return func(set *values.Set) (any, []map[string]any, error) {
 		data, err := set.JSON()
