@@ -18,6 +18,7 @@ import (
 	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/gitref"
+	"github.com/opmodel/pipeline/pipeline/snapshot"
 )
 
 // ReviewOptions are the options of Review.
@@ -105,7 +106,7 @@ func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
 // for — opens one and runs it; none calls another.
 type review struct {
 	opts       ReviewOptions
-	head, base *snapshot
+	head, base *snapshot.Snapshot
 	// repo and baseRef, for a base read from git: the repository and the
 	// ref the base was resolved from.
 	repo, baseRef string
@@ -126,20 +127,20 @@ type review struct {
 // first ref that resolves and HEAD (read from git's objects, or checked
 // out with NoSkip or when the objects cannot stand for a checkout).
 func openReview(ctx context.Context, opts ReviewOptions) (_ *review, err error) {
-	r := &review{opts: opts, head: worktreeSnapshot(opts.renderOptions(ctx).Dir)}
+	r := &review{opts: opts, head: snapshot.Worktree(opts.renderOptions(ctx).Dir)}
 	if !opts.NoSkip {
-		r.head.scanAhead(ctx, opts.cache())
+		r.head.ScanAhead(ctx, opts.cache())
 		defer func() {
 			if err != nil {
-				r.head.wait()
+				r.head.Wait()
 			}
 		}()
 	}
 	if len(opts.BaseRefs) == 0 {
-		r.base = worktreeSnapshot(opts.BaseDir)
+		r.base = snapshot.Worktree(opts.BaseDir)
 		return r, nil
 	}
-	dir, err := filepath.Abs(r.head.dir)
+	dir, err := filepath.Abs(r.head.Dir())
 	if err != nil {
 		return nil, fmt.Errorf("finding the deployment directory %s: %w", opts.Dir, err)
 	}
@@ -150,7 +151,7 @@ func openReview(ctx context.Context, opts ReviewOptions) (_ *review, err error) 
 	if st, err := gitref.StateOf(ctx, dir); err == nil {
 		r.headDirty = st.Dirty
 	}
-	ref, commit, err := resolveFirst(ctx, r.repo, opts.BaseRefs)
+	ref, commit, err := snapshot.ResolveFirst(ctx, r.repo, opts.BaseRefs)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +159,7 @@ func openReview(ctx context.Context, opts ReviewOptions) (_ *review, err error) 
 	if err != nil {
 		return nil, err
 	}
-	if r.base, err = commitSnapshot(ctx, r.repo, dir, mergeBase, !opts.NoSkip, opts.cache()); err != nil {
+	if r.base, err = snapshot.Commit(ctx, r.repo, dir, mergeBase, !opts.NoSkip, opts.cache()); err != nil {
 		return nil, err
 	}
 	r.baseRef, r.scope = ref, "\x00"+mergeBase
@@ -166,7 +167,7 @@ func openReview(ctx context.Context, opts ReviewOptions) (_ *review, err error) 
 }
 
 // close removes what the base's snapshot wrote.
-func (r *review) close() { r.base.close() }
+func (r *review) close() { r.base.Close() }
 
 // run is the review's one plan: plan the pairs, look them up in the
 // render cache, render the misses, compare, report.
@@ -250,8 +251,8 @@ func (r *review) relativeToRepo(cs *ChangeSet) {
 	if r.repo == "" {
 		return
 	}
-	cs.BaseRef, cs.BaseCommit, cs.HeadUncommitted = r.baseRef, r.base.commit, r.headDirty
-	prefixes := []string{r.repo + string(filepath.Separator), r.base.root + string(filepath.Separator)}
+	cs.BaseRef, cs.BaseCommit, cs.HeadUncommitted = r.baseRef, r.base.Revision(), r.headDirty
+	prefixes := []string{r.repo + string(filepath.Separator), r.base.Root() + string(filepath.Separator)}
 	for i := range cs.Releases {
 		rc := &cs.Releases[i]
 		for _, p := range prefixes {
@@ -262,3 +263,8 @@ func (r *review) relativeToRepo(cs *ChangeSet) {
 		}
 	}
 }
+
+// BaseRef is what a base named by a user or a workflow resolves from, in
+// order: the ref as given, then the remote-tracking branch of that name
+// (a CI checkout often fetches origin/main without a local main).
+func BaseRef(ref string) []string { return []string{ref, "origin/" + ref} }

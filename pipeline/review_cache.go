@@ -4,6 +4,7 @@ package pipeline
 
 import (
 	"context"
+
 	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/render"

@@ -21,22 +21,23 @@ import (
 	"github.com/opmodel/pipeline/engine/rendercache"
 	"github.com/opmodel/pipeline/engine/suggest"
 	"github.com/opmodel/pipeline/engine/workers"
+	"github.com/opmodel/pipeline/pipeline/snapshot"
 )
 
 // scanReviewSides parses both sides without evaluating them. ok is false
 // when fingerprints cannot decide (NoSkip, syntax the scan cannot follow,
 // a group or an unknown name asked for): then both sides are loaded as
 // before.
-func scanReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap *snapshot) (head, base *reviewSide, ok bool) {
+func scanReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap *snapshot.Snapshot) (head, base *reviewSide, ok bool) {
 	if opts.NoSkip {
 		return nil, nil, false
 	}
-	scan := func(name string, snap *snapshot, required bool) (*reviewSide, bool) {
+	scan := func(name string, snap *snapshot.Snapshot, required bool) (*reviewSide, bool) {
 		s := &reviewSide{name: name, snap: snap}
-		if !required && snap.absent() {
+		if !required && snap.Absent() {
 			return s, true
 		}
-		t, err := snap.scan(ctx, opts.cache())
+		t, err := snap.Scan(ctx, opts.cache())
 		if err != nil {
 			return nil, false
 		}
@@ -78,7 +79,7 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap
 // loadReviewSides loads the head and the base, at the same time when more
 // than one render may run at once: each gets its own CUE context, and the
 // review cannot start before both are read.
-func loadReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap *snapshot) (head, base *reviewSide) {
+func loadReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap *snapshot.Snapshot) (head, base *reviewSide) {
 	loadHead := func() { head = loadReviewSide(ctx, "head", headSnap, true) }
 	loadBase := func() { base = loadReviewSide(ctx, "base", baseSnap, false) }
 	if workers.Count(2, opts.Parallelism) < 2 {
@@ -96,7 +97,7 @@ func loadReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap
 // reviewSide is one loaded version of the deployment directory.
 type reviewSide struct {
 	name string
-	snap *snapshot
+	snap *snapshot.Snapshot
 	// present: the side exists (a missing base is an empty side).
 	present  bool
 	d        *load.Deployment // nil until loaded (a scanned side loads when first rendered)
@@ -139,7 +140,7 @@ func (s *reviewSide) load(ctx context.Context) {
 	// The side's releases and environments are known (scanned, or read
 	// by the load this copies): listing them again evaluated every
 	// release beside its render, a tenth of a review's CPU.
-	d, err := s.snap.load(ctx, s.pruned)
+	d, err := s.snap.Load(ctx, s.pruned)
 	if err != nil {
 		s.err = fmt.Errorf("loading the %s: %w", s.name, err)
 		return
@@ -150,13 +151,13 @@ func (s *reviewSide) load(ctx context.Context) {
 // loadReviewSide evaluates a snapshot whole. A missing base directory, or
 // one that is not a CUE module, is an empty side (the deployment is new),
 // not an error.
-func loadReviewSide(ctx context.Context, name string, snap *snapshot, required bool) *reviewSide {
+func loadReviewSide(ctx context.Context, name string, snap *snapshot.Snapshot, required bool) *reviewSide {
 	s := &reviewSide{name: name, snap: snap}
-	if !required && snap.absent() {
+	if !required && snap.Absent() {
 		return s
 	}
 	s.present = true
-	d, err := snap.load(ctx, nil)
+	d, err := snap.Load(ctx, nil)
 	if err != nil {
 		s.err = fmt.Errorf("loading the %s: %w", name, err)
 		return s

@@ -142,7 +142,7 @@ func pruneSides(ctx context.Context, head, base *reviewSide, envs, keys []string
 			side.nothingToRender = true
 			continue
 		}
-		side.pruned = side.snap.prunedTo(ctx, rendered)
+		side.pruned = side.snap.PrunedTo(ctx, rendered)
 	}
 }
 

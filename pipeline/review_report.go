@@ -33,7 +33,7 @@ func reviewFleet(ctx context.Context, head, base *reviewSide) *fleet.Fleet {
 			return f // nil when the fleet is wrong: the comment keeps plan order
 		}
 	}
-	d, err := head.snap.load(ctx, head.snap.environmentsOnly(ctx))
+	d, err := head.snap.Load(ctx, head.snap.EnvironmentsOnly(ctx))
 	if err != nil {
 		return nil
 	}

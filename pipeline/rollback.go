@@ -15,6 +15,7 @@ import (
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/workers"
+	"github.com/opmodel/pipeline/pipeline/snapshot"
 )
 
 // RollbackOptions are the options of Rollback. ApplyOptions.Selection
@@ -107,15 +108,15 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("change %s of release %s was applied from commit %s, which is not in the local repository %s: fetch it (git fetch origin %s, or clone with full history) and retry: %w",
 			opts.To, cur.Name, commit, repo, commit, err))
 	}
-	snap, err := checkoutSnapshot(ctx, repo, dir, commit)
+	snap, err := snapshot.Checkout(ctx, repo, dir, commit)
 	if err != nil {
 		return nil, err
 	}
-	defer snap.close()
+	defer snap.Close()
 
 	at := opts.ApplyOptions
 	at.shownDir = cmp.Or(opts.Selection.Dir, ".")
-	at.Selection.Dir = snap.dir
+	at.Selection.Dir = snap.Dir()
 	rels, err := render.Render(ctx, at.renderOptions(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("rendering release %s at commit %s: %w", cur.Name, short(commit), err)
@@ -331,16 +332,16 @@ func changesAtCommit(ctx context.Context, opts ApplyOptions, envs []FleetEnviron
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, err)
 	}
-	snap, err := checkoutSnapshot(ctx, repo, dir, commit)
+	snap, err := snapshot.Checkout(ctx, repo, dir, commit)
 	if err != nil {
 		return nil, err
 	}
-	defer snap.close()
+	defer snap.Close()
 	ids := make([]string, len(us))
 	for k, u := range us {
 		at := opts
 		at.Selection = opts.Selection.ForEnvironment(envs[u.env].Name)
-		at.Selection.Dir = snap.dir
+		at.Selection.Dir = snap.Dir()
 		at.Releases = []string{u.found.rel.Key}
 		rels, err := render.Render(ctx, at.renderOptions(ctx))
 		if fault.KindOf(err) == fault.Validation && len(rels) == 0 {

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/opmodel/pipeline/engine/fingerprint"
-
 	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/pipeline/snapshot"
 )
 
 // sessionKey carries a command's session in its context.
@@ -61,7 +61,7 @@ func worktreeTree(ctx context.Context, dir string) (*fingerprint.Tree, error) {
 	s := sessionOf(ctx)
 	abs, err := filepath.Abs(dir)
 	if s == nil || err != nil {
-		return worktreeSnapshot(dir).scan(ctx, openCache("", nil))
+		return snapshot.Worktree(dir).Scan(ctx, openCache("", nil))
 	}
 	s.mu.Lock()
 	st, ok := s.trees[abs]
@@ -70,6 +70,6 @@ func worktreeTree(ctx context.Context, dir string) (*fingerprint.Tree, error) {
 		s.trees[abs] = st
 	}
 	s.mu.Unlock()
-	st.once.Do(func() { st.tree, st.err = worktreeSnapshot(dir).scan(ctx, openCache("", nil)) })
+	st.once.Do(func() { st.tree, st.err = snapshot.Worktree(dir).Scan(ctx, openCache("", nil)) })
 	return st.tree, st.err
 }

@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/opmodel/pipeline/engine/objects"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/opmodel/pipeline/engine/objects"
 
 	"github.com/opmodel/pipeline/engine/discover"
 	"github.com/opmodel/pipeline/engine/health"

@@ -1,4 +1,9 @@
-package pipeline
+// Package snapshot reads a deployment directory as one tree — the working
+// tree, or the tree at a commit (from git's objects, or a checkout) — so
+// that every reader of a side of a review or a rollback (CUE's loader,
+// values files, SOPS files, embeds, the fingerprint, the render) sees the
+// same files and no other commit's.
+package snapshot
 
 import (
 	"context"
@@ -17,12 +22,12 @@ import (
 	"github.com/opmodel/pipeline/engine/workers"
 )
 
-// snapshot is a deployment directory as one tree: the working tree, or
+// Snapshot is a deployment directory as one tree: the working tree, or
 // the tree at a commit. Every reader of a side of a review — CUE's loader,
 // values files in every format, SOPS files, embeds, the fingerprint, the
 // render — reads it through the snapshot's directory and overlay, so no
 // reader sees another commit's file.
-type snapshot struct {
+type Snapshot struct {
 	// dir is the deployment directory: as given for the working tree,
 	// inside a temporary root standing for the repository at a commit.
 	dir string
@@ -32,7 +37,7 @@ type snapshot struct {
 	// tree is the snapshot as already parsed and scanned (a commit's
 	// environments are evaluated to find its values files), or nil.
 	tree *fingerprint.Tree
-	// scanned runs a scan started ahead (scanAhead); scanErr is its
+	// scanned runs a scan started ahead (ScanAhead); scanErr is its
 	// error. nil: none was started.
 	scanned *workers.Group
 	scanErr error
@@ -42,23 +47,34 @@ type snapshot struct {
 	done         func()
 }
 
-// worktreeSnapshot is dir as it is on disk.
-func worktreeSnapshot(dir string) *snapshot { return &snapshot{dir: dir} }
+// Worktree is dir as it is on disk.
+func Worktree(dir string) *Snapshot { return &Snapshot{dir: dir} }
 
-// close removes what the snapshot wrote (a commit's files or worktree).
-func (s *snapshot) close() {
-	s.wait()
+// Dir is the deployment directory: as given for the working tree, inside
+// a temporary root standing for the repository at a commit.
+func (s *Snapshot) Dir() string { return s.dir }
+
+// Revision is the commit the snapshot is of, "" for the working tree.
+func (s *Snapshot) Revision() string { return s.commit }
+
+// Root is where the repository's files of the commit are ("" for the
+// working tree).
+func (s *Snapshot) Root() string { return s.root }
+
+// Close removes what the snapshot wrote (a commit's files or worktree).
+func (s *Snapshot) Close() {
+	s.Wait()
 	if s != nil && s.done != nil {
 		s.done()
 		s.done = nil
 	}
 }
 
-// absent reports whether the snapshot has no deployment: no directory,
+// Absent reports whether the snapshot has no deployment: no directory,
 // or one that is not a CUE module (no cue.mod/module.cue on disk or in the
 // overlay) — the base of the first pull request of a repository, which
 // holds a README at most. Such a side is empty: everything is added.
-func (s *snapshot) absent() bool {
+func (s *Snapshot) Absent() bool {
 	if s.dir == "" {
 		return true
 	}
@@ -77,10 +93,10 @@ func (s *snapshot) absent() bool {
 	return errors.Is(err, os.ErrNotExist)
 }
 
-// scan parses the snapshot without evaluating it, once: the fingerprint
+// Scan parses the snapshot without evaluating it, once: the fingerprint
 // tree every skip and cache lookup of its releases reads. envCache is
 // where evaluated environments are kept between runs.
-func (s *snapshot) scan(ctx context.Context, envCache *cache.Cache) (*fingerprint.Tree, error) {
+func (s *Snapshot) Scan(ctx context.Context, envCache *cache.Cache) (*fingerprint.Tree, error) {
 	if s.scanned != nil {
 		s.scanned.Wait()
 		return s.tree, s.scanErr
@@ -96,13 +112,13 @@ func (s *snapshot) scan(ctx context.Context, envCache *cache.Cache) (*fingerprin
 	return t, nil
 }
 
-// scanAhead starts the scan on a goroutine of its own: a review parses
+// ScanAhead starts the scan on a goroutine of its own: a review parses
 // its head while it reads and parses its base, which on two cores takes
 // the parse of the smaller side off the review's time (the head of a
 // 200-module monorepo alone is a tenth of a one-module change's review).
 // CUE's loader runs concurrently in separate loads (engine/render does
 // the same, under make race). Every later scan waits for it.
-func (s *snapshot) scanAhead(ctx context.Context, envCache *cache.Cache) {
+func (s *Snapshot) ScanAhead(ctx context.Context, envCache *cache.Cache) {
 	if s.scanned != nil || s.tree != nil {
 		return
 	}
@@ -112,15 +128,15 @@ func (s *snapshot) scanAhead(ctx context.Context, envCache *cache.Cache) {
 	})
 }
 
-// wait returns when a scan started ahead is done.
-func (s *snapshot) wait() {
+// Wait returns when a scan started ahead is done.
+func (s *Snapshot) Wait() {
 	if s != nil && s.scanned != nil {
 		s.scanned.Wait()
 	}
 }
 
 // parse parses and scans the snapshot's files.
-func (s *snapshot) parse(ctx context.Context, envCache *cache.Cache) (*fingerprint.Tree, error) {
+func (s *Snapshot) parse(ctx context.Context, envCache *cache.Cache) (*fingerprint.Tree, error) {
 	p, err := load.ParseImports(ctx, s.dir, s.overlay)
 	if err != nil {
 		return nil, err
@@ -133,22 +149,22 @@ func (s *snapshot) parse(ctx context.Context, envCache *cache.Cache) (*fingerpri
 	return t, nil
 }
 
-// load evaluates the snapshot, pruned to what pruned keeps (nil: all).
-func (s *snapshot) load(ctx context.Context, pruned map[string][]byte) (*load.Deployment, error) {
+// Load evaluates the snapshot, pruned to what pruned keeps (nil: all).
+func (s *Snapshot) Load(ctx context.Context, pruned map[string][]byte) (*load.Deployment, error) {
 	return load.LoadWith(ctx, s.dir, load.Options{Overlay: s.overlay, Pruned: pruned})
 }
 
-// prunedTo is the root that evaluates only releases (and what they read).
-func (s *snapshot) prunedTo(ctx context.Context, releases []string) map[string][]byte {
+// PrunedTo is the root that evaluates only releases (and what they read).
+func (s *Snapshot) PrunedTo(ctx context.Context, releases []string) map[string][]byte {
 	return fingerprint.PrunedRoot(ctx, s.dir, releases, s.overlay)
 }
 
-// environmentsOnly is the root that evaluates only the environments.
-func (s *snapshot) environmentsOnly(ctx context.Context) map[string][]byte {
+// EnvironmentsOnly is the root that evaluates only the environments.
+func (s *Snapshot) EnvironmentsOnly(ctx context.Context) map[string][]byte {
 	return fingerprint.EnvironmentsRoot(ctx, s.dir, s.overlay)
 }
 
-// commitSnapshot is the deployment directory dir (inside repo) as of
+// Commit is the deployment directory dir (inside repo) as of
 // commit. read: from git's objects (the CUE files in memory, the few
 // others written to a temporary root), which in a repository of many
 // modules is a small part of a checkout; its environments are evaluated
@@ -156,7 +172,7 @@ func (s *snapshot) environmentsOnly(ctx context.Context) map[string][]byte {
 // the commit cannot be read that way (its environments do not evaluate,
 // a values file is reached through a symbolic link), a checkout: it
 // reproduces what reading objects cannot.
-func commitSnapshot(ctx context.Context, repo, dir, commit string, read bool, envCache *cache.Cache) (*snapshot, error) {
+func Commit(ctx context.Context, repo, dir, commit string, read bool, envCache *cache.Cache) (*Snapshot, error) {
 	if read {
 		s, err := readCommit(ctx, repo, dir, commit)
 		if err == nil {
@@ -164,29 +180,29 @@ func commitSnapshot(ctx context.Context, repo, dir, commit string, read bool, en
 				return s, nil
 			}
 		}
-		s.close()
+		s.Close()
 	}
-	return checkoutSnapshot(ctx, repo, dir, commit)
+	return Checkout(ctx, repo, dir, commit)
 }
 
 // readCommit reads dir as of commit from git's object store
 // (gitref.ReadFiles) into a temporary root: its CUE files stay in memory,
 // an overlay for CUE's loader; only the others (values files, cue.mod) are
 // written.
-func readCommit(ctx context.Context, repo, dir, commit string) (*snapshot, error) {
+func readCommit(ctx context.Context, repo, dir, commit string) (*Snapshot, error) {
 	rel, err := relPath(repo, dir)
 	if err != nil {
-		return &snapshot{}, err
+		return &Snapshot{}, err
 	}
 	files, err := gitref.ReadFiles(ctx, repo, commit, filepath.ToSlash(rel))
 	if err != nil {
-		return &snapshot{}, err
+		return &Snapshot{}, err
 	}
 	root, err := os.MkdirTemp("", "opm-base-")
 	if err != nil {
-		return &snapshot{}, fmt.Errorf("reading the base: %w", err)
+		return &Snapshot{}, fmt.Errorf("reading the base: %w", err)
 	}
-	s := &snapshot{dir: filepath.Join(root, rel), overlay: map[string][]byte{}, commit: commit, root: root,
+	s := &Snapshot{dir: filepath.Join(root, rel), overlay: map[string][]byte{}, commit: commit, root: root,
 		done: func() { _ = os.RemoveAll(root) }}
 	for p, b := range files {
 		abs := filepath.Join(root, filepath.FromSlash(p))
@@ -212,11 +228,11 @@ func readCommit(ctx context.Context, repo, dir, commit string) (*snapshot, error
 // the deployment directory, inside the repository, are read from git and
 // written where a checkout puts them. Its cost follows those files, not
 // the repository. An error means the commit cannot be read this way.
-func (s *snapshot) completeValues(ctx context.Context, repo string, envCache *cache.Cache) error {
+func (s *Snapshot) completeValues(ctx context.Context, repo string, envCache *cache.Cache) error {
 	if _, err := os.Stat(s.dir); errors.Is(err, os.ErrNotExist) {
 		return nil // a new deployment: nothing to read
 	}
-	t, err := s.scan(ctx, envCache)
+	t, err := s.Scan(ctx, envCache)
 	if err != nil {
 		return err
 	}
@@ -260,7 +276,7 @@ func (s *snapshot) completeValues(ctx context.Context, repo string, envCache *ca
 // outside the deployment directory but inside the repository (ok false:
 // readCommit wrote it, or it is outside the repository and so the same
 // file for both sides).
-func (s *snapshot) outsideDir(file string) (string, bool) {
+func (s *Snapshot) outsideDir(file string) (string, bool) {
 	abs := file
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(s.dir, file)
@@ -285,9 +301,9 @@ func writeFile(abs string, b []byte) error {
 	return nil
 }
 
-// checkoutSnapshot checks commit of repo out into a temporary worktree:
+// Checkout checks commit of repo out into a temporary worktree:
 // dir (inside repo) is where the deployment directory is inside it.
-func checkoutSnapshot(ctx context.Context, repo, dir, commit string) (*snapshot, error) {
+func Checkout(ctx context.Context, repo, dir, commit string) (*Snapshot, error) {
 	rel, err := relPath(repo, dir)
 	if err != nil {
 		return nil, err
@@ -296,18 +312,13 @@ func checkoutSnapshot(ctx context.Context, repo, dir, commit string) (*snapshot,
 	if err != nil {
 		return nil, err
 	}
-	return &snapshot{dir: filepath.Join(wt.Dir, rel), commit: commit, root: wt.Dir,
+	return &Snapshot{dir: filepath.Join(wt.Dir, rel), commit: commit, root: wt.Dir,
 		done: func() { _ = wt.Close(context.WithoutCancel(ctx)) }}, nil
 }
 
-// BaseRef is what a base named by a user or a workflow resolves from, in
-// order: the ref as given, then the remote-tracking branch of that name
-// (a CI checkout often fetches origin/main without a local main).
-func BaseRef(ref string) []string { return []string{ref, "origin/" + ref} }
-
-// resolveFirst returns the first of refs that names a commit in repo.
+// ResolveFirst returns the first of refs that names a commit in repo.
 // None is a not-found error listing every ref tried.
-func resolveFirst(ctx context.Context, repo string, refs []string) (ref, commit string, err error) {
+func ResolveFirst(ctx context.Context, repo string, refs []string) (ref, commit string, err error) {
 	var errs []error
 	var tried []string
 	for _, r := range refs {

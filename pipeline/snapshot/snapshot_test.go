@@ -1,4 +1,4 @@
-package pipeline
+package snapshot_test
 
 import (
 	"path/filepath"
@@ -7,26 +7,27 @@ import (
 	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/internal/deploytest"
+	"github.com/opmodel/pipeline/pipeline/snapshot"
 )
 
-// A scan started ahead (openReview starts the head's while it reads the
+// A scan started ahead (a review starts the head's while it reads the
 // base) is the scan: the same fingerprints, the same error, done once
 // however many ask, and waited for before the snapshot is closed.
 func TestScanAheadIsTheScan(t *testing.T) {
 	dir := deploytest.HealthyDir(t, "environments: dev: namespace: \"dev\"\nenvironments: prod: namespace: \"prod\"\nreleases: app: #module: appmodule\n")
 	cache := cache.Open(t.TempDir(), 0, nil)
-	ahead := worktreeSnapshot(dir)
-	ahead.scanAhead(t.Context(), cache)
-	ahead.scanAhead(t.Context(), cache) // a second start is no second scan
-	got, err := ahead.scan(t.Context(), cache)
+	ahead := snapshot.Worktree(dir)
+	ahead.ScanAhead(t.Context(), cache)
+	ahead.ScanAhead(t.Context(), cache) // a second start is no second scan
+	got, err := ahead.Scan(t.Context(), cache)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := ahead.scan(t.Context(), cache)
+	again, err := ahead.Scan(t.Context(), cache)
 	if err != nil || again != got {
 		t.Fatalf("a second scan of the snapshot is another tree (%v)", err)
 	}
-	want, err := worktreeSnapshot(dir).scan(t.Context(), cache)
+	want, err := snapshot.Worktree(dir).Scan(t.Context(), cache)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,14 +38,14 @@ func TestScanAheadIsTheScan(t *testing.T) {
 			t.Fatalf("%s: ahead %s (%v), in line %s (%v)", env, g, gerr, w, werr)
 		}
 	}
-	ahead.close()
+	ahead.Close()
 
-	missing := worktreeSnapshot(filepath.Join(t.TempDir(), "nothing"))
-	_, want2 := worktreeSnapshot(missing.dir).scan(t.Context(), cache)
-	missing.scanAhead(t.Context(), cache)
-	_, got2 := missing.scan(t.Context(), cache)
+	missing := snapshot.Worktree(filepath.Join(t.TempDir(), "nothing"))
+	_, want2 := snapshot.Worktree(missing.Dir()).Scan(t.Context(), cache)
+	missing.ScanAhead(t.Context(), cache)
+	_, got2 := missing.Scan(t.Context(), cache)
 	if want2 == nil || got2 == nil || got2.Error() != want2.Error() {
 		t.Fatalf("a failed scan ahead says %v, in line %v", got2, want2)
 	}
-	missing.close()
+	missing.Close()
 }
