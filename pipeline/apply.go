@@ -18,6 +18,7 @@ import (
 	"github.com/opmodel/pipeline/engine/reconcile"
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/pipeline/operation"
 )
 
 // ApplyOptions are the options of Apply.
@@ -200,18 +201,18 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 // between one environment and a rollout, whose environments come here.
 func applyEnvironment(ctx context.Context, opts ApplyOptions, known *FleetEnvironment) (*ApplyResult, error) {
 	if opts.NoSkip {
-		ctx = withTransforms(ctx, nil) // --no-skip transforms every component too
+		ctx = operation.WithTransforms(ctx, nil) // --no-skip transforms every component too
 	}
 	gates := gatesOf(ctx, opts.Selection, known)
 	ro := opts.reconcileOptions()
-	ro.Source = changeSource(ctx, opts.renderOptions(ctx).Dir, opts.RunURL, cmp.Or(opts.Actor, Actor(os.Getenv)))
+	ro.Source = changeSource(ctx, opts.RenderOptions(ctx).Dir, opts.RunURL, cmp.Or(opts.Actor, Actor(os.Getenv)))
 	if len(gates.Gates) > 0 {
 		if opts.SkipGates {
 			if ro.Source == nil {
 				ro.Source = &inventory.Source{}
 			}
 			ro.Source.GatesSkippedBy = cmp.Or(opts.SkippedBy, "unknown")
-		} else if err := waitGates(ctx, opts, gates, opts.renderOptions(ctx).Dir); err != nil {
+		} else if err := waitGates(ctx, opts, gates, opts.RenderOptions(ctx).Dir); err != nil {
 			return nil, err
 		}
 	}
@@ -219,7 +220,7 @@ func applyEnvironment(ctx context.Context, opts ApplyOptions, known *FleetEnviro
 	fps := fingerprints(ctx, sel)
 	// The identities of the fast path and the render after it are of the
 	// same deployment: it is loaded once.
-	ctx = withLoads(ctx)
+	ctx = operation.WithLoads(ctx)
 	var unmoved []AppliedRelease
 	if !opts.NoSkip && fps != nil {
 		var rest []string
@@ -330,7 +331,7 @@ type releaseOp func(ctx context.Context, cl *kube.Cluster, rel *render.Release) 
 // fps are the releases' input fingerprints by key (nil: none), recorded
 // with each release and its cached identity.
 func eachRelease(ctx context.Context, sel Selection, fps map[string]string, co ClusterOptions, operation string, done func(AppliedRelease), op releaseOp) (*ApplyResult, error) {
-	rels, err := render.Render(ctx, sel.renderOptions(ctx))
+	rels, err := render.Render(ctx, sel.RenderOptions(ctx))
 	if err != nil {
 		return nil, err
 	}

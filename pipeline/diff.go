@@ -12,6 +12,7 @@ import (
 	"github.com/opmodel/pipeline/engine/preview"
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/pipeline/operation"
 )
 
 // DiffOptions are the options of Diff.
@@ -40,7 +41,7 @@ type DiffOptions struct {
 // error then joins every such failure.
 func Diff(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	if opts.NoSkip {
-		ctx = withTransforms(ctx, nil) // --no-skip transforms every component too
+		ctx = operation.WithTransforms(ctx, nil) // --no-skip transforms every component too
 	}
 	if opts.AllEnvironments || len(opts.Environments) > 0 {
 		return diffEach(ctx, opts)
@@ -57,7 +58,7 @@ func diffEnvironment(ctx context.Context, opts DiffOptions) (*ChangeSet, error) 
 	m := diff.NewMasker()
 	// The identities of the fast path and the render after it are of the
 	// same deployment: it is loaded once.
-	ctx = withLoads(ctx)
+	ctx = operation.WithLoads(ctx)
 	sel := opts.Selection
 	unmoved, order, prefetched, err := diffUnmoved(ctx, cl, opts, m)
 	if err != nil {
@@ -81,7 +82,7 @@ func diffEnvironment(ctx context.Context, opts DiffOptions) (*ChangeSet, error) 
 	var rels []*render.Release
 	if needRender {
 		var err error
-		rels, err = render.Render(ctx, sel.renderOptions(ctx))
+		rels, err = render.Render(ctx, sel.RenderOptions(ctx))
 		if err != nil {
 			return nil, err
 		}
@@ -205,7 +206,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 	for _, o := range pv.Objects {
 		if o.Action == manifest.Stale {
 			e := inventory.EntryFor(o.Ref)
-			if w, relWarn := opts.Protection.warnings(e, o.KeptBy); w != "" {
+			if w, relWarn := opts.Protection.Warnings(e, o.KeptBy); w != "" {
 				o.Warning = joinWarnings(w, o.Warning)
 				rc.Warnings = append(rc.Warnings, relWarn)
 			}

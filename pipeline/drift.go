@@ -15,7 +15,7 @@ func diffEach(ctx context.Context, opts DiffOptions) (*ChangeSet, error) {
 	envs := opts.Environments
 	if opts.AllEnvironments {
 		var err error
-		if envs, err = DeclaredEnvironments(ctx, opts.renderOptions(ctx).Dir); err != nil {
+		if envs, err = DeclaredEnvironments(ctx, opts.RenderOptions(ctx).Dir); err != nil {
 			return nil, err
 		}
 		switch len(envs) {

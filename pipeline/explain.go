@@ -26,7 +26,7 @@ type Explanation struct {
 // `inputs` (opm inventory shows it); a review skipped a pair when both
 // sides' fingerprints are equal.
 func Explain(ctx context.Context, sel Selection) ([]Explanation, error) {
-	ro := sel.renderOptions(ctx)
+	ro := sel.RenderOptions(ctx)
 	tree, err := worktreeTree(ctx, ro.Dir)
 	if err != nil {
 		return nil, err

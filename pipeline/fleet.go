@@ -64,16 +64,6 @@ func readFleet(ctx context.Context, dir string) (*fleet.Fleet, error) {
 // byWave groups a fleet selection by wave, in ascending order.
 func byWave(envs []FleetEnvironment) [][]FleetEnvironment { return fleet.Waves(envs) }
 
-// ForEnvironment returns the selection narrowed to one environment.
-func (s Selection) ForEnvironment(env string) Selection {
-	s.Environment, s.Group = env, ""
-	return s
-}
-
-// IsFleet reports whether the selection may name more than one
-// environment (a group, a comma list).
-func (s Selection) IsFleet() bool { return s.Group != "" || strings.Contains(s.Environment, ",") }
-
 // fleetOf says whether a selection names a fleet: a group, a comma list,
 // or (when err, a render's failure, says the environment is not declared)
 // a group named like no environment. Only then is the fleet read, so a
@@ -152,7 +142,7 @@ func renderFleet(ctx context.Context, opts RenderOptions, envs []FleetEnvironmen
 
 // single refuses a fleet selection for an operation that works on one
 // environment at a time: it would otherwise render without one.
-func (s Selection) single(op string) error {
+func single(s Selection, op string) error {
 	if s.IsFleet() {
 		return fault.Validationf("%s works on one environment at a time, and %q selects a group or several: run it per environment (--env NAME); render, diff, status, apply, prune, delete and smoke take a fleet", op, cmp.Or(s.Group, s.Environment))
 	}

@@ -40,7 +40,7 @@ func Gates(ctx context.Context, opts GatesOptions) (*GatesResult, error) {
 	if opts.Environment == "" && opts.Group == "" {
 		return nil, fault.Validationf("checking promotion gates needs an environment (--env NAME)")
 	}
-	if err := opts.single("checking promotion gates"); err != nil {
+	if err := single(opts.Selection, "checking promotion gates"); err != nil {
 		return nil, err
 	}
 	env := gatesOf(ctx, opts.Selection, nil)
@@ -52,7 +52,7 @@ func Gates(ctx context.Context, opts GatesOptions) (*GatesResult, error) {
 		return nil, fault.Validationf("environment %q is not declared", opts.Environment)
 	}
 	res := &GatesResult{Environment: env.Name, Gates: env.Gates}
-	dir := opts.Selection.renderOptions(ctx).Dir
+	dir := opts.Selection.RenderOptions(ctx).Dir
 	if len(env.Gates) == 0 {
 		return res, nil
 	}

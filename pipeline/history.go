@@ -142,7 +142,7 @@ func findInventories(ctx context.Context, t Target, co ClusterOptions) ([]foundI
 		}
 		return []foundInventory{{cluster: cluster, inv: inv}}, nil
 	}
-	ropts := t.renderOptions(ctx)
+	ropts := t.RenderOptions(ctx)
 	ropts.IdentityOnly = true
 	rels, err := render.Render(ctx, ropts)
 	if err != nil {

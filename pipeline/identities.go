@@ -11,6 +11,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/pipeline/operation"
 )
 
 // identityCache keeps rendered releases' identities by input fingerprint,
@@ -26,7 +27,7 @@ import (
 // identities are evaluated.
 type identityCache struct{ c *cache.Cache }
 
-func newIdentityCache() identityCache { return identityCache{c: openCache("", nil)} }
+func newIdentityCache() identityCache { return identityCache{c: operation.OpenCache("", nil)} }
 
 // cachedIdentity is what an entry holds: every field of a release that
 // an identity-only render sets, but its policy (Cluster, Reach).
@@ -90,7 +91,7 @@ func verifyIdentities(ctx context.Context, sel Selection, cached []*render.Relea
 	if os.Getenv(EnvVerifySkips) == "" {
 		return nil
 	}
-	ro := sel.renderOptions(ctx)
+	ro := sel.RenderOptions(ctx)
 	ro.IdentityOnly = true
 	rels, err := render.Render(ctx, ro)
 	if err != nil {
@@ -146,7 +147,7 @@ func identities(ctx context.Context, sel Selection, fps map[string]string) ([]*r
 	if out, hit := cache.all(ctx, sel.Dir, sel.Environment, fps); hit {
 		return out, nil
 	}
-	io := sel.renderOptions(ctx)
+	io := sel.RenderOptions(ctx)
 	io.IdentityOnly = true
 	ids, err := render.Render(ctx, io)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/internal/deploytest"
+	"github.com/opmodel/pipeline/pipeline/operation"
 )
 
 // A cached identity is where a release is, never what bounds it: a hit
@@ -58,14 +59,14 @@ func TestOneCacheIsOpenedOneWay(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(EnvCacheDir, dir)
 	t.Setenv(EnvCacheKey, "")
-	c := openCache("", nil)
+	c := operation.OpenCache("", nil)
 	assert.Equal(t, c.Dir(), dir)
 	assert.Assert(t, !c.Keyed())
 	assert.Assert(t, ReviewOptions{CacheKey: []byte("k")}.cache().Keyed())
 	assert.Assert(t, ReviewOptions{NoCache: true}.cache() == nil)
 	t.Setenv(EnvCacheKey, "from-the-environment")
-	assert.Assert(t, openCache("", nil).Keyed())
+	assert.Assert(t, operation.OpenCache("", nil).Keyed())
 	t.Setenv(EnvCacheDir, "off")
-	assert.Assert(t, openCache("", nil) == nil)
+	assert.Assert(t, operation.OpenCache("", nil) == nil)
 	assert.Assert(t, newIdentityCache().c == nil)
 }

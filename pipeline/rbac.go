@@ -42,13 +42,13 @@ type ReleaseRBAC struct {
 // (asked with the kubeconfig's own credentials), the rights each release's
 // impersonated identity needs to apply, diff, prune and lock it.
 func RBAC(ctx context.Context, opts RBACOptions) (*RBACResult, error) {
-	if err := opts.Selection.single("rbac"); err != nil {
+	if err := single(opts.Selection, "rbac"); err != nil {
 		return nil, err
 	}
 	if opts.Environment == "" {
 		return nil, fault.Validationf("rbac needs --env: the identity comes from the environment's cluster.impersonate")
 	}
-	rels, err := render.Render(ctx, opts.renderOptions(ctx))
+	rels, err := render.Render(ctx, opts.RenderOptions(ctx))
 	if err != nil {
 		return nil, err
 	}

@@ -31,96 +31,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
-	"github.com/opmodel/pipeline/engine/cache"
-	"github.com/opmodel/pipeline/engine/encrypted"
-	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/render"
-	"github.com/opmodel/pipeline/engine/values"
 )
-
-// Selection says which releases of which deployment directory, in which
-// environment, with which extra values files.
-type Selection struct {
-	// Dir is the deployment directory (a CUE module); default ".".
-	Dir string `json:"dir"`
-	// Environment selects `environments[Environment]`; empty renders releases as written.
-	// Operations that take a fleet (Fleet, Rollout) also read a group
-	// name or a comma list here.
-	Environment string `json:"environment,omitempty"`
-	// Group selects every environment of a group (Fleet, Rollout).
-	Group string `json:"group,omitempty"`
-	// Releases selects releases by key; empty selects all.
-	Releases []string `json:"releases,omitempty"`
-	// ValuesFiles are merged last (release < environment < files), one release only.
-	ValuesFiles []string `json:"valuesFiles,omitempty"`
-	// NamespaceOverride replaces every selected release's namespace (and
-	// so its identity); Smoke sets it to a throwaway namespace.
-	NamespaceOverride string `json:"namespaceOverride,omitempty"`
-	// InlineValues are values files handed over in memory that are not
-	// secret (the CLI's `-f -`, read from standard input), merged after
-	// ValuesFiles, one release only.
-	InlineValues []InlineValues `json:"-"`
-	// SecretValues are values files handed over in memory (a CI or Dagger
-	// secret), plaintext or SOPS-encrypted, merged after ValuesFiles, one
-	// release only. Their values are secret: masked wherever values are
-	// shown, never written to disk.
-	SecretValues []SecretValues `json:"-"`
-	// AgeKeys are age secret keys that open SOPS-encrypted values files,
-	// tried before the sops CLI's places (SOPS_AGE_KEY, …).
-	AgeKeys []string `json:"-"`
-}
-
-// InlineValues is one in-memory values file that is not secret.
-type InlineValues struct {
-	// Name is what messages call it; its extension picks the format
-	// (stdin.cue), else JSON or YAML by content.
-	Name string
-	Data []byte
-}
-
-// SecretValues is one in-memory values file.
-type SecretValues struct {
-	// Name is what messages call it (e.g. `values-secret`), never a path.
-	Name string
-	Data []byte
-}
-
-// dir is the deployment directory, "." when none was given.
-func (s Selection) dir() string {
-	if s.Dir == "" {
-		return "."
-	}
-	return s.Dir
-}
-
-// renderOptions are the render's options for the selection; the loads of
-// the operation ctx carries (withLoads) are shared.
-func (s Selection) renderOptions(ctx context.Context) render.Options {
-	dir := s.dir()
-	o := render.Options{Dir: dir, Environment: s.Environment, Releases: s.Releases, ValuesFiles: s.ValuesFiles, Namespace: s.NamespaceOverride,
-		Keys: encrypted.Keys{AgeIdentities: s.AgeKeys}, VerifyInputs: os.Getenv(EnvVerifyInputs) != "", Loads: loadsOf(ctx)}
-	o.Cache, o.VerifyCache = transformsOf(ctx), os.Getenv(EnvVerifySkips) != ""
-	for _, v := range s.InlineValues {
-		o.Values = append(o.Values, values.Input{Name: v.Name, Data: v.Data})
-	}
-	for _, v := range s.SecretValues {
-		o.Values = append(o.Values, values.Input{Name: v.Name, Data: v.Data, Secret: true})
-	}
-	return o
-}
-
-// EnvVerifyInputs, set to anything, makes every render trace the files it
-// reads and fail when one is not covered by the input fingerprints (see
-// docs/incremental.md); the tests run with it.
-const EnvVerifyInputs = "OPM_VERIFY_INPUTS"
-
-// EnvVerifySkips, set to anything, makes apply, diff and review render
-// what they would skip as well and fail loudly when the skip would have
-// been wrong (Go's GODEBUG=gocacheverify, for renders).
-const EnvVerifySkips = "OPM_VERIFY_SKIPS"
 
 // RenderOptions are the options of Render.
 type RenderOptions struct {
@@ -178,7 +92,7 @@ func Render(ctx context.Context, opts RenderOptions) (*RenderResult, error) {
 
 // renderEnvironment is Render in one environment (or none).
 func renderEnvironment(ctx context.Context, opts RenderOptions) (*RenderResult, error) {
-	rels, err := render.Render(ctx, opts.renderOptions(ctx))
+	rels, err := render.Render(ctx, opts.RenderOptions(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -223,41 +137,4 @@ func (r *RenderResult) YAML() ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
-}
-
-// transformsKey carries the cache an operation's renders keep their
-// components' transforms in.
-type transformsKey struct{}
-
-// withTransforms returns ctx whose renders keep their components'
-// transforms in c; nil keeps none (--no-skip, --no-cache).
-func withTransforms(ctx context.Context, c *cache.Cache) context.Context {
-	return context.WithValue(ctx, transformsKey{}, c)
-}
-
-// transformsOf is the cache ctx's renders keep transforms in: the one
-// withTransforms set, else the user's cache (OPM_CACHE_DIR, OPM_CACHE_KEY).
-func transformsOf(ctx context.Context) *cache.Cache {
-	if c, ok := ctx.Value(transformsKey{}).(*cache.Cache); ok {
-		return c
-	}
-	return openCache("", nil)
-}
-
-// loadsKey carries an operation's load memo in its context.
-type loadsKey struct{}
-
-// withLoads returns ctx carrying a load memo for one operation on one
-// environment: its steps (the fast path's identities, the render after
-// it) load the deployment once. Never wider than that: a loaded
-// deployment is one CUE context, which one goroutine uses at a time, and a
-// rollout's environments run in parallel, each with its own.
-func withLoads(ctx context.Context) context.Context {
-	return context.WithValue(ctx, loadsKey{}, load.NewMemo())
-}
-
-// loadsOf is the load memo ctx carries, or nil (every render loads).
-func loadsOf(ctx context.Context) *load.Memo {
-	m, _ := ctx.Value(loadsKey{}).(*load.Memo)
-	return m
 }

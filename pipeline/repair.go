@@ -49,10 +49,10 @@ type RepairedRelease struct {
 // release lock, keeping the old Secret's data in a backup Secret. It is
 // the way out of a corrupt inventory, which every other command refuses.
 func Repair(ctx context.Context, opts RepairOptions) (*RepairResult, error) {
-	if err := opts.Selection.single("repair"); err != nil {
+	if err := single(opts.Selection, "repair"); err != nil {
 		return nil, err
 	}
-	rels, err := render.Render(ctx, opts.renderOptions(ctx))
+	rels, err := render.Render(ctx, opts.RenderOptions(ctx))
 	if err != nil {
 		return nil, err
 	}

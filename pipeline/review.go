@@ -18,6 +18,7 @@ import (
 	"github.com/opmodel/pipeline/engine/diff"
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/gitref"
+	"github.com/opmodel/pipeline/pipeline/operation"
 	"github.com/opmodel/pipeline/pipeline/snapshot"
 )
 
@@ -90,7 +91,7 @@ type UnchangedRelease struct {
 // when neither side can be loaded or the selection names something that
 // does not exist.
 func Review(ctx context.Context, opts ReviewOptions) (*ChangeSet, error) {
-	ctx = withTransforms(ctx, opts.transforms())
+	ctx = operation.WithTransforms(ctx, opts.transforms())
 	r, err := openReview(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -127,7 +128,7 @@ type review struct {
 // first ref that resolves and HEAD (read from git's objects, or checked
 // out with NoSkip or when the objects cannot stand for a checkout).
 func openReview(ctx context.Context, opts ReviewOptions) (_ *review, err error) {
-	r := &review{opts: opts, head: snapshot.Worktree(opts.renderOptions(ctx).Dir)}
+	r := &review{opts: opts, head: snapshot.Worktree(opts.RenderOptions(ctx).Dir)}
 	if !opts.NoSkip {
 		r.head.ScanAhead(ctx, opts.cache())
 		defer func() {

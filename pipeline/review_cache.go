@@ -10,6 +10,7 @@ import (
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/rendercache"
 	"github.com/opmodel/pipeline/engine/workers"
+	"github.com/opmodel/pipeline/pipeline/operation"
 )
 
 // cache is the one cache this review reads and writes: none with
@@ -18,7 +19,7 @@ func (o ReviewOptions) cache() *cache.Cache {
 	if o.NoCache {
 		return nil
 	}
-	return openCache(o.CacheDir, o.CacheKey)
+	return operation.OpenCache(o.CacheDir, o.CacheKey)
 }
 
 // transforms is the cache a review's renders keep their components'
@@ -46,7 +47,7 @@ func lookUpRenders(ctx context.Context, opts ReviewOptions, cache *rendercache.C
 	if cache == nil {
 		return
 	}
-	ro := opts.Selection.renderOptions(ctx)
+	ro := opts.Selection.RenderOptions(ctx)
 	type unit struct {
 		side     *reviewSide
 		env, key string

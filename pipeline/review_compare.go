@@ -132,7 +132,7 @@ func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resourc
 			return err
 		}
 		oc.Diff = text
-		if w, relWarn := r.opts.Protection.warnings(e, manifest.KeptBy(baseByID[e.ID].Object.GetAnnotations())); w != "" {
+		if w, relWarn := r.opts.Protection.Warnings(e, manifest.KeptBy(baseByID[e.ID].Object.GetAnnotations())); w != "" {
 			oc.Warning = w
 			rc.Warnings = append(rc.Warnings, relWarn)
 		}

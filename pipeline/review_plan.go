@@ -287,7 +287,7 @@ func identicalUnits(ctx context.Context, opts ReviewOptions, head, base *reviewS
 	if head.tree == nil || base.tree == nil {
 		return nil
 	}
-	ro := opts.Selection.renderOptions(ctx)
+	ro := opts.Selection.RenderOptions(ctx)
 	type pair struct {
 		env, key  string
 		identical bool

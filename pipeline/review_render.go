@@ -248,7 +248,7 @@ func (r *review) reviewAll(ctx context.Context, head, base *reviewSide, envs, ke
 
 // renderOne renders one release of a side in one environment.
 func (s *reviewSide) renderOne(ctx context.Context, key, env string, sel Selection) (*render.Release, error) {
-	ro := sel.renderOptions(ctx)
+	ro := sel.RenderOptions(ctx)
 	s.load(ctx)
 	if s.err != nil {
 		return nil, s.err

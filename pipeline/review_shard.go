@@ -18,6 +18,7 @@ import (
 	"github.com/opmodel/pipeline/engine/gitref"
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/rendercache"
+	"github.com/opmodel/pipeline/pipeline/operation"
 )
 
 // Shard is one part of a review split across CI runners: Index of Count,
@@ -133,7 +134,7 @@ type PartialReview struct {
 // it as a partial. The head must be a commit (no uncommitted changes):
 // shards on other runners check out the same one.
 func ReviewShard(ctx context.Context, opts ReviewOptions) (*PartialReview, error) {
-	ctx = withTransforms(ctx, opts.transforms())
+	ctx = operation.WithTransforms(ctx, opts.transforms())
 	if opts.Shard == nil {
 		return nil, fault.Validationf("a partial review needs a shard (I/N)")
 	}

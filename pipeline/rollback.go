@@ -57,7 +57,7 @@ type RollbackResult struct {
 // AllowDifferentDigest, or when it would deploy to another release
 // identity or cluster than the current definition.
 func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error) {
-	if err := opts.Selection.single("rollback"); err != nil {
+	if err := single(opts.Selection, "rollback"); err != nil {
 		return nil, err
 	}
 	if len(opts.Releases) != 1 {
@@ -80,7 +80,7 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 	}
 	if _, ok := inv.Changes[opts.To]; !ok {
 		// A git revision: the newest change applied from that commit.
-		if commit, err := resolveRevision(ctx, opts.renderOptions(ctx).Dir, opts.To); err == nil {
+		if commit, err := resolveRevision(ctx, opts.RenderOptions(ctx).Dir, opts.To); err == nil {
 			if id := changeAtCommit(inv, commit); id != "" {
 				opts.To = id
 			}
@@ -96,7 +96,7 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("change %s of release %s recorded no clean git commit (it was applied from outside a git repository, with uncommitted changes, or by an opm that did not record sources): "+
 			"check out the source it was applied from yourself and run opm apply", opts.To, cur.Name))
 	}
-	dir, err := filepath.Abs(opts.renderOptions(ctx).Dir)
+	dir, err := filepath.Abs(opts.RenderOptions(ctx).Dir)
 	if err != nil {
 		return nil, fmt.Errorf("finding the deployment directory %s: %w", opts.Dir, err)
 	}
@@ -117,7 +117,7 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 	at := opts.ApplyOptions
 	at.shownDir = cmp.Or(opts.Selection.Dir, ".")
 	at.Selection.Dir = snap.Dir()
-	rels, err := render.Render(ctx, at.renderOptions(ctx))
+	rels, err := render.Render(ctx, at.RenderOptions(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("rendering release %s at commit %s: %w", cur.Name, short(commit), err)
 	}
@@ -195,7 +195,7 @@ func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Durat
 	if err != nil {
 		return nil, err
 	}
-	commit, err := resolveRevision(ctx, opts.renderOptions(ctx).Dir, opts.To)
+	commit, err := resolveRevision(ctx, opts.RenderOptions(ctx).Dir, opts.To)
 	if err != nil {
 		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("rolling back a fleet to %s: %w; a fleet goes back to a git commit (change IDs are per release and environment)", opts.To, err))
 	}
@@ -324,7 +324,7 @@ type unrecordedRelease struct {
 // checkout for all) and returns the change ID each would have there, in
 // order; a release the commit does not declare gets "".
 func changesAtCommit(ctx context.Context, opts ApplyOptions, envs []FleetEnvironment, commit string, us []unrecordedRelease) ([]string, error) {
-	dir, err := filepath.Abs(opts.renderOptions(ctx).Dir)
+	dir, err := filepath.Abs(opts.RenderOptions(ctx).Dir)
 	if err != nil {
 		return nil, fmt.Errorf("finding the deployment directory %s: %w", opts.Dir, err)
 	}
@@ -343,7 +343,7 @@ func changesAtCommit(ctx context.Context, opts ApplyOptions, envs []FleetEnviron
 		at.Selection = opts.Selection.ForEnvironment(envs[u.env].Name)
 		at.Selection.Dir = snap.Dir()
 		at.Releases = []string{u.found.rel.Key}
-		rels, err := render.Render(ctx, at.renderOptions(ctx))
+		rels, err := render.Render(ctx, at.RenderOptions(ctx))
 		if fault.KindOf(err) == fault.Validation && len(rels) == 0 {
 			continue // not declared at that commit: it never ran it
 		}

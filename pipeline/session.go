@@ -7,6 +7,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/pipeline/operation"
 	"github.com/opmodel/pipeline/pipeline/snapshot"
 )
 
@@ -61,7 +62,7 @@ func worktreeTree(ctx context.Context, dir string) (*fingerprint.Tree, error) {
 	s := sessionOf(ctx)
 	abs, err := filepath.Abs(dir)
 	if s == nil || err != nil {
-		return snapshot.Worktree(dir).Scan(ctx, openCache("", nil))
+		return snapshot.Worktree(dir).Scan(ctx, operation.OpenCache("", nil))
 	}
 	s.mu.Lock()
 	st, ok := s.trees[abs]
@@ -70,6 +71,6 @@ func worktreeTree(ctx context.Context, dir string) (*fingerprint.Tree, error) {
 		s.trees[abs] = st
 	}
 	s.mu.Unlock()
-	st.once.Do(func() { st.tree, st.err = snapshot.Worktree(dir).Scan(ctx, openCache("", nil)) })
+	st.once.Do(func() { st.tree, st.err = snapshot.Worktree(dir).Scan(ctx, operation.OpenCache("", nil)) })
 	return st.tree, st.err
 }

@@ -194,7 +194,7 @@ func Smoke(ctx context.Context, opts SmokeOptions) (*SmokeResult, error) {
 	sel.NamespaceOverride = ""
 	// Render everything first: bad input is an error (exit 2), not a
 	// failed smoke test.
-	rels, err := render.Render(ctx, sel.renderOptions(ctx))
+	rels, err := render.Render(ctx, sel.RenderOptions(ctx))
 	if err != nil {
 		return nil, err
 	}

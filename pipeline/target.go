@@ -130,7 +130,7 @@ func resolveRendered(ctx context.Context, t Target, opts ClusterOptions, ghosts 
 		if t.Environment != "" {
 			// The environment is known: act as its identity, so the API
 			// server's RBAC bounds what the release may touch.
-			c, err := render.EnvironmentCluster(ctx, t.Selection.dir(), t.Environment)
+			c, err := render.EnvironmentCluster(ctx, t.Selection.DirOrDot(), t.Environment)
 			if err != nil {
 				return nil, err
 			}
@@ -148,7 +148,7 @@ func resolveRendered(ctx context.Context, t Target, opts ClusterOptions, ghosts 
 		// Identity is all status and delete need from the source; the full
 		// render (most of the time, for a big release) only runs when the
 		// ghost check has candidates to rule out.
-		ropts := t.renderOptions(ctx)
+		ropts := t.RenderOptions(ctx)
 		ropts.IdentityOnly = true
 		var err error
 		if rels, err = render.Render(ctx, ropts); err != nil {
@@ -161,7 +161,7 @@ func resolveRendered(ctx context.Context, t Target, opts ClusterOptions, ghosts 
 		if err != nil {
 			return nil, fmt.Errorf("release %s: %w", r.Name, err)
 		}
-		full := t.renderOptions(ctx)
+		full := t.RenderOptions(ctx)
 		full.Releases = []string{r.Key}
 		d := &deployed{name: r.Name, namespace: r.Namespace, environment: r.Environment, releaseID: r.ReleaseID,
 			moduleID: r.Module.ID, cluster: cluster, reach: r.Reach.Recorded(),

@@ -16,7 +16,7 @@ import (
 // (engine/fingerprint), or nil when the deployment's syntax cannot show
 // what a release reads: then every release is rendered, as before.
 func fingerprints(ctx context.Context, sel Selection) map[string]string {
-	ro := sel.renderOptions(ctx)
+	ro := sel.RenderOptions(ctx)
 	// The working tree, read as a review reads a side (one snapshot type).
 	tree, err := worktreeTree(ctx, ro.Dir)
 	if err != nil || tree.Sure() != nil {
@@ -88,7 +88,7 @@ func verifySkip(ctx context.Context, cl *kube.Cluster, sel Selection, key, chang
 	if os.Getenv(EnvVerifySkips) == "" {
 		return nil
 	}
-	ro := sel.renderOptions(ctx)
+	ro := sel.RenderOptions(ctx)
 	ro.Releases, ro.VerifyInputs = []string{key}, true
 	rels, err := render.Render(ctx, ro)
 	if err != nil {

@@ -1,4 +1,4 @@
-package pipeline
+package operation
 
 import (
 	"fmt"
@@ -20,14 +20,14 @@ type Protection struct {
 	PruneCRDs       bool `json:"pruneCRDs,omitempty"`
 }
 
-func (p Protection) unguarded() manifest.Unguarded {
+func (p Protection) Unguarded() manifest.Unguarded {
 	return manifest.Unguarded{Namespaces: p.PruneNamespaces, PVCs: p.PrunePVCs, CRDs: p.PruneCRDs}
 }
 
-// warnings returns the per-object and per-release warnings the protection
+// Warnings returns the per-object and per-release warnings the protection
 // gives for a stale entry, or "" when apply would simply prune it. keptBy
 // is the live object's keep annotation, when the caller read it.
-func (p Protection) warnings(e inventory.Entry, keptBy string) (object, release string) {
+func (p Protection) Warnings(e inventory.Entry, keptBy string) (object, release string) {
 	id := e.ID.String()
 	if keptBy != "" {
 		return fmt.Sprintf("kept: its %s annotation is %q", keptBy, manifest.ResourcePolicyKeep),
@@ -37,7 +37,7 @@ func (p Protection) warnings(e inventory.Entry, keptBy string) (object, release 
 	if !ok {
 		return "", ""
 	}
-	if p.unguarded().Allows(g) {
+	if p.Unguarded().Allows(g) {
 		return fmt.Sprintf("pruning deletes the %s and %s", g.Kind, g.Loses),
 			fmt.Sprintf("%s would be pruned, and %s with it (%s)", id, g.Loses, g.Flag)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package operation
 
 import (
 	"os"
@@ -21,10 +21,10 @@ const (
 	EnvCacheMaxBytes = "OPM_CACHE_MAX_BYTES"
 )
 
-// openCache is the cache in dir ("" for EnvCacheDir or the default),
+// OpenCache is the cache in dir ("" for EnvCacheDir or the default),
 // sealed with key (nil for EnvCacheKey; empty there too: unkeyed); nil
 // when there is none.
-func openCache(dir string, key []byte) *cache.Cache {
+func OpenCache(dir string, key []byte) *cache.Cache {
 	if dir == "" {
 		dir = os.Getenv(EnvCacheDir)
 	}
