@@ -11,6 +11,7 @@ import (
 	"github.com/opmodel/pipeline/engine/reconcile"
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/pipeline/change"
 )
 
 // DeleteOptions are the options of Delete.
@@ -113,7 +114,7 @@ func deleteEnvironment(ctx context.Context, opts DeleteOptions) (*DeleteResult, 
 		if r != nil {
 			dr.Objects, dr.Deleted, dr.Skipped, dr.Inventory, dr.Warnings = r.Stale, r.Pruned, r.Skipped, r.Inventory, append(dr.Warnings, r.Warnings...)
 			for _, list := range [][]ObjectChange{dr.Objects, dr.Deleted, dr.Skipped} {
-				hiddenLast(redact.From(ctx), list, func(o ObjectChange) string { return o.Name }, func(ObjectChange) string { return "" })
+				change.HiddenLast(redact.From(ctx), list, func(o ObjectChange) string { return o.Name }, func(ObjectChange) string { return "" })
 			}
 		}
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/opmodel/pipeline/engine/preview"
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
+	"github.com/opmodel/pipeline/pipeline/change"
 	"github.com/opmodel/pipeline/pipeline/operation"
 )
 
@@ -186,7 +187,7 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 	// As applied: the cluster may have re-scoped objects (engine/scope).
 	rc.Head = Revision{ManifestDigest: rel.ManifestDigest, ChangeID: rel.ChangeID}
 	rc.Warnings = append(append(rc.Warnings, rel.Warnings...), scoped...)
-	rc.Reach = reachOf(rel.Resources)
+	rc.Reach = change.ReachOf(rel.Resources)
 	pv, err := preview.Release(ctx, cluster, rel, preview.Options{Ghosts: !opts.NoGhosts, Masker: maskerOf(m, rel), Prefetched: pf})
 	if err != nil {
 		rc.Unreachable = fault.KindOf(err) == fault.Connectivity
@@ -223,8 +224,8 @@ func diffRelease(ctx context.Context, cl *clusters, rel *render.Release, opts Di
 	if len(rel.Resources) == 0 && rc.Counts.Stale > 0 {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("the render is empty: apply would prune all %d recorded objects, so it refuses without --force", rc.Counts.Stale))
 	}
-	rc.redact(rel.Secrets)
-	rc.orderHidden(redact.From(ctx))
+	rc.Redact(rel.Secrets)
+	rc.OrderHidden(redact.From(ctx))
 	return rc, nil
 }
 

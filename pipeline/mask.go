@@ -1,12 +1,9 @@
 package pipeline
 
 import (
-	"cmp"
-	"slices"
-	"strings"
-
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/taint"
+	"github.com/opmodel/pipeline/pipeline/change"
 )
 
 // Masked stands for a Secret value in apply and prune results.
@@ -71,68 +68,9 @@ func (r *RenderResult) WithoutSecretValues() *RenderResult {
 	return out
 }
 
-// hiddenLast orders objs so that an object whose name carries a secret
-// (its name is hidden, redact.Hidden) comes after the others of its
-// section — the rendered objects, the stale ones, the ghosts, each a run
-// of one kind of change — ordered among its like by its stand-in. In
-// apply order, a hidden name would sit where its real name sorts, between
-// public neighbours ("fence-c", hidden, "fence-d") that spell it out.
-func hiddenLast[T any](red *redact.Redactor, objs []T, name func(T) string, section func(T) string) {
-	if red == nil || len(objs) < 2 {
-		return
-	}
-	rank := map[string]int{}
-	type keyed struct {
-		rank   int
-		hidden bool
-		stand  string
-	}
-	keys := make(map[int]keyed, len(objs))
-	idx := make([]int, len(objs))
-	for i, o := range objs {
-		idx[i] = i
-		s := section(o)
-		if _, ok := rank[s]; !ok {
-			rank[s] = len(rank)
-		}
-		stand, hidden := red.Hidden(name(o))
-		keys[i] = keyed{rank: rank[s], hidden: hidden, stand: stand}
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		ka, kb := keys[a], keys[b]
-		if c := cmp.Compare(ka.rank, kb.rank); c != 0 {
-			return c
-		}
-		switch {
-		case ka.hidden && kb.hidden:
-			return strings.Compare(ka.stand, kb.stand)
-		case ka.hidden:
-			return 1
-		case kb.hidden:
-			return -1
-		}
-		return 0
-	})
-	sorted := make([]T, len(objs))
-	for i, j := range idx {
-		sorted[i] = objs[j]
-	}
-	copy(objs, sorted)
-}
-
-// orderHidden orders the objects of rc as hiddenLast does.
-func (rc *ReleaseChanges) orderHidden(red *redact.Redactor) {
-	hiddenLast(red, rc.Objects, func(o ObjectChange) string { return o.Ref.Name }, func(o ObjectChange) string {
-		if o.Action == Stale || o.Action == Ghost {
-			return string(o.Action)
-		}
-		return ""
-	})
-}
-
 // orderHidden orders each list of ar as hiddenLast does.
 func (ar *AppliedRelease) orderHidden(red *redact.Redactor) {
 	for _, list := range [][]ObjectChange{ar.Applied, ar.Stale, ar.Pruned, ar.Skipped, ar.Ghosts} {
-		hiddenLast(red, list, func(o ObjectChange) string { return o.Name }, func(ObjectChange) string { return "" })
+		change.HiddenLast(red, list, func(o ObjectChange) string { return o.Name }, func(ObjectChange) string { return "" })
 	}
 }

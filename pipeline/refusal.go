@@ -86,30 +86,6 @@ func traceRefusal(rel *render.Release, err error) error {
 	return fault.Wrap(fault.Validation, fmt.Errorf("%w\n  %s\nnext: correct that value and apply again", err, strings.Join(lines, "\n  ")))
 }
 
-// wouldRefuse lists what the API server would refuse in rel before even
-// validating it — values the API's Go types cannot hold, such as a
-// quantity "512mb" — each with the values that set it and where: what
-// apply reports after the refusal, said at review time instead. A value
-// in an object a secret reaches is not quoted.
-func wouldRefuse(rel *render.Release) []string {
-	var out []string
-	for i, r := range rel.Resources {
-		secret := i < len(rel.SecretFields) && len(rel.SecretFields[i]) > 0
-		for _, inv := range typecheck.Check(r.Object) {
-			value := strconv.Quote(inv.Value)
-			if secret {
-				value = redact.Mark
-			}
-			line := fmt.Sprintf("apply would refuse %s: field %s = %s is not %s", r.ID(), inv.Path, value, inv.Why)
-			if srcs := rel.ValueSources(inv.Value); len(srcs) > 0 && !secret {
-				line += ": set by " + strings.Join(srcs, "; and by ")
-			}
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
 // redactReasons replaces, in an apply's error, the release's secrets and the
 // values derived from them — short ones too — where the text quotes a
 // value, with (secret): the API server quotes the value it refuses

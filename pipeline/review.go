@@ -74,13 +74,6 @@ type ReviewOptions struct {
 	MaskKey []byte `json:"-"`
 }
 
-// UnchangedRelease is a release × environment a review did not render:
-// its input fingerprints are equal on both sides, so are its renders.
-type UnchangedRelease struct {
-	Release     string `json:"release"`
-	Environment string `json:"environment,omitempty"`
-}
-
 // Review compares two versions of a deployment directory without a
 // cluster: every selected release × environment is rendered on both sides
 // and, per release, objects are classified as added, modified (with a
@@ -121,6 +114,13 @@ type review struct {
 	planOnly bool
 	// masker masks Secret values, one key per run.
 	masker *diff.Masker
+	// plan names the pairs the run planned (planDigest), estimate what
+	// rendering them would cost (planOnly), and units each reviewed
+	// pair's place in the plan (environments outermost), by unitKey: a
+	// merge of shards orders by them.
+	plan     string
+	estimate *ReviewPlan
+	units    map[string]int
 }
 
 // openReview finds the two snapshots of a review: the head's working
@@ -194,22 +194,23 @@ func (r *review) run(ctx context.Context) (*ChangeSet, error) {
 		return nil, fault.Validationf("values files apply to exactly one release, but %d are selected: select one release", len(keys))
 	}
 	cs := &ChangeSet{Operation: "review", Releases: []ReleaseChanges{}}
+	r.units = map[string]int{}
 	// 1. Plan the pairs: those whose inputs are equal on both sides are
 	// unchanged; of the rest, a shard takes its part.
 	cs.Unchanged = identicalUnits(ctx, opts, head, base, envs, keys)
-	cs.plan = planDigest(head, base, envs, keys)
+	r.plan = planDigest(head, base, envs, keys)
 	// One key for the whole output: equal Secret values mask equally, in
 	// every shard of the review when they share MaskKey.
-	r.masker = diff.KeyedMasker(opts.MaskKey, r.scope+"\x00"+cs.plan)
-	if err := shardUnits(opts.Shard, opts.Split, cs.plan, head, base, envs, keys); err != nil {
+	r.masker = diff.KeyedMasker(opts.MaskKey, r.scope+"\x00"+r.plan)
+	if err := shardUnits(opts.Shard, opts.Split, r.plan, head, base, envs, keys); err != nil {
 		return nil, err
 	}
 	// 2. Look the rest up in the render cache, by fingerprint.
 	cache := reviewCache(opts, scanned)
 	lookUpRenders(ctx, opts, cache, head, base, envs, keys)
-	cs.renders, cs.cachedRenders = countRenders(head, base, envs, keys)
+	cs.SetRenderCounts(countRenders(head, base, envs, keys))
 	if r.planOnly {
-		cs.estimate = estimateRenders(cache, head, base, envs, keys)
+		r.estimate = estimateRenders(cache, head, base, envs, keys)
 		return cs, nil
 	}
 	// 3. Render what is left, each scanned side evaluated only as far as
@@ -224,13 +225,13 @@ func (r *review) run(ctx context.Context) (*ChangeSet, error) {
 	if cache != nil {
 		_ = cache.Trim()
 	}
-	for i, r := range results {
-		if !r.ok {
+	for i, res := range results {
+		if !res.ok {
 			continue
 		}
-		r.rc.unit = i
-		cs.Releases = append(cs.Releases, r.rc)
-		cs.Counts.AddAll(r.rc.Counts)
+		r.units[unitKey(res.rc.Environment, res.rc.Key)] = i
+		cs.Releases = append(cs.Releases, res.rc)
+		cs.Counts.AddAll(res.rc.Counts)
 	}
 	if rollout == nil {
 		rollout = reviewFleet(ctx, head, base)

@@ -19,12 +19,13 @@ import (
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/taint"
+	"github.com/opmodel/pipeline/pipeline/change"
 )
 
 // compareRelease builds the review of one release × environment from both
 // sides' renders.
 func (r *review) compareRelease(ctx context.Context, key, env string, head, base sideRender) ReleaseChanges {
-	rc := ReleaseChanges{Name: key, key: key, Environment: env, Objects: []ObjectChange{}}
+	rc := ReleaseChanges{Name: key, Key: key, Environment: env, Objects: []ObjectChange{}}
 	headRel, baseRel := head.rel, base.rel
 	var errs []error
 	for _, e := range []error{head.err, base.err} {
@@ -44,7 +45,7 @@ func (r *review) compareRelease(ctx context.Context, key, env string, head, base
 	if headRel != nil {
 		rc.Head = Revision{ManifestDigest: headRel.ManifestDigest, ChangeID: headRel.ChangeID}
 		rc.Warnings = append(rc.Warnings, headRel.Warnings...)
-		rc.Warnings = append(rc.Warnings, wouldRefuse(headRel)...)
+		rc.Warnings = append(rc.Warnings, change.WouldRefuse(headRel)...)
 		rc.Sensitive = headRel.Sensitive()
 	}
 	if baseRel != nil {
@@ -59,10 +60,10 @@ func (r *review) compareRelease(ctx context.Context, key, env string, head, base
 		baseRes = baseRel.Resources
 	}
 	if headRel != nil {
-		rc.Reach = reachOf(headRes)
+		rc.Reach = change.ReachOf(headRes)
 	}
 	if baseRel != nil {
-		rc.BaseReach = reachOf(baseRes)
+		rc.BaseReach = change.ReachOf(baseRes)
 	}
 	if rc.Reach != nil && rc.BaseReach != nil && !rc.Reach.Equal(rc.BaseReach) {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("this change moves where release %s writes: %s → %s", key, rc.BaseReach, rc.Reach))
@@ -89,10 +90,10 @@ func (r *review) compareRelease(ctx context.Context, key, env string, head, base
 	}
 	for _, r := range []*render.Release{headRel, baseRel} {
 		if r != nil {
-			rc.redact(r.Secrets)
+			rc.Redact(r.Secrets)
 		}
 	}
-	rc.orderHidden(redact.From(ctx))
+	rc.OrderHidden(redact.From(ctx))
 	return rc
 }
 
@@ -101,7 +102,7 @@ func (r *review) compareRelease(ctx context.Context, key, env string, head, base
 func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, baseFields, headFields map[manifest.ID][]taint.Field) error {
 	// Markers belong to the release in its environment: the same in base
 	// and head, unrelated to any other release's.
-	m := r.masker.In(rc.Environment + "\x00" + rc.key)
+	m := r.masker.In(rc.Environment + "\x00" + rc.Key)
 	baseByID := make(map[manifest.ID]manifest.Resource, len(baseRes))
 	for _, res := range baseRes {
 		baseByID[res.ID()] = res

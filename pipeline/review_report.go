@@ -94,7 +94,7 @@ func (r *review) verifyUnchanged(ctx context.Context, cs *ChangeSet) error {
 	}
 	for _, u := range cs.Unchanged {
 		for _, r := range full.Releases {
-			if r.key != u.Release || r.Environment != u.Environment {
+			if r.Key != u.Release || r.Environment != u.Environment {
 				continue
 			}
 			if r.Error != "" || r.Counts.Changed() {

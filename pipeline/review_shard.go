@@ -169,10 +169,10 @@ func reviewPart(ctx context.Context, opts ReviewOptions, head string) (*PartialR
 	if err != nil {
 		return nil, err
 	}
-	p := &PartialReview{Format: PartialFormat, Shard: *opts.Shard, HeadCommit: head, Plan: cs.plan, Split: opts.Split.digest(), ChangeSet: cs}
+	p := &PartialReview{Format: PartialFormat, Shard: *opts.Shard, HeadCommit: head, Plan: r.plan, Split: opts.Split.digest(), ChangeSet: cs}
 	for _, rc := range cs.Releases {
-		p.Units = append(p.Units, rc.unit)
-		p.Keys = append(p.Keys, rc.key)
+		p.Units = append(p.Units, r.units[unitKey(rc.Environment, rc.Key)])
+		p.Keys = append(p.Keys, rc.Key)
 	}
 	return p, nil
 }
@@ -219,15 +219,23 @@ func MergeReviews(parts []*PartialReview) (*ChangeSet, error) {
 	}
 	cs := &ChangeSet{Operation: first.ChangeSet.Operation, Releases: []ReleaseChanges{}, Unchanged: first.ChangeSet.Unchanged,
 		BaseRef: first.ChangeSet.BaseRef, BaseCommit: first.ChangeSet.BaseCommit}
+	type placed struct {
+		unit int
+		rc   ReleaseChanges
+	}
+	var all []placed
 	for _, p := range parts {
 		cs.HeadUncommitted = cs.HeadUncommitted || p.ChangeSet.HeadUncommitted
 		for i, rc := range p.ChangeSet.Releases {
-			rc.unit, rc.key = p.Units[i], p.Keys[i]
-			cs.Releases = append(cs.Releases, rc)
+			rc.Key = p.Keys[i]
+			all = append(all, placed{p.Units[i], rc})
 			cs.Counts.AddAll(rc.Counts)
 		}
 	}
-	slices.SortStableFunc(cs.Releases, func(a, b ReleaseChanges) int { return cmp.Compare(a.unit, b.unit) })
+	slices.SortStableFunc(all, func(a, b placed) int { return cmp.Compare(a.unit, b.unit) })
+	for _, p := range all {
+		cs.Releases = append(cs.Releases, p.rc)
+	}
 	orderByWave(cs)
 	return cs, nil
 }
@@ -284,10 +292,10 @@ func PlanReview(ctx context.Context, opts ReviewOptions) (*ReviewPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := *cs.estimate
+	p := *r.estimate
 	p.Unchanged = len(cs.Unchanged)
 	p.Renders, p.Cached = cs.RenderCounts()
-	p.Plan = cs.plan
+	p.Plan = r.plan
 	return &p, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/opmodel/pipeline/engine/manifest"
-	"github.com/opmodel/pipeline/engine/values"
 )
 
 // Public outputs (pull-request comments, job summaries, the Action's
@@ -20,29 +19,6 @@ import (
 // sealed identifiers stay comparable across runs), or by a random key of
 // this run when key is empty.
 func NewSealer(key string) *manifest.Sealer { return manifest.NewSealer([]byte(key)) }
-
-// Sealed returns a copy of cs whose sensitive releases show sealed digests
-// and change IDs.
-func (cs *ChangeSet) Sealed(s *manifest.Sealer) *ChangeSet {
-	out := *cs
-	out.Releases = slices.Clone(cs.Releases)
-	for i, rc := range out.Releases {
-		if !rc.Sensitive {
-			continue
-		}
-		rc.Head = sealRevision(s, rc.Head)
-		if rc.Base != nil {
-			b := sealRevision(s, *rc.Base)
-			rc.Base = &b
-		}
-		out.Releases[i] = rc
-	}
-	return &out
-}
-
-func sealRevision(s *manifest.Sealer, r Revision) Revision {
-	return Revision{ManifestDigest: s.Digest(r.ManifestDigest), ChangeID: s.ChangeID(r.ChangeID)}
-}
 
 // Sealed returns a copy of r whose sensitive releases show sealed digests
 // and change IDs.
@@ -64,23 +40,4 @@ func (r *ApplyResult) Sealed(s *manifest.Sealer) *ApplyResult {
 		}
 	}
 	return &out
-}
-
-// redact removes secret values (from SOPS files or secret inputs) from the
-// free text of rc: warnings, which may quote a value. Diffs are masked by
-// path where they are made (engine/diff, engine/taint), never by text: a
-// public field that equals a secret stays readable, so the mask is no
-// oracle.
-func (rc *ReleaseChanges) redact(secrets []string) {
-	if len(secrets) == 0 {
-		return
-	}
-	for i := range rc.Objects {
-		// An object's warning is the API server's refusal, when it has one:
-		// masked as every command masks refusals, then as opm's words.
-		rc.Objects[i].Warning = values.Redact(values.RedactQuoted(rc.Objects[i].Warning, secrets), secrets)
-	}
-	for i := range rc.Warnings {
-		rc.Warnings[i] = values.Redact(rc.Warnings[i], secrets)
-	}
 }

@@ -44,20 +44,6 @@ func combine(rels []RenderedRelease, field func(RenderedRelease) string) string 
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// StaleObjects lists the objects apply would prune, as
-// "release: kind.group/namespace/name".
-func (cs *ChangeSet) StaleObjects() []string {
-	var out []string
-	for _, rc := range cs.Releases {
-		for _, o := range rc.Objects {
-			if o.Action == Stale {
-				out = append(out, rc.Name+": "+o.Ref.String())
-			}
-		}
-	}
-	return out
-}
-
 // PrunedObjects lists what apply or prune deleted, as
 // "release: kind.group/namespace/name".
 func (r *ApplyResult) PrunedObjects() []string {
