@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/opmodel/pipeline/engine/cache"
+	"github.com/opmodel/pipeline/pipeline/review"
 )
 
 // SetSoakProbe makes a rollout's soak re-check health every interval and
@@ -19,19 +20,14 @@ func SetSoakProbe(o *RolloutOptions, interval time.Duration, probe func()) {
 
 // ReviewInChunks is Review rendering n releases per chunk.
 func ReviewInChunks(ctx context.Context, opts ReviewOptions, n int) (*ChangeSet, error) {
-	r, err := openReview(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer r.close()
-	r.chunk = n
-	return r.run(ctx)
+	opts.Chunk = n
+	return review.Run(ctx, opts)
 }
 
 // ReviewPart is ReviewShard without git: a shard of a review of two
 // directories (BaseDir), for tests that generate both.
 func ReviewPart(ctx context.Context, opts ReviewOptions) (*PartialReview, error) {
-	return reviewPart(ctx, opts, "generated")
+	return review.RunPart(ctx, opts, "generated")
 }
 
 // CachedIdentity is the body of the unkeyed identity entry in the cache

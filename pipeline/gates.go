@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/opmodel/pipeline/engine/fault"
+	"github.com/opmodel/pipeline/engine/gitref"
 )
 
 // GatesOptions are the options of Gates.
@@ -69,5 +70,5 @@ func (r *GatesResult) Line() string {
 	if len(r.Gates) == 0 {
 		return fmt.Sprintf("environment %s has no promotion gates", r.Environment)
 	}
-	return fmt.Sprintf("environment %s may get commit %s: %s %s it healthy", r.Environment, short(r.Commit), strings.Join(r.Gates, ", "), hasRun(r.Gates))
+	return fmt.Sprintf("environment %s may get commit %s: %s %s it healthy", r.Environment, gitref.Short(r.Commit), strings.Join(r.Gates, ", "), hasRun(r.Gates))
 }

@@ -53,8 +53,8 @@ releases: app: #module: appmodule
 	assert.Assert(t, !hit, "an identity of another environment was served")
 }
 
-// No cache of any kind: OPM_CACHE_DIR=off for every command, --no-cache
-// for a review; a key given to a review seals every kind.
+// No cache of any kind: OPM_CACHE_DIR=off for every command (a review's
+// --no-cache and key: pipeline/review's TestReviewOpensTheOneCache).
 func TestOneCacheIsOpenedOneWay(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(EnvCacheDir, dir)
@@ -62,8 +62,6 @@ func TestOneCacheIsOpenedOneWay(t *testing.T) {
 	c := operation.OpenCache("", nil)
 	assert.Equal(t, c.Dir(), dir)
 	assert.Assert(t, !c.Keyed())
-	assert.Assert(t, ReviewOptions{CacheKey: []byte("k")}.cache().Keyed())
-	assert.Assert(t, ReviewOptions{NoCache: true}.cache() == nil)
 	t.Setenv(EnvCacheKey, "from-the-environment")
 	assert.Assert(t, operation.OpenCache("", nil).Keyed())
 	t.Setenv(EnvCacheDir, "off")

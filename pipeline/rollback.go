@@ -119,7 +119,7 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 	at.Selection.Dir = snap.Dir()
 	rels, err := render.Render(ctx, at.RenderOptions(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("rendering release %s at commit %s: %w", cur.Name, short(commit), err)
+		return nil, fmt.Errorf("rendering release %s at commit %s: %w", cur.Name, gitref.Short(commit), err)
 	}
 	rel := rels[0]
 	res := &RollbackResult{To: opts.To, Commit: commit, RecordedDigest: change.ManifestDigest, RenderedDigest: rel.ManifestDigest}
@@ -127,13 +127,13 @@ func Rollback(ctx context.Context, opts RollbackOptions) (*RollbackResult, error
 	switch {
 	case rel.ReleaseID != cur.ReleaseID || rel.Namespace != cur.Namespace:
 		return nil, fault.Validationf("at commit %s release %s is %s in namespace %s, but now it is %s in namespace %s: a rollback cannot move a release; apply that commit yourself if that is intended",
-			short(commit), cur.Name, rel.ReleaseID, rel.Namespace, cur.ReleaseID, cur.Namespace)
+			gitref.Short(commit), cur.Name, rel.ReleaseID, rel.Namespace, cur.ReleaseID, cur.Namespace)
 	case !rel.Cluster.Equal(cur.Cluster):
 		return nil, fault.Validationf("at commit %s environment %s selects another cluster (%+v) than it does now (%+v): a rollback applies only to the cluster the release is on now",
-			short(commit), cmp.Or(rel.Environment, "-"), rel.Cluster, cur.Cluster)
+			gitref.Short(commit), cmp.Or(rel.Environment, "-"), rel.Cluster, cur.Cluster)
 	case rel.ManifestDigest != change.ManifestDigest && !opts.AllowDifferentDigest:
 		return nil, fault.Validationf("commit %s renders release %s with manifest digest %s, but change %s recorded %s: the catalog, opm or a values file changed since, so this would not restore exactly what ran; "+
-			"compare with `opm review --base %s`, and pass --allow-different-digest to apply it anyway", short(commit), cur.Name, rel.ManifestDigest, opts.To, change.ManifestDigest, short(commit))
+			"compare with `opm review --base %s`, and pass --allow-different-digest to apply it anyway", gitref.Short(commit), cur.Name, rel.ManifestDigest, opts.To, change.ManifestDigest, gitref.Short(commit))
 	}
 	// A change this environment ran before is not a promotion: its gates
 	// (which hold back commits the earlier environments have not run) do
@@ -241,7 +241,7 @@ func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Durat
 	}
 	if len(missing) > 0 {
 		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("nothing was rolled back: these releases never ran commit %s, so there is nothing to return them to:\n  %s\nchoose a commit every environment of the selection ran (opm status --group shows the current ones), or roll back environments one at a time (opm rollback RELEASE --env ENV --to CHANGE)",
-			short(commit), strings.Join(missing, "\n  ")))
+			gitref.Short(commit), strings.Join(missing, "\n  ")))
 	}
 	res := &RolloutResult{}
 	order := make([]int, 0, len(envs))
@@ -348,7 +348,7 @@ func changesAtCommit(ctx context.Context, opts ApplyOptions, envs []FleetEnviron
 			continue // not declared at that commit: it never ran it
 		}
 		if err != nil {
-			return nil, fmt.Errorf("rendering release %s of environment %s at commit %s: %w", u.found.rel.Name, envs[u.env].Name, short(commit), err)
+			return nil, fmt.Errorf("rendering release %s of environment %s at commit %s: %w", u.found.rel.Name, envs[u.env].Name, gitref.Short(commit), err)
 		}
 		if len(rels) == 1 {
 			ids[k] = rels[0].ChangeID
@@ -364,8 +364,8 @@ func ranCommits(inv *inventory.Inventory) string {
 	for _, id := range inv.Index {
 		c := inv.Changes[id]
 		for _, s := range append([]inventory.Sighting{c.FirstApplied()}, c.Seen...) {
-			if s.Commit != "" && !slices.Contains(out, short(s.Commit)) {
-				out = append(out, short(s.Commit))
+			if s.Commit != "" && !slices.Contains(out, gitref.Short(s.Commit)) {
+				out = append(out, gitref.Short(s.Commit))
 			}
 		}
 	}
@@ -373,12 +373,4 @@ func ranCommits(inv *inventory.Inventory) string {
 		return "no recorded commit"
 	}
 	return strings.Join(out, ", ")
-}
-
-// short is the first 12 characters of a commit.
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
 }

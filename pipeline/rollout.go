@@ -375,7 +375,7 @@ func checkGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, sr
 		// change nothing (and no longer restarts its soak); waiting does.
 		wait := soakLeft.Round(time.Second)
 		return fault.Gatef("environment %s may only get commit %s once %s %s it healthy for its soak:\n  %s\nnext: the soak has %s left; wait for it here with --gate-timeout %s, or rerun then",
-			env.Name, short(src.commit), strings.Join(env.Gates, ", "), hasRun(env.Gates), strings.Join(refusals, "\n  "), wait, gateTimeoutFor(soakLeft))
+			env.Name, gitref.Short(src.commit), strings.Join(env.Gates, ", "), hasRun(env.Gates), strings.Join(refusals, "\n  "), wait, gateTimeoutFor(soakLeft))
 	}
 	if len(refusals) > 0 {
 		dir := shellQuote(cmp.Or(sel.Dir, "."))
@@ -390,7 +390,7 @@ func checkGates(ctx context.Context, opts ApplyOptions, env FleetEnvironment, sr
 			next = append(next, fmt.Sprintf("opm status %s --env %s   # why it is not healthy; then roll %s back (opm history RELEASE %s --env %s lists its changes) or fix forward in a new commit, applied to %s first", dir, g, g, dir, g, g))
 		}
 		return fault.Gatef("environment %s may only get commit %s once %s %s it healthy:\n  %s\nnext: %s",
-			env.Name, short(src.commit), strings.Join(env.Gates, ", "), hasRun(env.Gates), strings.Join(refusals, "\n  "), strings.Join(next, "\nnext: "))
+			env.Name, gitref.Short(src.commit), strings.Join(env.Gates, ", "), hasRun(env.Gates), strings.Join(refusals, "\n  "), strings.Join(next, "\nnext: "))
 	}
 	return nil
 }
@@ -411,19 +411,19 @@ func gateRefusal(rs ReleaseStatus, commit string, soak time.Duration, now time.T
 	case rs.Source == nil || rs.Source.Commit == "":
 		return fmt.Sprintf("runs change %s from no known commit (%s)", rs.ChangeID, health), 0
 	case rs.Source.Dirty:
-		return fmt.Sprintf("runs commit %s with uncommitted changes, change %s (%s)", short(rs.Source.Commit), rs.ChangeID, health), 0
+		return fmt.Sprintf("runs commit %s with uncommitted changes, change %s (%s)", gitref.Short(rs.Source.Commit), rs.ChangeID, health), 0
 	case rs.Source.Commit != commit:
-		return fmt.Sprintf("runs commit %s, change %s (%s)", short(rs.Source.Commit), rs.ChangeID, health), 0
+		return fmt.Sprintf("runs commit %s, change %s (%s)", gitref.Short(rs.Source.Commit), rs.ChangeID, health), 0
 	case !rs.Healthy:
-		return fmt.Sprintf("runs commit %s, change %s, but is not healthy", short(rs.Source.Commit), rs.ChangeID), 0
+		return fmt.Sprintf("runs commit %s, change %s, but is not healthy", gitref.Short(rs.Source.Commit), rs.ChangeID), 0
 	}
 	if soak > 0 {
 		since, err := time.Parse(time.RFC3339, rs.Since)
 		if err != nil {
-			return fmt.Sprintf("runs commit %s healthy, but since when is not known, and its soak is %s", short(rs.Source.Commit), soak), 0
+			return fmt.Sprintf("runs commit %s healthy, but since when is not known, and its soak is %s", gitref.Short(rs.Source.Commit), soak), 0
 		}
 		if healthy := now.Sub(since); healthy < soak {
-			return fmt.Sprintf("runs commit %s, healthy for %s of its %s soak (%s left)", short(rs.Source.Commit), healthy.Truncate(time.Second), soak, (soak - healthy).Round(time.Second)), soak - healthy
+			return fmt.Sprintf("runs commit %s, healthy for %s of its %s soak (%s left)", gitref.Short(rs.Source.Commit), healthy.Truncate(time.Second), soak, (soak - healthy).Round(time.Second)), soak - healthy
 		}
 	}
 	return "", 0

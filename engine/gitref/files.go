@@ -60,7 +60,7 @@ func readFiles(ctx context.Context, repo, commit, what string, pathspecs []strin
 	args := append([]string{"ls-tree", "-r", "-z", "--full-tree", commit, "--"}, pathspecs...)
 	list, err := gitBytes(ctx, repo, nil, args...)
 	if err != nil {
-		return nil, fmt.Errorf("listing %s at %s: %w", what, short(commit), err)
+		return nil, fmt.Errorf("listing %s at %s: %w", what, Short(commit), err)
 	}
 	var paths []string
 	for _, rec := range bytes.Split(list, []byte{0}) {
@@ -69,7 +69,7 @@ func readFiles(ctx context.Context, repo, commit, what string, pathspecs []strin
 		}
 		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
 		if !ok {
-			return nil, fmt.Errorf("listing %s at %s: unexpected line %q", what, short(commit), rec)
+			return nil, fmt.Errorf("listing %s at %s: unexpected line %q", what, Short(commit), rec)
 		}
 		if keep != nil && !keep(string(path)) {
 			continue
@@ -93,25 +93,25 @@ func readFiles(ctx context.Context, repo, commit, what string, pathspecs []strin
 	}
 	raw, err := gitBytes(ctx, repo, &in, "cat-file", "--batch")
 	if err != nil {
-		return nil, fmt.Errorf("reading %s at %s: %w", what, short(commit), err)
+		return nil, fmt.Errorf("reading %s at %s: %w", what, Short(commit), err)
 	}
 	r := bufio.NewReader(bytes.NewReader(raw))
 	for _, p := range paths {
 		header, err := r.ReadString('\n')
 		if err != nil {
-			return nil, fmt.Errorf("reading %s at %s: %w", p, short(commit), err)
+			return nil, fmt.Errorf("reading %s at %s: %w", p, Short(commit), err)
 		}
 		f := strings.Fields(header)
 		if len(f) != 3 {
-			return nil, fmt.Errorf("reading %s at %s: %s", p, short(commit), strings.TrimSpace(header))
+			return nil, fmt.Errorf("reading %s at %s: %s", p, Short(commit), strings.TrimSpace(header))
 		}
 		size, err := strconv.Atoi(f[2])
 		if err != nil {
-			return nil, fmt.Errorf("reading %s at %s: %q", p, short(commit), header)
+			return nil, fmt.Errorf("reading %s at %s: %q", p, Short(commit), header)
 		}
 		b := make([]byte, size+1) // the content and its trailing newline
 		if _, err := io.ReadFull(r, b); err != nil {
-			return nil, fmt.Errorf("reading %s at %s: %w", p, short(commit), err)
+			return nil, fmt.Errorf("reading %s at %s: %w", p, Short(commit), err)
 		}
 		out[p] = b[:size]
 	}

@@ -87,7 +87,7 @@ func Checkout(ctx context.Context, repo, ref string) (*Worktree, error) {
 	dir := filepath.Join(tmp, "tree")
 	if _, err := git(ctx, repo, "worktree", "add", "--detach", "--quiet", dir, commit); err != nil {
 		_ = os.RemoveAll(tmp)
-		return nil, fmt.Errorf("checking out %s (%s): %w", ref, short(commit), err)
+		return nil, fmt.Errorf("checking out %s (%s): %w", ref, Short(commit), err)
 	}
 	return &Worktree{Dir: dir, Commit: commit, repo: repo, tmp: tmp}, nil
 }
@@ -107,7 +107,7 @@ func (w *Worktree) Close(ctx context.Context) error {
 	}
 	w.tmp = ""
 	if err != nil {
-		return fmt.Errorf("removing the worktree of %s: %w", short(w.Commit), err)
+		return fmt.Errorf("removing the worktree of %s: %w", Short(w.Commit), err)
 	}
 	return nil
 }
@@ -127,7 +127,8 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-func short(commit string) string {
+// Short is a commit as people read it: its first 12 hex digits.
+func Short(commit string) string {
 	if len(commit) > 12 {
 		return commit[:12]
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package review
 
 import (
 	"fmt"
@@ -30,9 +30,9 @@ func TestSplitBalancesGeneratedPlans(t *testing.T) {
 			}
 			keys[i] = fmt.Sprintf("r%d", rng.IntN(releases))
 		}
-		p := &ReviewPlan{Plan: "plan-sha256:x", costs: costs, keys: keys}
+		p := &Plan{Plan: "plan-sha256:x", costs: costs, keys: keys}
 		s := p.SplitInto(n)
-		again := (&ReviewPlan{Plan: "plan-sha256:x", costs: slices.Clone(costs), keys: slices.Clone(keys)}).SplitInto(n)
+		again := (&Plan{Plan: "plan-sha256:x", costs: slices.Clone(costs), keys: slices.Clone(keys)}).SplitInto(n)
 		assert.DeepEqual(t, s.Assign, again.Assign)
 		assert.Equal(t, len(s.Assign), pairs, "round %d", round)
 		loads := make([]float64, n)
@@ -79,7 +79,7 @@ func TestSplitSpreadsWhatDealingByCountClusters(t *testing.T) {
 	for i, c := range costs {
 		byCount[i%3] += c
 	}
-	s := (&ReviewPlan{costs: costs}).SplitInto(3)
+	s := (&Plan{costs: costs}).SplitInto(3)
 	assert.Equal(t, slices.Max(byCount), 10.0)
 	assert.Assert(t, slices.Max(s.Seconds) <= 4.1, "%v", s.Seconds)
 }
@@ -87,18 +87,18 @@ func TestSplitSpreadsWhatDealingByCountClusters(t *testing.T) {
 // A split is refused when it is not for this review or shard count, or
 // does not assign every pair to a shard that exists.
 func TestSplitCheckRefusesAnotherReviewsSplit(t *testing.T) {
-	s := (&ReviewPlan{Plan: "plan-sha256:a", costs: []float64{1, 2, 3}}).SplitInto(2)
+	s := (&Plan{Plan: "plan-sha256:a", costs: []float64{1, 2, 3}}).SplitInto(2)
 	for want, c := range map[string]struct {
 		sh    Shard
 		plan  string
 		pairs int
-		edit  func(*ReviewSplit)
+		edit  func(*Split)
 	}{
 		"made for another review": {Shard{1, 2}, "plan-sha256:b", 3, nil},
 		"into 2 shards, not 3":    {Shard{1, 3}, "plan-sha256:a", 3, nil},
 		"assigns 3 pairs":         {Shard{1, 2}, "plan-sha256:a", 4, nil},
-		"to shard 7, which does":  {Shard{1, 2}, "plan-sha256:a", 3, func(s *ReviewSplit) { s.Assign[1] = 7 }},
-		"not one opm reads":       {Shard{1, 2}, "plan-sha256:a", 3, func(s *ReviewSplit) { s.Format = "v0" }},
+		"to shard 7, which does":  {Shard{1, 2}, "plan-sha256:a", 3, func(s *Split) { s.Assign[1] = 7 }},
+		"not one opm reads":       {Shard{1, 2}, "plan-sha256:a", 3, func(s *Split) { s.Format = "v0" }},
 	} {
 		c2 := *s
 		c2.Assign = slices.Clone(s.Assign)
@@ -107,6 +107,6 @@ func TestSplitCheckRefusesAnotherReviewsSplit(t *testing.T) {
 		}
 		assert.ErrorContains(t, c2.check(&c.sh, c.plan, c.pairs), want)
 	}
-	assert.Equal(t, (*ReviewSplit)(nil).digest(), "count")
-	assert.Assert(t, s.digest() != (&ReviewSplit{Format: SplitFormat, Plan: s.Plan, Shards: 2, Assign: []int{1, 1, 2}}).digest())
+	assert.Equal(t, (*Split)(nil).digest(), "count")
+	assert.Assert(t, s.digest() != (&Split{Format: SplitFormat, Plan: s.Plan, Shards: 2, Assign: []int{1, 1, 2}}).digest())
 }

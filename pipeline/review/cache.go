@@ -1,6 +1,6 @@
 // 2. Look the pairs up in the render cache, by fingerprint.
 
-package pipeline
+package review
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 // cache is the one cache this review reads and writes: none with
 // NoCache (of any kind: renders, environments, identities, transforms).
-func (o ReviewOptions) cache() *cache.Cache {
+func (o Options) cache() *cache.Cache {
 	if o.NoCache {
 		return nil
 	}
@@ -24,7 +24,7 @@ func (o ReviewOptions) cache() *cache.Cache {
 
 // transforms is the cache a review's renders keep their components'
 // transforms in: none with NoCache or NoSkip.
-func (o ReviewOptions) transforms() *cache.Cache {
+func (o Options) transforms() *cache.Cache {
 	if o.NoSkip {
 		return nil
 	}
@@ -33,7 +33,7 @@ func (o ReviewOptions) transforms() *cache.Cache {
 
 // reviewCache is the render cache a review reads and writes: none with
 // NoCache or NoSkip, or when the sides could not be fingerprinted.
-func reviewCache(opts ReviewOptions, scanned bool) *rendercache.Cache {
+func reviewCache(opts Options, scanned bool) *rendercache.Cache {
 	if opts.NoSkip || !scanned {
 		return nil
 	}
@@ -43,7 +43,7 @@ func reviewCache(opts ReviewOptions, scanned bool) *rendercache.Cache {
 // lookUpRenders finds, for each unit reviewed here, each side's render
 // in the cache by the unit's input fingerprint on that side. What is
 // found is never rendered; what is not is stored once rendered.
-func lookUpRenders(ctx context.Context, opts ReviewOptions, cache *rendercache.Cache, head, base *reviewSide, envs, keys []string) {
+func lookUpRenders(ctx context.Context, opts Options, cache *rendercache.Cache, head, base *reviewSide, envs, keys []string) {
 	if cache == nil {
 		return
 	}

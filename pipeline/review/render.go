@@ -1,6 +1,6 @@
 // 3. Render the misses: evaluate each side only as far as they reach.
 
-package pipeline
+package review
 
 import (
 	"cmp"
@@ -14,6 +14,8 @@ import (
 	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/workers"
+	"github.com/opmodel/pipeline/pipeline/change"
+	"github.com/opmodel/pipeline/pipeline/operation"
 )
 
 // renderAndCompare renders what the render cache does not hold of the
@@ -33,7 +35,7 @@ func (r *review) renderAndCompare(ctx context.Context, scanned bool, head, base 
 	}
 	rendered := releasesToRender(head, base, envs, keys)
 	opts := r.opts
-	size := cmp.Or(r.chunk, chunkReleases)
+	size := cmp.Or(r.opts.Chunk, chunkReleases)
 	if len(rendered) <= size {
 		pruneSides(ctx, head, base, envs, keys, rendered)
 		loadScannedSides(ctx, opts, head, base)
@@ -152,7 +154,7 @@ func pruneSides(ctx context.Context, head, base *reviewSide, envs, keys []string
 // time as each other; when only one side has anything to render (the
 // other is all in the render cache), the second worker evaluates its own
 // copy of that side meanwhile, instead of after it.
-func loadScannedSides(ctx context.Context, opts ReviewOptions, head, base *reviewSide) {
+func loadScannedSides(ctx context.Context, opts Options, head, base *reviewSide) {
 	if workers.Count(2, opts.Parallelism) < 2 {
 		head.load(ctx)
 		base.load(ctx)
@@ -161,7 +163,7 @@ func loadScannedSides(ctx context.Context, opts ReviewOptions, head, base *revie
 
 // reviewed is one release × environment of a review.
 type reviewed struct {
-	rc ReleaseChanges
+	rc change.Release
 	ok bool
 }
 
@@ -247,7 +249,7 @@ func (r *review) reviewAll(ctx context.Context, head, base *reviewSide, envs, ke
 }
 
 // renderOne renders one release of a side in one environment.
-func (s *reviewSide) renderOne(ctx context.Context, key, env string, sel Selection) (*render.Release, error) {
+func (s *reviewSide) renderOne(ctx context.Context, key, env string, sel operation.Selection) (*render.Release, error) {
 	ro := sel.RenderOptions(ctx)
 	s.load(ctx)
 	if s.err != nil {
@@ -277,7 +279,7 @@ type sideRender struct {
 }
 
 // renderFor renders release key in env on this side, if it declares it.
-func (s *reviewSide) renderFor(ctx context.Context, key, env string, sel Selection) sideRender {
+func (s *reviewSide) renderFor(ctx context.Context, key, env string, sel operation.Selection) sideRender {
 	switch {
 	case s.err != nil:
 		return sideRender{err: s.err}
@@ -299,7 +301,7 @@ func (s *reviewSide) renderFor(ctx context.Context, key, env string, sel Selecti
 
 // reviewRelease reviews one release in one environment; ok is false when
 // there is nothing to report (see worthReviewing).
-func (r *review) reviewRelease(ctx context.Context, head, base *reviewSide, key, env string) (rc ReleaseChanges, ok bool) {
+func (r *review) reviewRelease(ctx context.Context, head, base *reviewSide, key, env string) (rc change.Release, ok bool) {
 	if !worthReviewing(head, base, key, env) {
 		return rc, false
 	}

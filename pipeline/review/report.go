@@ -1,6 +1,6 @@
 // 5. Report: in rollout order, verified against the full path on request.
 
-package pipeline
+package review
 
 import (
 	"cmp"
@@ -13,6 +13,8 @@ import (
 	"github.com/opmodel/pipeline/engine/fingerprint"
 	"github.com/opmodel/pipeline/engine/fleet"
 	"github.com/opmodel/pipeline/engine/load"
+	"github.com/opmodel/pipeline/pipeline/change"
+	"github.com/opmodel/pipeline/pipeline/operation"
 )
 
 // reviewFleet is the fleet the head (else the base) declares. When the
@@ -56,7 +58,7 @@ func declaredFleet(d *load.Deployment) *fleet.Fleet {
 // groupByWave gives each release its environment's group and wave and,
 // when the deployment has either, orders releases by wave, group and
 // environment, so a fleet reads in the order it rolls out.
-func groupByWave(cs *ChangeSet, f *fleet.Fleet) {
+func groupByWave(cs *change.Set, f *fleet.Fleet) {
 	for i, rc := range cs.Releases {
 		if e, ok := f.Lookup(rc.Environment); ok {
 			cs.Releases[i].Group, cs.Releases[i].Wave = e.Group, e.Wave
@@ -67,11 +69,11 @@ func groupByWave(cs *ChangeSet, f *fleet.Fleet) {
 
 // orderByWave orders releases by wave, group and environment when any
 // has a group or a wave; otherwise they stay in plan order.
-func orderByWave(cs *ChangeSet) {
-	if !slices.ContainsFunc(cs.Releases, func(rc ReleaseChanges) bool { return rc.Group != "" || rc.Wave != 0 }) {
+func orderByWave(cs *change.Set) {
+	if !slices.ContainsFunc(cs.Releases, func(rc change.Release) bool { return rc.Group != "" || rc.Wave != 0 }) {
 		return
 	}
-	slices.SortStableFunc(cs.Releases, func(a, b ReleaseChanges) int {
+	slices.SortStableFunc(cs.Releases, func(a, b change.Release) int {
 		return cmp.Or(cmp.Compare(a.Wave, b.Wave), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Environment, b.Environment))
 	})
 }
@@ -79,8 +81,8 @@ func orderByWave(cs *ChangeSet) {
 // verifyUnchanged, with OPM_VERIFY_SKIPS set, reviews again rendering
 // every pair and fails loudly when a pair the fingerprints called
 // unchanged renders differently on the two sides.
-func (r *review) verifyUnchanged(ctx context.Context, cs *ChangeSet) error {
-	if os.Getenv(EnvVerifySkips) == "" || r.opts.NoSkip || len(cs.Unchanged) == 0 {
+func (r *review) verifyUnchanged(ctx context.Context, cs *change.Set) error {
+	if os.Getenv(operation.EnvVerifySkips) == "" || r.opts.NoSkip || len(cs.Unchanged) == 0 {
 		return nil
 	}
 	// The same snapshots, every pair rendered, not a shard's: every shard
@@ -90,7 +92,7 @@ func (r *review) verifyUnchanged(ctx context.Context, cs *ChangeSet) error {
 	all.opts.NoSkip, all.opts.Shard, all.opts.Split = true, nil, nil
 	full, err := all.run(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: reviewing every pair: %w", EnvVerifySkips, err)
+		return fmt.Errorf("%s: reviewing every pair: %w", operation.EnvVerifySkips, err)
 	}
 	for _, u := range cs.Unchanged {
 		for _, r := range full.Releases {
@@ -99,7 +101,7 @@ func (r *review) verifyUnchanged(ctx context.Context, cs *ChangeSet) error {
 			}
 			if r.Error != "" || r.Counts.Changed() {
 				return fmt.Errorf("%s: release %s (environment %q) was skipped as unchanged (inputs identical on both sides), but rendering both sides shows %s: "+
-					"the skip was wrong. This is a bug in opm; --no-skip renders regardless", EnvVerifySkips, u.Release, u.Environment, cmp.Or(r.Error, "changes"))
+					"the skip was wrong. This is a bug in opm; --no-skip renders regardless", operation.EnvVerifySkips, u.Release, u.Environment, cmp.Or(r.Error, "changes"))
 			}
 		}
 	}

@@ -1,7 +1,7 @@
 // 4. Compare each pair: the head's objects against the base's by identity,
 // Secret values masked, then the stale set.
 
-package pipeline
+package review
 
 import (
 	"context"
@@ -24,8 +24,8 @@ import (
 
 // compareRelease builds the review of one release × environment from both
 // sides' renders.
-func (r *review) compareRelease(ctx context.Context, key, env string, head, base sideRender) ReleaseChanges {
-	rc := ReleaseChanges{Name: key, Key: key, Environment: env, Objects: []ObjectChange{}}
+func (r *review) compareRelease(ctx context.Context, key, env string, head, base sideRender) change.Release {
+	rc := change.Release{Name: key, Key: key, Environment: env, Objects: []manifest.Change{}}
 	headRel, baseRel := head.rel, base.rel
 	var errs []error
 	for _, e := range []error{head.err, base.err} {
@@ -43,13 +43,13 @@ func (r *review) compareRelease(ctx context.Context, key, env string, head, base
 		return rc
 	}
 	if headRel != nil {
-		rc.Head = Revision{ManifestDigest: headRel.ManifestDigest, ChangeID: headRel.ChangeID}
+		rc.Head = change.Revision{ManifestDigest: headRel.ManifestDigest, ChangeID: headRel.ChangeID}
 		rc.Warnings = append(rc.Warnings, headRel.Warnings...)
 		rc.Warnings = append(rc.Warnings, change.WouldRefuse(headRel)...)
 		rc.Sensitive = headRel.Sensitive()
 	}
 	if baseRel != nil {
-		rc.Base = &Revision{ManifestDigest: baseRel.ManifestDigest, ChangeID: baseRel.ChangeID}
+		rc.Base = &change.Revision{ManifestDigest: baseRel.ManifestDigest, ChangeID: baseRel.ChangeID}
 		rc.Sensitive = rc.Sensitive || baseRel.Sensitive()
 	}
 	var headRes, baseRes []manifest.Resource
@@ -71,8 +71,8 @@ func (r *review) compareRelease(ctx context.Context, key, env string, head, base
 	baseFields, headFields := secretFieldsOf(baseRel), secretFieldsOf(headRel)
 	if err := r.compare(&rc, baseRes, headRes, baseFields, headFields); err != nil {
 		rc.Error = err.Error()
-		rc.Objects = []ObjectChange{}
-		rc.Counts = Counts{}
+		rc.Objects = []manifest.Change{}
+		rc.Counts = change.Counts{}
 		return rc
 	}
 	rc.Highlights = highlights(baseRes, headRes, baseFields, headFields)
@@ -99,7 +99,7 @@ func (r *review) compareRelease(ctx context.Context, key, env string, head, base
 
 // compare classifies head objects against base objects by
 // Kubernetes identity, then adds the stale set in delete order.
-func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resource, baseFields, headFields map[manifest.ID][]taint.Field) error {
+func (r *review) compare(rc *change.Release, baseRes, headRes []manifest.Resource, baseFields, headFields map[manifest.ID][]taint.Field) error {
 	// Markers belong to the release in its environment: the same in base
 	// and head, unrelated to any other release's.
 	m := r.masker.In(rc.Environment + "\x00" + rc.Key)
@@ -108,7 +108,7 @@ func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resourc
 		baseByID[res.ID()] = res
 	}
 	for _, res := range headRes {
-		oc := ObjectChange{Ref: inventory.EntryOf(res).Ref()}
+		oc := manifest.Change{Ref: inventory.EntryOf(res).Ref()}
 		before := baseByID[res.ID()].Object // nil when the base lacks it
 		text, err := diff.Unified(before, res.Object, reviewDiffOptions(res.ID(), m.ForObject(headFields[res.ID()], baseFields[res.ID()])))
 		if err != nil {
@@ -116,18 +116,18 @@ func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resourc
 		}
 		switch {
 		case before == nil:
-			oc.Action = Added
+			oc.Action = manifest.Added
 		case text == "":
-			oc.Action = Unchanged
+			oc.Action = manifest.Unchanged
 		default:
-			oc.Action = Modified
+			oc.Action = manifest.Modified
 		}
 		oc.Diff = text
 		rc.Objects = append(rc.Objects, oc)
 		rc.Counts.Add(oc.Action)
 	}
 	for _, e := range inventory.Stale(inventory.Entries(baseRes), inventory.Entries(headRes)) {
-		oc := ObjectChange{Ref: e.Ref(), Action: Stale}
+		oc := manifest.Change{Ref: e.Ref(), Action: manifest.Stale}
 		text, err := diff.Unified(baseByID[e.ID].Object, nil, reviewDiffOptions(e.ID, m.ForObject(baseFields[e.ID])))
 		if err != nil {
 			return err
@@ -138,7 +138,7 @@ func (r *review) compare(rc *ReleaseChanges, baseRes, headRes []manifest.Resourc
 			rc.Warnings = append(rc.Warnings, relWarn)
 		}
 		rc.Objects = append(rc.Objects, oc)
-		rc.Counts.Add(Stale)
+		rc.Counts.Add(manifest.Stale)
 	}
 	return nil
 }
@@ -165,7 +165,7 @@ func reviewDiffOptions(id manifest.ID, m *diff.Masker) diff.Options {
 // change: which values changed (paths only: the values shown elsewhere
 // are masked, the paths never carry a secret), or the module's version.
 // A reviewer otherwise reads "no changes" for a change apply will record.
-func unmovedChange(base, head *render.Release, c Counts, env string) string {
+func unmovedChange(base, head *render.Release, c change.Counts, env string) string {
 	if base == nil || head == nil || base.ChangeID == head.ChangeID || c.Added+c.Modified+c.Stale > 0 {
 		return ""
 	}

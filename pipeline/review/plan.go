@@ -1,9 +1,9 @@
 // 1. Plan the pairs: read both sides (parsed and fingerprinted when the
 // syntax allows, loaded otherwise), choose the environments and releases,
 // set apart the pairs whose inputs are equal on both sides, and (see
-// review_shard.go) leave a shard its part.
+// shard.go) leave a shard its part.
 
-package pipeline
+package review
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/opmodel/pipeline/engine/rendercache"
 	"github.com/opmodel/pipeline/engine/suggest"
 	"github.com/opmodel/pipeline/engine/workers"
+	"github.com/opmodel/pipeline/pipeline/change"
 	"github.com/opmodel/pipeline/pipeline/snapshot"
 )
 
@@ -28,7 +29,7 @@ import (
 // when fingerprints cannot decide (NoSkip, syntax the scan cannot follow,
 // a group or an unknown name asked for): then both sides are loaded as
 // before.
-func scanReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap *snapshot.Snapshot) (head, base *reviewSide, ok bool) {
+func scanReviewSides(ctx context.Context, opts Options, headSnap, baseSnap *snapshot.Snapshot) (head, base *reviewSide, ok bool) {
 	if opts.NoSkip {
 		return nil, nil, false
 	}
@@ -79,7 +80,7 @@ func scanReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap
 // loadReviewSides loads the head and the base, at the same time when more
 // than one render may run at once: each gets its own CUE context, and the
 // review cannot start before both are read.
-func loadReviewSides(ctx context.Context, opts ReviewOptions, headSnap, baseSnap *snapshot.Snapshot) (head, base *reviewSide) {
+func loadReviewSides(ctx context.Context, opts Options, headSnap, baseSnap *snapshot.Snapshot) (head, base *reviewSide) {
 	loadHead := func() { head = loadReviewSide(ctx, "head", headSnap, true) }
 	loadBase := func() { base = loadReviewSide(ctx, "base", baseSnap, false) }
 	if workers.Count(2, opts.Parallelism) < 2 {
@@ -189,7 +190,7 @@ func (s *reviewSide) declares(key, env string) bool {
 	return s.present && s.err == nil && s.declared[unitKey(env, key)]
 }
 
-func reviewEnvironments(opts ReviewOptions, head, base *reviewSide) ([]string, error) {
+func reviewEnvironments(opts Options, head, base *reviewSide) ([]string, error) {
 	want := opts.Environments
 	if len(want) == 0 && opts.Environment != "" {
 		want = strings.Split(opts.Environment, ",")
@@ -256,7 +257,7 @@ func didYouMean(name string, known []string) string {
 	return ""
 }
 
-func reviewReleases(opts ReviewOptions, head, base *reviewSide) ([]string, error) {
+func reviewReleases(opts Options, head, base *reviewSide) ([]string, error) {
 	all := reviewUnion(head.releases, base.releases)
 	if len(opts.Releases) == 0 {
 		return all, nil
@@ -283,7 +284,7 @@ func reviewUnion(a, b []string) []string {
 // identicalUnits finds the release × environment units both sides
 // declare with equal input fingerprints, marks them on the head side so
 // nothing renders them, and returns them in review order.
-func identicalUnits(ctx context.Context, opts ReviewOptions, head, base *reviewSide, envs, keys []string) []UnchangedRelease {
+func identicalUnits(ctx context.Context, opts Options, head, base *reviewSide, envs, keys []string) []change.UnchangedRelease {
 	if head.tree == nil || base.tree == nil {
 		return nil
 	}
@@ -309,12 +310,12 @@ func identicalUnits(ctx context.Context, opts ReviewOptions, head, base *reviewS
 		b, berr := base.tree.Of(ctx, p.key, in)
 		p.identical = herr == nil && berr == nil && h == b
 	})
-	var out []UnchangedRelease
+	var out []change.UnchangedRelease
 	head.identical = map[string]bool{}
 	for _, p := range pairs {
 		if p.identical {
 			head.identical[unitKey(p.env, p.key)] = true
-			out = append(out, UnchangedRelease{Release: p.key, Environment: p.env})
+			out = append(out, change.UnchangedRelease{Release: p.key, Environment: p.env})
 		}
 	}
 	return out

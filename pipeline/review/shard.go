@@ -1,4 +1,4 @@
-package pipeline
+package review
 
 import (
 	"cmp"
@@ -18,6 +18,7 @@ import (
 	"github.com/opmodel/pipeline/engine/gitref"
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/rendercache"
+	"github.com/opmodel/pipeline/pipeline/change"
 	"github.com/opmodel/pipeline/pipeline/operation"
 )
 
@@ -43,7 +44,7 @@ func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
 // shardUnits leaves to the shard its part of the pairs to review: those
 // neither identical on both sides nor outside both, in plan order
-// (environments outermost). With a split (planned by PlanReview and
+// (environments outermost). With a split (planned by PlanOf and
 // handed to every shard), its part is what the split assigns it, balanced
 // by the renders' recorded cost. Without one, the pairs are dealt out one
 // by one, so every shard computes the same split from the same two
@@ -51,7 +52,7 @@ func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 // more than another. A shard never balances by its own cache's costs:
 // runners restore caches of different ages, and a split that depended on
 // them would render some pairs twice and others never.
-func shardUnits(sh *Shard, split *ReviewSplit, plan string, head, base *reviewSide, envs, keys []string) error {
+func shardUnits(sh *Shard, split *Split, plan string, head, base *reviewSide, envs, keys []string) error {
 	if sh == nil {
 		if split != nil {
 			return fault.Validationf("a split is used by a shard: give the shard (I/N) too")
@@ -112,28 +113,28 @@ func planDigest(head, base *reviewSide, envs, keys []string) string {
 // PartialFormat names the partial review format; merge refuses others.
 const PartialFormat = "opm-partial-review-v1"
 
-// PartialReview is one shard's review, for `opm review merge`.
-type PartialReview struct {
+// Partial is one shard's review, for `opm review merge`.
+type Partial struct {
 	Format string `json:"format"`
 	Shard  Shard  `json:"shard"`
-	// HeadCommit and the ChangeSet's BaseCommit say which two commits
+	// HeadCommit and the change.Set's BaseCommit say which two commits
 	// were compared; Plan which pairs the review planned.
 	HeadCommit string `json:"headCommit"`
 	Plan       string `json:"plan"`
 	// Split says how the pairs were split: "count" (dealt out one by
 	// one) or the digest of the planned split every shard was given.
-	Split     string     `json:"split"`
-	ChangeSet *ChangeSet `json:"changeSet"`
+	Split     string      `json:"split"`
+	ChangeSet *change.Set `json:"changeSet"`
 	// Units and Keys are, per release of ChangeSet, its place in the plan
 	// and its key in `releases`.
 	Units []int    `json:"units"`
 	Keys  []string `json:"keys"`
 }
 
-// ReviewShard reviews opts.Shard's part of a review from git and returns
+// RunShard reviews opts.Shard's part of a review from git and returns
 // it as a partial. The head must be a commit (no uncommitted changes):
 // shards on other runners check out the same one.
-func ReviewShard(ctx context.Context, opts ReviewOptions) (*PartialReview, error) {
+func RunShard(ctx context.Context, opts Options) (*Partial, error) {
 	ctx = operation.WithTransforms(ctx, opts.transforms())
 	if opts.Shard == nil {
 		return nil, fault.Validationf("a partial review needs a shard (I/N)")
@@ -148,11 +149,13 @@ func ReviewShard(ctx context.Context, opts ReviewOptions) (*PartialReview, error
 	if st.Dirty {
 		return nil, fault.Validationf("the deployment directory has uncommitted changes: shards on other runners cannot review them; commit first")
 	}
-	return reviewPart(ctx, opts, st.Commit)
+	return RunPart(ctx, opts, st.Commit)
 }
 
-// reviewPart reviews opts.Shard's part of the review of head (a commit).
-func reviewPart(ctx context.Context, opts ReviewOptions, head string) (*PartialReview, error) {
+// RunPart reviews opts.Shard's part of the review of head, which names
+// the head side for Merge: RunShard's commit, or any name for a review of
+// two directories (BaseDir) that every shard is given alike.
+func RunPart(ctx context.Context, opts Options, head string) (*Partial, error) {
 	// Shards mask Secret values with a key from the seal key (the CI
 	// secret every runner of the review has), so the merged review shows
 	// equal values equally across shards, as one review does.
@@ -169,7 +172,7 @@ func reviewPart(ctx context.Context, opts ReviewOptions, head string) (*PartialR
 	if err != nil {
 		return nil, err
 	}
-	p := &PartialReview{Format: PartialFormat, Shard: *opts.Shard, HeadCommit: head, Plan: r.plan, Split: opts.Split.digest(), ChangeSet: cs}
+	p := &Partial{Format: PartialFormat, Shard: *opts.Shard, HeadCommit: head, Plan: r.plan, Split: opts.Split.digest(), ChangeSet: cs}
 	for _, rc := range cs.Releases {
 		p.Units = append(p.Units, r.units[unitKey(rc.Environment, rc.Key)])
 		p.Keys = append(p.Keys, rc.Key)
@@ -177,12 +180,12 @@ func reviewPart(ctx context.Context, opts ReviewOptions, head string) (*PartialR
 	return p, nil
 }
 
-// MergeReviews combines the partials of every shard of one review into
+// Merge combines the partials of every shard of one review into
 // the review they are parts of: the same releases in the same order as
 // one unsharded review. It refuses partials of different reviews (base
 // or head commit, plan, shard count), a shard given twice and a shard
 // missing, naming which.
-func MergeReviews(parts []*PartialReview) (*ChangeSet, error) {
+func Merge(parts []*Partial) (*change.Set, error) {
 	if len(parts) == 0 {
 		return nil, fault.Validationf("nothing to merge: give every shard's partial review")
 	}
@@ -198,7 +201,7 @@ func MergeReviews(parts []*PartialReview) (*ChangeSet, error) {
 			return nil, fault.Validationf("shard %s and shard %s split the review differently (%d and %d shards): merge the shards of one run", first.Shard, p.Shard, first.Shard.Count, p.Shard.Count)
 		case p.HeadCommit != first.HeadCommit || p.ChangeSet.BaseCommit != first.ChangeSet.BaseCommit:
 			return nil, fault.Validationf("shard %s compared %s with %s, but shard %s compared %s with %s: merge the shards of one review",
-				p.Shard, short(p.ChangeSet.BaseCommit), short(p.HeadCommit), first.Shard, short(first.ChangeSet.BaseCommit), short(first.HeadCommit))
+				p.Shard, gitref.Short(p.ChangeSet.BaseCommit), gitref.Short(p.HeadCommit), first.Shard, gitref.Short(first.ChangeSet.BaseCommit), gitref.Short(first.HeadCommit))
 		case p.Plan != first.Plan:
 			return nil, fault.Validationf("shard %s and shard %s planned different pairs (another opm, or other options): run every shard with the same opm and options", p.Shard, first.Shard)
 		case p.Split != first.Split:
@@ -217,11 +220,11 @@ func MergeReviews(parts []*PartialReview) (*ChangeSet, error) {
 	if len(missing) > 0 {
 		return nil, fault.Validationf("shard %s is missing: a review merged without it would leave pairs out", strings.Join(missing, ", "))
 	}
-	cs := &ChangeSet{Operation: first.ChangeSet.Operation, Releases: []ReleaseChanges{}, Unchanged: first.ChangeSet.Unchanged,
+	cs := &change.Set{Operation: first.ChangeSet.Operation, Releases: []change.Release{}, Unchanged: first.ChangeSet.Unchanged,
 		BaseRef: first.ChangeSet.BaseRef, BaseCommit: first.ChangeSet.BaseCommit}
 	type placed struct {
 		unit int
-		rc   ReleaseChanges
+		rc   change.Release
 	}
 	var all []placed
 	for _, p := range parts {
@@ -240,11 +243,11 @@ func MergeReviews(parts []*PartialReview) (*ChangeSet, error) {
 	return cs, nil
 }
 
-// ReviewPlan is what a review would render, known before rendering
+// Plan is what a review would render, known before rendering
 // anything: how many pairs, how many renders the cache already holds,
 // and an estimate of the renders' cost, from the cost the cache recorded
 // for the same release's other side (or DefaultRenderCost).
-type ReviewPlan struct {
+type Plan struct {
 	// Pairs are the release × environment pairs to review (neither
 	// identical on both sides nor absent from both).
 	Pairs int `json:"pairs"`
@@ -260,7 +263,7 @@ type ReviewPlan struct {
 	// to the review it was planned for.
 	Plan string `json:"plan"`
 	// Split, once made (SplitInto), assigns the pairs to shards.
-	Split *ReviewSplit `json:"split,omitempty"`
+	Split *Split `json:"split,omitempty"`
 
 	// costs are the pairs' estimated costs (seconds), in plan order, and
 	// keys their releases.
@@ -276,11 +279,11 @@ const DefaultRenderCost = 250 * time.Millisecond
 // render costs, so that pairs found in the cache are spread too.
 const cachedRenderCost = 5 * time.Millisecond
 
-// PlanReview plans a review (ReviewOptions as for Review) without
+// PlanOf plans a review (Options as for Run) without
 // rendering: the Action's plan mode sizes a sharded review with it. A
 // deployment whose inputs cannot be fingerprinted is loaded to plan it,
 // and every pair counts as changed.
-func PlanReview(ctx context.Context, opts ReviewOptions) (*ReviewPlan, error) {
+func PlanOf(ctx context.Context, opts Options) (*Plan, error) {
 	opts.Shard, opts.Split = nil, nil
 	r, err := openReview(ctx, opts)
 	if err != nil {
@@ -301,7 +304,7 @@ func PlanReview(ctx context.Context, opts ReviewOptions) (*ReviewPlan, error) {
 
 // Shards is how many shards the plan needs so that each renders for at
 // most target (one core each, renders spread evenly), between 1 and max.
-func (p *ReviewPlan) Shards(target time.Duration, most int) int {
+func (p *Plan) Shards(target time.Duration, most int) int {
 	if target <= 0 || p.Seconds <= 0 {
 		return 1
 	}
@@ -312,15 +315,15 @@ func (p *ReviewPlan) Shards(target time.Duration, most int) int {
 // SplitFormat names the split format; shards refuse others.
 const SplitFormat = "opm-review-split-v1"
 
-// ReviewSplit assigns each pair of a review's plan to a shard, balancing
+// Split assigns each pair of a review's plan to a shard, balancing
 // the shards' estimated render costs. It is made once, by the job that
 // plans the review, and handed to every shard job (a file, an artifact in
 // CI), as Nx Cloud's and Knapsack Pro's orchestrators hand agents their
 // tasks by recorded duration: every shard then splits alike, whatever
 // its own cache holds.
-type ReviewSplit struct {
+type Split struct {
 	Format string `json:"format"`
-	// Plan is the plan the split was made for (ReviewPlan.Plan).
+	// Plan is the plan the split was made for (Plan.Plan).
 	Plan string `json:"plan"`
 	// Shards is how many shards there are; Seconds the estimated
 	// rendering of each.
@@ -341,7 +344,7 @@ type ReviewSplit struct {
 // shard with the least so far (the lowest-numbered on a tie), so no shard
 // exceeds the average by more than the costliest unit. Units of equal
 // cost keep plan order, so the split is the same on every machine.
-func (p *ReviewPlan) SplitInto(n int) *ReviewSplit {
+func (p *Plan) SplitInto(n int) *Split {
 	n = max(n, 1)
 	type unit struct {
 		pairs []int
@@ -376,7 +379,7 @@ func (p *ReviewPlan) SplitInto(n int) *ReviewSplit {
 		}
 	}
 	slices.SortStableFunc(units, func(a, b unit) int { return cmp.Compare(b.cost, a.cost) })
-	s := &ReviewSplit{Format: SplitFormat, Plan: p.Plan, Shards: n, Seconds: make([]float64, n), Assign: make([]int, len(p.costs))}
+	s := &Split{Format: SplitFormat, Plan: p.Plan, Shards: n, Seconds: make([]float64, n), Assign: make([]int, len(p.costs))}
 	for _, u := range units {
 		least := 0
 		for j := 1; j < n; j++ {
@@ -397,7 +400,7 @@ func (p *ReviewPlan) SplitInto(n int) *ReviewSplit {
 }
 
 // Pairs is how many pairs the split gives each shard.
-func (s *ReviewSplit) Pairs() []int {
+func (s *Split) Pairs() []int {
 	count := make([]int, s.Shards)
 	for _, a := range s.Assign {
 		count[a-1]++
@@ -405,19 +408,19 @@ func (s *ReviewSplit) Pairs() []int {
 	return count
 }
 
-// MergeReviewFiles merges the partial reviews shards wrote (opm review
+// MergeFiles merges the partial reviews shards wrote (opm review
 // --shard -o json, the Action's and Dagger's review-shard), named in any
 // order: what `opm review merge`, the Action's merge mode and Dagger's
-// merge-reviews do (see MergeReviews).
-func MergeReviewFiles(names ...string) (*ChangeSet, error) {
-	parts := make([]*PartialReview, len(names))
+// merge-reviews do (see Merge).
+func MergeFiles(names ...string) (*change.Set, error) {
+	parts := make([]*Partial, len(names))
 	for i, name := range names {
-		parts[i] = &PartialReview{}
+		parts[i] = &Partial{}
 		if err := readJSON(name, "partial review", "opm review --shard -o json writes them", parts[i]); err != nil {
 			return nil, err
 		}
 	}
-	return MergeReviews(parts)
+	return Merge(parts)
 }
 
 // readJSON reads file name into v: a missing file is not-found, one that
@@ -435,8 +438,8 @@ func readJSON(name, what, writer string, v any) error {
 
 // ReadSplit reads the split of a plan written as JSON (opm review plan
 // -o json, the Action's review-plan-file).
-func ReadSplit(name string) (*ReviewSplit, error) {
-	var p ReviewPlan
+func ReadSplit(name string) (*Split, error) {
+	var p Plan
 	if err := readJSON(name, "review plan", "opm review plan -o json writes them", &p); err != nil {
 		return nil, err
 	}
@@ -450,7 +453,7 @@ func ReadSplit(name string) (*ReviewSplit, error) {
 // count, or not covering the plan's pairs: a shard given it would review
 // the wrong part. A split made before a push that left the pairs as they
 // were is accepted: it still gives each pair to one shard.
-func (s *ReviewSplit) check(sh *Shard, plan string, pairs int) error {
+func (s *Split) check(sh *Shard, plan string, pairs int) error {
 	switch {
 	case s == nil:
 		return nil
@@ -473,7 +476,7 @@ func (s *ReviewSplit) check(sh *Shard, plan string, pairs int) error {
 
 // digest names the split a partial review used: "count" when the pairs
 // were dealt out one by one.
-func (s *ReviewSplit) digest() string {
+func (s *Split) digest() string {
 	if s == nil {
 		return "count"
 	}
@@ -497,8 +500,8 @@ func splitName(d string) string {
 // renders not in the cache, at the cost the cache recorded for either
 // side of the pair (or DefaultRenderCost), and its cached reads. The
 // renders and cache hits themselves are counted by countRenders.
-func estimateRenders(cache *rendercache.Cache, head, base *reviewSide, envs, keys []string) *ReviewPlan {
-	p := &ReviewPlan{costs: []float64{}}
+func estimateRenders(cache *rendercache.Cache, head, base *reviewSide, envs, keys []string) *Plan {
+	p := &Plan{costs: []float64{}}
 	for _, env := range envs {
 		for _, key := range keys {
 			if !worthReviewing(head, base, key, env) {
