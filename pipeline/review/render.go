@@ -35,7 +35,10 @@ func (r *review) renderAndCompare(ctx context.Context, scanned bool, head, base 
 	}
 	rendered := releasesToRender(head, base, envs, keys)
 	opts := r.opts
-	size := cmp.Or(r.opts.Chunk, chunkReleases)
+	size := chunkReleases
+	if r.opts.Chunk > 0 {
+		size = r.opts.Chunk
+	}
 	if len(rendered) <= size {
 		pruneSides(ctx, head, base, envs, keys, rendered)
 		loadScannedSides(ctx, opts, head, base)

@@ -74,7 +74,7 @@ type Options struct {
 	// does. Nil: RunShard derives one from the context's seal key
 	// (redact), and Run draws a random one.
 	MaskKey []byte `json:"-"`
-	// Chunk is the most releases rendered at once (default 32, see
+	// Chunk is the most releases rendered at once (32 when < 1, see
 	// chunkReleases): fewer hold less in memory, and make a small review
 	// cross chunk boundaries as a large one does.
 	Chunk int `json:"-"`
