@@ -159,29 +159,9 @@ func cuttable(files []*ast.File, names []string) bool {
 	for _, f := range files {
 		labels := map[*ast.Ident]bool{}
 		ast.Walk(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.Field:
-				if id, ok := n.Label.(*ast.Ident); ok {
-					labels[id] = true
-				}
-			case *ast.Alias:
-				labels[n.Ident] = true
-			case *ast.SelectorExpr:
-				if id, ok := n.Sel.(*ast.Ident); ok {
-					labels[id] = true
-				}
-			case *ast.LetClause:
-				labels[n.Ident] = true
-			case *ast.ForClause:
-				labels[n.Key], labels[n.Value] = true, true
-			case *ast.ImportSpec:
-				labels[n.Name] = true
-			case *ast.Package:
-				labels[n.Name] = true
-			case *ast.Ident:
-				if !labels[n] && (n.Name == "#components" || slices.Contains(names, n.Name)) {
-					referenced = true
-				}
+			markLabels(n, labels)
+			if id, ok := n.(*ast.Ident); ok && !labels[id] && (id.Name == "#components" || slices.Contains(names, id.Name)) {
+				referenced = true
 			}
 			return !referenced
 		}, nil)
@@ -190,6 +170,33 @@ func cuttable(files []*ast.File, names []string) bool {
 		}
 	}
 	return true
+}
+
+// markLabels marks in labels the identifiers n names rather than refers
+// with: a field's label, an alias, a selector's name, the names a let or
+// for clause, an import or the package clause declare. A walk visits a
+// node before its identifiers, so it can tell a reference by the mark.
+func markLabels(n ast.Node, labels map[*ast.Ident]bool) {
+	switch n := n.(type) {
+	case *ast.Field:
+		if id, ok := n.Label.(*ast.Ident); ok {
+			labels[id] = true
+		}
+	case *ast.Alias:
+		labels[n.Ident] = true
+	case *ast.SelectorExpr:
+		if id, ok := n.Sel.(*ast.Ident); ok {
+			labels[id] = true
+		}
+	case *ast.LetClause:
+		labels[n.Ident] = true
+	case *ast.ForClause:
+		labels[n.Key], labels[n.Value] = true, true
+	case *ast.ImportSpec:
+		labels[n.Name] = true
+	case *ast.Package:
+		labels[n.Name] = true
+	}
 }
 
 // labelName is a field label's name when it is written as an identifier
@@ -506,22 +513,7 @@ func componentReads(c *ast.Field, configs map[ast.Node]bool) configRead {
 	labels := map[*ast.Ident]bool{}
 	ast.Walk(c, func(n ast.Node) bool {
 		inside[n] = true
-		switch n := n.(type) {
-		case *ast.Field:
-			if id, ok := n.Label.(*ast.Ident); ok {
-				labels[id] = true
-			}
-		case *ast.Alias:
-			labels[n.Ident] = true
-		case *ast.SelectorExpr:
-			if id, ok := n.Sel.(*ast.Ident); ok {
-				labels[id] = true
-			}
-		case *ast.LetClause:
-			labels[n.Ident] = true
-		case *ast.ForClause:
-			labels[n.Key], labels[n.Value] = true, true
-		}
+		markLabels(n, labels)
 		return true
 	}, nil)
 	isConfig := func(id *ast.Ident) bool {
