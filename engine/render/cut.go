@@ -141,18 +141,7 @@ func importOf(e ast.Expr) string {
 // removed). It is conservative: a field of a component that happens to
 // share another component's name keeps the module whole.
 func cuttable(files []*ast.File, names []string) bool {
-	declared := false
-	for _, f := range files {
-		for _, decl := range f.Decls {
-			if field, ok := decl.(*ast.Field); ok && labelName(field.Label) == "#components" {
-				if _, ok := field.Value.(*ast.StructLit); !ok {
-					return false
-				}
-				declared = true
-			}
-		}
-	}
-	if !declared {
+	if structs, literal := componentStructs(files); !literal || len(structs) == 0 {
 		return false
 	}
 	referenced := false
@@ -237,25 +226,19 @@ func cutter(pkgName string, share []string, data []byte) func([]*ast.File) ([]*a
 // keepComponents cuts each #components the files declare down to the
 // fields named in keep (fields of any other shape kept).
 func keepComponents(files []*ast.File, keep []string) error {
-	for _, f := range files {
-		for _, decl := range f.Decls {
-			field, ok := decl.(*ast.Field)
-			if !ok || labelName(field.Label) != "#components" {
-				continue
-			}
-			st, ok := field.Value.(*ast.StructLit)
+	structs, literal := componentStructs(files)
+	if !literal {
+		return errors.New("#components is not a literal struct")
+	}
+	for _, st := range structs {
+		st.Elts = slices.DeleteFunc(st.Elts, func(e ast.Decl) bool {
+			c, ok := e.(*ast.Field)
 			if !ok {
-				return errors.New("#components is not a literal struct")
+				return false
 			}
-			st.Elts = slices.DeleteFunc(st.Elts, func(e ast.Decl) bool {
-				c, ok := e.(*ast.Field)
-				if !ok {
-					return false
-				}
-				name := labelName(c.Label)
-				return name != "" && !slices.Contains(keep, name)
-			})
-		}
+			name := labelName(c.Label)
+			return name != "" && !slices.Contains(keep, name)
+		})
 	}
 	return nil
 }
@@ -366,32 +349,26 @@ func releaseKeys(root *build.Instance) ([]string, bool) {
 // declare, sorted, when every #components is a literal struct of regular
 // fields with plain labels (nothing else in it could add or hide one).
 func componentNames(files []*ast.File) ([]string, bool) {
+	structs, literal := componentStructs(files)
+	if !literal {
+		return nil, false
+	}
 	var names []string
-	for _, f := range files {
-		for _, decl := range f.Decls {
-			field, ok := decl.(*ast.Field)
-			if !ok || labelName(field.Label) != "#components" {
-				continue
-			}
-			st, ok := field.Value.(*ast.StructLit)
-			if !ok {
-				return nil, false
-			}
-			for _, el := range st.Elts {
-				switch el := el.(type) {
-				case *ast.Field:
-					name := labelName(el.Label)
-					if id, isIdent := el.Label.(*ast.Ident); !isIdent && !isString(el.Label) || name == "" || el.Constraint != token.ILLEGAL ||
-						isIdent && (strings.HasPrefix(id.Name, "#") || strings.HasPrefix(id.Name, "_")) {
-						return nil, false
-					}
-					if !slices.Contains(names, name) {
-						names = append(names, name)
-					}
-				case *ast.CommentGroup, *ast.Attribute:
-				default:
+	for _, st := range structs {
+		for _, el := range st.Elts {
+			switch el := el.(type) {
+			case *ast.Field:
+				name := labelName(el.Label)
+				if id, isIdent := el.Label.(*ast.Ident); !isIdent && !isString(el.Label) || name == "" || el.Constraint != token.ILLEGAL ||
+					isIdent && (strings.HasPrefix(id.Name, "#") || strings.HasPrefix(id.Name, "_")) {
 					return nil, false
 				}
+				if !slices.Contains(names, name) {
+					names = append(names, name)
+				}
+			case *ast.CommentGroup, *ast.Attribute:
+			default:
+				return nil, false
 			}
 		}
 	}
@@ -481,30 +458,42 @@ func configReads(files []*ast.File) map[string]configRead {
 		}
 	}
 	out := map[string]configRead{}
+	structs, _ := componentStructs(files) // the literal ones: what a share builds from
+	for _, st := range structs {
+		for _, el := range st.Elts {
+			c, ok := el.(*ast.Field)
+			if !ok {
+				continue // a comprehension: the cut keeps it in every share
+			}
+			if name := labelName(c.Label); name != "" {
+				r := componentReads(c, configs)
+				prev := out[name]
+				out[name] = configRead{all: prev.all || r.all, keys: append(prev.keys, r.keys...)}
+			}
+		}
+	}
+	return out
+}
+
+// componentStructs are the literal structs of the #components the files
+// declare at their top level; literal is false when one of those is written
+// otherwise (a reference, a disjunction, …), whose fields no syntax names.
+func componentStructs(files []*ast.File) (structs []*ast.StructLit, literal bool) {
+	literal = true
 	for _, f := range files {
 		for _, decl := range f.Decls {
 			field, ok := decl.(*ast.Field)
 			if !ok || labelName(field.Label) != "#components" {
 				continue
 			}
-			st, ok := field.Value.(*ast.StructLit)
-			if !ok {
-				continue
-			}
-			for _, el := range st.Elts {
-				c, ok := el.(*ast.Field)
-				if !ok {
-					continue // a comprehension: the cut keeps it in every share
-				}
-				if name := labelName(c.Label); name != "" {
-					r := componentReads(c, configs)
-					prev := out[name]
-					out[name] = configRead{all: prev.all || r.all, keys: append(prev.keys, r.keys...)}
-				}
+			if st, ok := field.Value.(*ast.StructLit); ok {
+				structs = append(structs, st)
+			} else {
+				literal = false
 			}
 		}
 	}
-	return out
+	return structs, literal
 }
 
 // componentReads is what the syntax of one component reads of #config.
