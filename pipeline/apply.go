@@ -19,6 +19,7 @@ import (
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/pipeline/operation"
+	"github.com/opmodel/pipeline/pipeline/rollout"
 )
 
 // ApplyOptions are the options of Apply.
@@ -100,6 +101,9 @@ type ApplyOptions struct {
 	// is a checkout of another commit (a rollback's): next steps name it.
 	shownDir string
 }
+
+// shown is the deployment directory as the user named it.
+func (o ApplyOptions) shown() string { return cmp.Or(o.shownDir, o.Selection.Dir) }
 
 // ProgressEvent reports one object applied or pruned; Line() is its
 // kubectl-style text.
@@ -276,8 +280,8 @@ func waitApplied(ctx context.Context, opts ApplyOptions, res *ApplyResult) error
 		if sel.Environment != "" {
 			// What this apply changed can go back; the rest is not where
 			// the failure came from.
-			failed := RolloutEnvironment{FleetEnvironment: FleetEnvironment{Name: sel.Environment}, Result: RolloutUnhealthy, Releases: res.Releases, unhealthy: unhealthy}
-			msg += "\nnext: " + strings.Join(nextSteps(RolloutOptions{ApplyOptions: opts}, failed, true), "\nnext: ")
+			failed := RolloutEnvironment{FleetEnvironment: FleetEnvironment{Name: sel.Environment}, Result: RolloutUnhealthy, Releases: res.Releases, Unhealthy: unhealthy}
+			msg += "\nnext: " + strings.Join(rollout.NextSteps(opts.shown(), failed, true), "\nnext: ")
 		}
 		return errors.New(msg)
 	}
@@ -375,6 +379,12 @@ func eachRelease(ctx context.Context, sel Selection, fps map[string]string, co C
 		}
 	}
 	return res, nil
+}
+
+// RolloutRelease is what a rollout reads of the release to offer its
+// rollback.
+func (ar AppliedRelease) RolloutRelease() rollout.Release {
+	return rollout.Release{Name: ar.Name, ChangeID: ar.ChangeID, Previous: ar.Inventory.Previous, Written: ar.Inventory.Written, Sensitive: ar.Sensitive}
 }
 
 func (ar *AppliedRelease) fill(r *reconcile.Result) {

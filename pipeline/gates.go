@@ -8,6 +8,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/gitref"
+	"github.com/opmodel/pipeline/pipeline/rollout"
 )
 
 // GatesOptions are the options of Gates.
@@ -61,7 +62,7 @@ func Gates(ctx context.Context, opts GatesOptions) (*GatesResult, error) {
 	if err := waitGates(ctx, ao, env, dir); err != nil {
 		return nil, err
 	}
-	res.Commit = readGitState(ctx, dir).commit
+	res.Commit = rollout.ReadGit(ctx, dir).Commit
 	return res, nil
 }
 
@@ -70,5 +71,5 @@ func (r *GatesResult) Line() string {
 	if len(r.Gates) == 0 {
 		return fmt.Sprintf("environment %s has no promotion gates", r.Environment)
 	}
-	return fmt.Sprintf("environment %s may get commit %s: %s %s it healthy", r.Environment, gitref.Short(r.Commit), strings.Join(r.Gates, ", "), hasRun(r.Gates))
+	return fmt.Sprintf("environment %s may get commit %s: %s %s it healthy", r.Environment, gitref.Short(r.Commit), strings.Join(r.Gates, ", "), rollout.HasRun(r.Gates))
 }

@@ -6,6 +6,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/opmodel/pipeline/engine/reconcile"
+	"github.com/opmodel/pipeline/pipeline/rollout"
 )
 
 // After an unhealthy wave, `next:` offers a rollback only for the releases
@@ -28,13 +29,13 @@ func TestNextRollbackOnlyForWhatThisRunChanged(t *testing.T) {
 	// of what CI publishes, not of the operator's terminal.
 	e.Releases[3].Sensitive = true
 	opts := RolloutOptions{ApplyOptions: ApplyOptions{Selection: Selection{Dir: "deploy"}}}
-	assert.DeepEqual(t, nextSteps(opts, e, false), []string{
+	assert.DeepEqual(t, rollout.NextSteps(opts.shown(), e, false), []string{
 		"opm rollback api deploy --env canary --to change-sha1-0000was1   # back to what ran before",
 		"opm rollback db deploy --env canary --to change-sha1-0000was2   # back to what ran before",
 		"or fix forward: commit a fix and rerun: opm apply deploy --env canary",
 	})
 	// In a deploy job's error, which CI publishes as it is.
-	assert.DeepEqual(t, nextSteps(opts, e, true), []string{
+	assert.DeepEqual(t, rollout.NextSteps(opts.shown(), e, true), []string{
 		"opm rollback api deploy --env canary --to change-sha1-0000was1   # back to what ran before",
 		"opm history db deploy --env canary   # then opm rollback db to the change before this one",
 		"or fix forward: commit a fix and rerun: opm apply deploy --env canary",
@@ -49,9 +50,9 @@ func TestNextStepsWithoutARollback(t *testing.T) {
 	rel.Inventory = reconcile.InventoryRef{Previous: "change-sha1-00000same", Written: true}
 	e := RolloutEnvironment{FleetEnvironment: FleetEnvironment{Name: "staging"}, Result: RolloutUnhealthy, Releases: []AppliedRelease{rel}}
 	opts := RolloutOptions{ApplyOptions: ApplyOptions{Selection: Selection{Dir: "deploy"}}}
-	assert.DeepEqual(t, nextSteps(opts, e, true), []string{"fix forward: commit a fix and rerun: opm apply deploy --env staging"})
+	assert.DeepEqual(t, rollout.NextSteps(opts.shown(), e, true), []string{"fix forward: commit a fix and rerun: opm apply deploy --env staging"})
 	opts.Selection.Dir, opts.shownDir = "/tmp/opm-gitref-1/tree", "deploy"
-	assert.DeepEqual(t, nextSteps(opts, e, true), []string{"fix forward: commit a fix and rerun: opm apply deploy --env staging"})
+	assert.DeepEqual(t, rollout.NextSteps(opts.shown(), e, true), []string{"fix forward: commit a fix and rerun: opm apply deploy --env staging"})
 }
 
 // A release this run changed that is healthy while a neighbour is not is
@@ -65,9 +66,9 @@ func TestNextRollbackOnlyForTheUnhealthy(t *testing.T) {
 	e := RolloutEnvironment{FleetEnvironment: FleetEnvironment{Name: "canary"}, Result: RolloutUnhealthy, Releases: []AppliedRelease{
 		rel("api", "change-sha1-0000new1", "change-sha1-0000was1"),
 		rel("web", "change-sha1-0000new2", "change-sha1-0000was2"),
-	}, unhealthy: []string{"api"}}
+	}, Unhealthy: []string{"api"}}
 	opts := RolloutOptions{ApplyOptions: ApplyOptions{Selection: Selection{Dir: "deploy"}}}
-	assert.DeepEqual(t, nextSteps(opts, e, false), []string{
+	assert.DeepEqual(t, rollout.NextSteps(opts.shown(), e, false), []string{
 		"opm rollback api deploy --env canary --to change-sha1-0000was1   # back to what ran before",
 		"or fix forward: commit a fix and rerun: opm apply deploy --env canary",
 	})

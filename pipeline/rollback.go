@@ -15,6 +15,7 @@ import (
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
 	"github.com/opmodel/pipeline/engine/workers"
+	"github.com/opmodel/pipeline/pipeline/rollout"
 	"github.com/opmodel/pipeline/pipeline/snapshot"
 )
 
@@ -279,7 +280,7 @@ func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Durat
 				}
 				if err != nil {
 					re.Result, re.Error = RolloutFailed, err.Error()
-					re.Next = []string{fmt.Sprintf("fix what the error names and rerun: opm rollback %s --group %s --to %s", shellQuote(cmp.Or(opts.Dir, ".")), cmp.Or(opts.Group, opts.Environment), opts.To)}
+					re.Next = []string{fmt.Sprintf("fix what the error names and rerun: opm rollback %s --group %s --to %s", rollout.ShellQuote(cmp.Or(opts.Dir, ".")), cmp.Or(opts.Group, opts.Environment), opts.To)}
 					return res, fault.Wrap(fault.KindOf(err), fmt.Errorf("wave %d stopped the rollback at %s; earlier waves were not rolled back", re.Wave, re.Name))
 				}
 				re.Result = RolloutRolledBack
@@ -298,7 +299,7 @@ func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Durat
 			}
 			g.Go(func() {
 				re := &res.Environments[k]
-				if healthy, why, _ := waitHealthy(ctx, opts.ClusterOptions, opts.Selection.ForEnvironment(re.Name), timeout, healthNarration{}, nil); !healthy {
+				if healthy, why, _ := waitHealthy(ctx, opts.ClusterOptions, opts.Selection.ForEnvironment(re.Name), timeout, rollout.Narration{}, nil); !healthy {
 					re.Result, re.Error = RolloutUnhealthy, why
 				}
 			})

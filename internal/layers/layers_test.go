@@ -22,7 +22,7 @@ func rank(pkg string) int {
 	case p == "pipeline/review":
 		return 3
 	case strings.HasPrefix(p, "pipeline/"):
-		return 2 // snapshot, change, operation
+		return 2 // snapshot, change, operation, rollout
 	case strings.HasPrefix(p, "engine/"), p == "catalog", p == "buildinfo":
 		return 1
 	}
@@ -57,7 +57,7 @@ func TestImportsGoDown(t *testing.T) {
 				t.Errorf("%s (layer %d) imports %s (layer %d): data flows one way, downwards (CONTRIBUTING.md)", f[0], from, imp, to)
 			}
 			if to == from && from == 2 && strings.HasPrefix(f[0], module+"/pipeline/") && imp != f[0] {
-				// snapshot, change and operation are each other's peers:
+				// snapshot, change, operation and rollout are peers:
 				// none builds on another, so each can be used alone.
 				t.Errorf("%s imports its peer %s: the packages below the operations stand alone", f[0], imp)
 			}
