@@ -61,9 +61,6 @@ func readFleet(ctx context.Context, dir string) (*fleet.Fleet, error) {
 	return fleet.Read(d)
 }
 
-// byWave groups a fleet selection by wave, in ascending order.
-func byWave(envs []FleetEnvironment) [][]FleetEnvironment { return fleet.Waves(envs) }
-
 // fleetOf says whether a selection names a fleet: a group, a comma list,
 // or (when err, a render's failure, says the environment is not declared)
 // a group named like no environment. Only then is the fleet read, so a

@@ -14,7 +14,6 @@ import (
 	"github.com/opmodel/pipeline/engine/inventory"
 	"github.com/opmodel/pipeline/engine/redact"
 	"github.com/opmodel/pipeline/engine/render"
-	"github.com/opmodel/pipeline/engine/workers"
 	"github.com/opmodel/pipeline/pipeline/rollout"
 	"github.com/opmodel/pipeline/pipeline/snapshot"
 )
@@ -175,8 +174,8 @@ func changeAtCommit(inv *inventory.Inventory, commit string) string {
 
 // Fleet rollback results, beside Rollout's.
 const (
-	RolloutRolledBack   = "rolled back"
-	RolloutAlreadyThere = "already there"
+	RolloutRolledBack   = rollout.RolledBack
+	RolloutAlreadyThere = rollout.AlreadyThere
 )
 
 // RollbackFleet returns every environment of a fleet selection (a group,
@@ -204,8 +203,7 @@ func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Durat
 	// its record says so (the change's first apply or a later sighting), or
 	// the commit renders a change its history holds (a commit that left the
 	// release as it was, seen longer ago than the record keeps).
-	type step struct{ release, to string }
-	plan := make([][]step, len(envs))
+	plan := map[string][]rollout.Move{}
 	var missing []string
 	var unrecorded []unrecordedRelease
 	for i, e := range envs {
@@ -216,7 +214,7 @@ func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Durat
 		for _, f := range found {
 			if id := changeAtCommit(f.inv, commit); id != "" {
 				if cur, _, _ := f.inv.Latest(); id != cur {
-					plan[i] = append(plan[i], step{release: f.rel.Key, to: id})
+					plan[e.Name] = append(plan[e.Name], rollout.Move{Release: f.rel.Key, To: id})
 				}
 				continue
 			}
@@ -236,7 +234,7 @@ func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Durat
 				continue
 			}
 			if cur, _, _ := f.inv.Latest(); id != cur {
-				plan[u.env] = append(plan[u.env], step{release: f.rel.Key, to: id})
+				plan[e.Name] = append(plan[e.Name], rollout.Move{Release: f.rel.Key, To: id})
 			}
 		}
 	}
@@ -244,74 +242,29 @@ func RollbackFleet(ctx context.Context, opts RollbackOptions, timeout time.Durat
 		return nil, fault.Wrap(fault.NotFound, fmt.Errorf("nothing was rolled back: these releases never ran commit %s, so there is nothing to return them to:\n  %s\nchoose a commit every environment of the selection ran (opm status --group shows the current ones), or roll back environments one at a time (opm rollback RELEASE --env ENV --to CHANGE)",
 			gitref.Short(commit), strings.Join(missing, "\n  ")))
 	}
-	res := &RolloutResult{}
-	order := make([]int, 0, len(envs))
-	for i := len(envs) - 1; i >= 0; i-- {
-		order = append(order, i)
+	rerun := fmt.Sprintf("opm rollback %s --group %s --to %s", rollout.ShellQuote(cmp.Or(opts.Dir, ".")), cmp.Or(opts.Group, opts.Environment), opts.To)
+	return rollout.Back[AppliedRelease, SmokeResult](ctx, envs, plan, backSteps{opts}, rollout.BackOptions{DryRun: opts.DryRun, Timeout: timeout, Rerun: rerun})
+}
+
+// backSteps are what a fleet's rollback does to one environment.
+type backSteps struct{ opts RollbackOptions }
+
+// Back rolls one release of env back, as Rollback.
+func (b backSteps) Back(ctx context.Context, env FleetEnvironment, m rollout.Move) ([]AppliedRelease, error) {
+	o := b.opts
+	o.Selection = b.opts.Selection.ForEnvironment(env.Name)
+	o.Releases, o.To = []string{m.Release}, m.To
+	rr, err := Rollback(ctx, o)
+	if rr == nil {
+		return nil, err
 	}
-	for _, i := range order {
-		res.Environments = append(res.Environments, RolloutEnvironment{FleetEnvironment: envs[i], Result: RolloutNotStarted})
-	}
-	at := 0
-	waves := byWave(envs)
-	for w := len(waves) - 1; w >= 0; w-- {
-		idx := make([]int, len(waves[w]))
-		for k := range idx {
-			idx[k] = at + k
-		}
-		at += len(idx)
-		for _, k := range idx {
-			re := &res.Environments[k]
-			steps := plan[slices.IndexFunc(envs, func(e FleetEnvironment) bool { return e.Name == re.Name })]
-			re.Result = RolloutAlreadyThere
-			for _, st := range steps {
-				o := opts
-				o.Selection = opts.Selection.ForEnvironment(re.Name)
-				o.Releases, o.To = []string{st.release}, st.to
-				rr, err := Rollback(ctx, o)
-				if rr != nil {
-					re.Releases = append(re.Releases, rr.Releases...)
-					if re.ChangeIDs == nil {
-						re.ChangeIDs = map[string]string{}
-					}
-					for _, r := range rr.Releases {
-						re.ChangeIDs[r.Name] = r.ChangeID
-					}
-				}
-				if err != nil {
-					re.Result, re.Error = RolloutFailed, err.Error()
-					re.Next = []string{fmt.Sprintf("fix what the error names and rerun: opm rollback %s --group %s --to %s", rollout.ShellQuote(cmp.Or(opts.Dir, ".")), cmp.Or(opts.Group, opts.Environment), opts.To)}
-					return res, fault.Wrap(fault.KindOf(err), fmt.Errorf("wave %d stopped the rollback at %s; earlier waves were not rolled back", re.Wave, re.Name))
-				}
-				re.Result = RolloutRolledBack
-				if opts.DryRun {
-					re.Result = RolloutPlanned
-				}
-			}
-		}
-		if opts.DryRun {
-			continue
-		}
-		var g workers.Group
-		for _, k := range idx {
-			if res.Environments[k].Result != RolloutRolledBack {
-				continue
-			}
-			g.Go(func() {
-				re := &res.Environments[k]
-				if healthy, why, _ := waitHealthy(ctx, opts.ClusterOptions, opts.Selection.ForEnvironment(re.Name), timeout, rollout.Narration{}, nil); !healthy {
-					re.Result, re.Error = RolloutUnhealthy, why
-				}
-			})
-		}
-		g.Wait()
-		for _, k := range idx {
-			if re := &res.Environments[k]; re.Result == RolloutUnhealthy {
-				return res, fmt.Errorf("wave %d stopped the rollback at %s (unhealthy); earlier waves were not rolled back", re.Wave, re.Name)
-			}
-		}
-	}
-	return res, nil
+	return rr.Releases, err
+}
+
+// WaitHealthy waits for env as it runs now, rendered again.
+func (b backSteps) WaitHealthy(ctx context.Context, env FleetEnvironment, timeout time.Duration) (bool, string) {
+	healthy, why, _ := waitHealthy(ctx, b.opts.ClusterOptions, b.opts.Selection.ForEnvironment(env.Name), timeout, rollout.Narration{}, nil)
+	return healthy, why
 }
 
 // unrecordedRelease is a release of envs[env] whose inventory records no
