@@ -1,9 +1,11 @@
 // Package rollout drives a fleet wave by wave — the environments of a wave
 // at once, each behind its promotion gates, then the wait for health, the
-// soak and the smoke test before the next wave — and says what stopped it
-// and which command takes it on. How one environment is applied, read or
-// smoke-tested is the caller's (Steps): the rollout owns the order, the
-// waits and the words, as Kargo's promotion owns its steps' order.
+// soak and the smoke test before the next wave — and back again, the last
+// wave first; it says what stopped it and which command takes it on. A
+// smoke test's five steps in a throwaway namespace are here too. How one
+// environment or release is applied, read, diffed or deleted is the
+// caller's (Steps, BackSteps, GateReads, SmokeOps): the rollout owns the
+// order, the waits and the words, as Kargo's promotion owns its steps'.
 package rollout
 
 import (
