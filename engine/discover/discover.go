@@ -50,6 +50,12 @@ type Options struct {
 	// ReleaseID, for FromInventory, lets many objects of one type be
 	// fetched with one LIST by the release-id label (see FromInventory).
 	ReleaseID string
+	// MetadataOnly, for ByLabels, lists metadata only
+	// (PartialObjectMetadata): each object comes back with its apiVersion,
+	// kind and metadata, no spec, data or status — what a ghost scan needs
+	// to tell a ghost, at a fraction of the transfer and decoding. A caller
+	// that shows a ghost fetches it whole (Fetch).
+	MetadataOnly bool
 }
 
 func (o Options) workers() int {

@@ -174,6 +174,40 @@ func TestByLabelsUnionsSelectorsAndExcludesWhatIsNotTheRelease(t *testing.T) {
 		assert.DeepEqual(t, names(got), []string{"ClusterRole/" + crName, "ConfigMap/both", "ConfigMap/idonly", "Deployment/web"})
 		assert.Equal(t, stats.Requests, stats.Types)
 	})
+	// The ghost scan of a diff lists metadata only: it must find exactly
+	// what the whole scan finds, with the identity, labels and owners a
+	// ghost is told by, and Fetch must read back the whole object.
+	t.Run("metadata only finds the same", func(t *testing.T) {
+		for _, q := range []Query{{Namespace: ns, ReleaseName: release, ReleaseID: releaseID}, {Namespace: ns, ReleaseName: release}, {Namespace: ns, ReleaseID: releaseID}} {
+			whole, wstats, err := ByLabels(t.Context(), cl, q, Options{})
+			assert.NilError(t, err)
+			meta, mstats, err := ByLabels(t.Context(), cl, q, Options{MetadataOnly: true})
+			assert.NilError(t, err)
+			assert.Equal(t, mstats.Requests, wstats.Requests)
+			assert.Equal(t, len(meta), len(whole), "%+v: %v against %v", q, names(meta), names(whole))
+			for i := range whole {
+				w, m := whole[i], meta[i]
+				assert.Equal(t, m.GetAPIVersion(), w.GetAPIVersion())
+				assert.Equal(t, IDOf(m), IDOf(w))
+				assert.Equal(t, m.GetUID(), w.GetUID())
+				assert.DeepEqual(t, m.GetLabels(), w.GetLabels())
+				assert.DeepEqual(t, m.GetOwnerReferences(), w.GetOwnerReferences())
+				_, hasData := m.Object["data"]
+				_, hasSpec := m.Object["spec"]
+				assert.Check(t, !hasData && !hasSpec, "%s came back with content", IDOf(m))
+				got, err := Fetch(t.Context(), cl, m)
+				assert.NilError(t, err)
+				assert.DeepEqual(t, got.Object, w.Object)
+			}
+		}
+	})
+	t.Run("fetch of what is gone", func(t *testing.T) {
+		gone := create(t, cl, configMap(ns, "gone", labelsFor(release, releaseID)))
+		assert.NilError(t, cl.Clientset.CoreV1().ConfigMaps(ns).Delete(t.Context(), "gone", metav1.DeleteOptions{}))
+		got, err := Fetch(t.Context(), cl, gone)
+		assert.NilError(t, err)
+		assert.Assert(t, got == nil)
+	})
 	t.Run("needs a namespace and a name or id", func(t *testing.T) {
 		_, _, err := ByLabels(t.Context(), cl, Query{ReleaseName: release}, Options{})
 		assert.ErrorContains(t, err, "namespace")

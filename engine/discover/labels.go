@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
@@ -91,7 +92,11 @@ func ByLabels(ctx context.Context, cl *kube.Cluster, q Query, opts Options) ([]*
 	var mu sync.Mutex
 	run(ctx, opts.workers(), len(tasks), func(ctx context.Context, i int) bool {
 		t := tasks[i]
-		items, requests, err := list(ctx, cl, t.target, q.Namespace, t.selector)
+		lister := list
+		if opts.MetadataOnly {
+			lister = listMetadata
+		}
+		items, requests, err := lister(ctx, cl, t.target, q.Namespace, t.selector)
 		mu.Lock()
 		defer mu.Unlock()
 		stats.Requests += requests
@@ -218,14 +223,10 @@ func listTargets(cl *kube.Cluster) ([]listTarget, []string, error) {
 	return targets, skipped, nil
 }
 
-// list lists one type with one selector, all pages, and reports how many
-// requests it took.
+// list lists one type with a label selector, every page of it.
 func list(ctx context.Context, cl *kube.Cluster, t listTarget, namespace, selector string) ([]unstructured.Unstructured, int, error) {
 	ri := cl.Dynamic.Resource(t.gvr)
-	var items []unstructured.Unstructured
-	requests := 0
-	opts := metav1.ListOptions{LabelSelector: selector, Limit: pageSize}
-	for {
+	return pages(selector, func(opts metav1.ListOptions) ([]unstructured.Unstructured, string, error) {
 		var l *unstructured.UnstructuredList
 		var err error
 		if t.namespaced {
@@ -233,13 +234,79 @@ func list(ctx context.Context, cl *kube.Cluster, t listTarget, namespace, select
 		} else {
 			l, err = ri.List(ctx, opts)
 		}
-		requests++
+		if err != nil {
+			return nil, "", err
+		}
+		return l.Items, l.GetContinue(), nil
+	})
+}
+
+// listMetadata is list for metadata only: each item an object of the
+// listed type with its metadata and nothing else.
+func listMetadata(ctx context.Context, cl *kube.Cluster, t listTarget, namespace, selector string) ([]unstructured.Unstructured, int, error) {
+	ri := cl.Metadata.Resource(t.gvr)
+	apiVersion := t.gvr.GroupVersion().String()
+	return pages(selector, func(opts metav1.ListOptions) ([]unstructured.Unstructured, string, error) {
+		var l *metav1.PartialObjectMetadataList
+		var err error
+		if t.namespaced {
+			l, err = ri.Namespace(namespace).List(ctx, opts)
+		} else {
+			l, err = ri.List(ctx, opts)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		items := make([]unstructured.Unstructured, 0, len(l.Items))
+		for i := range l.Items {
+			md, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&l.Items[i].ObjectMeta)
+			if err != nil {
+				return nil, "", fmt.Errorf("converting the metadata of %s %s: %w", t.kind, l.Items[i].Name, err)
+			}
+			items = append(items, unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": t.kind, "metadata": md}})
+		}
+		return items, l.Continue, nil
+	})
+}
+
+// pages runs one LIST page by page (pageSize items each, bounded on large
+// clusters): page gets the options of each and returns its items and the
+// continue token. It counts the requests sent.
+func pages(selector string, page func(metav1.ListOptions) ([]unstructured.Unstructured, string, error)) ([]unstructured.Unstructured, int, error) {
+	var items []unstructured.Unstructured
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: pageSize}
+	for requests := 1; ; requests++ {
+		got, cont, err := page(opts)
 		if err != nil {
 			return nil, requests, err
 		}
-		items = append(items, l.Items...)
-		if opts.Continue = l.GetContinue(); opts.Continue == "" {
+		items = append(items, got...)
+		if opts.Continue = cont; cont == "" {
 			return items, requests, nil
 		}
 	}
+}
+
+// Fetch reads the whole of an object a metadata-only scan found, at the
+// version it was listed at; nil when it is gone since.
+func Fetch(ctx context.Context, cl *kube.Cluster, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	gvk := u.GroupVersionKind()
+	m, err := cl.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", IDOf(u), err)
+	}
+	ri := cl.Dynamic.Resource(m.Resource)
+	var obj *unstructured.Unstructured
+	if u.GetNamespace() != "" {
+		obj, err = ri.Namespace(u.GetNamespace()).Get(ctx, u.GetName(), metav1.GetOptions{})
+	} else {
+		obj, err = ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get %s (%s): %w", IDOf(u), m.Resource, err)
+	}
+	return obj, nil
 }

@@ -44,7 +44,7 @@ func StartPrefetch(ctx context.Context, cl *kube.Cluster, id *render.Release, op
 		if opts.Ghosts {
 			g.Go(func() error {
 				var err error
-				p.labelled, p.stats, err = discover.ByLabels(gctx, cl, discover.Query{Namespace: id.Namespace, ReleaseName: id.Name, ReleaseID: id.ReleaseID}, discover.Options{Workers: workers})
+				p.labelled, p.stats, err = discover.ByLabels(gctx, cl, discover.Query{Namespace: id.Namespace, ReleaseName: id.Name, ReleaseID: id.ReleaseID}, discover.Options{Workers: workers, MetadataOnly: true})
 				return err
 			})
 		}

@@ -111,7 +111,7 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		labelled, res.Discovery = pf.labelled, pf.stats
 	case opts.Ghosts:
 		scan.Go(func() {
-			labelled, res.Discovery, scanErr = discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers})
+			labelled, res.Discovery, scanErr = discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers, MetadataOnly: true})
 		})
 	}
 
@@ -175,7 +175,7 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		if rel.Sensitive() {
 			m = nil // nothing says which of a ghost's fields a secret reached
 		}
-		if err := res.addGhosts(labelled, m, ids(current), ids(previous)); err != nil {
+		if err := res.addGhosts(ctx, cl, labelled, m, ids(current), ids(previous)); err != nil {
 			return nil, err
 		}
 	}
@@ -213,7 +213,9 @@ func liveObjects(ctx context.Context, cl *kube.Cluster, current []inventory.Entr
 }
 
 // addGhosts adds what carries the release's labels but none of known.
-func (res *Result) addGhosts(labelled []*unstructured.Unstructured, m *diff.Masker, known ...[]manifest.ID) error {
+// The scan read metadata only; a ghost whose content is shown is read
+// whole, and one gone since is no ghost.
+func (res *Result) addGhosts(ctx context.Context, cl *kube.Cluster, labelled []*unstructured.Unstructured, m *diff.Masker, known ...[]manifest.ID) error {
 	for _, u := range discover.Ghosts(labelled, known...) {
 		o := manifest.ChangeOf(discover.IDOf(u), u.GroupVersionKind().Version, u.GetLabels()[manifest.LabelComponentName], manifest.Ghost)
 		o.Warning = "carries this release's labels but is in neither the inventory nor the render (left by a failed apply?); apply --prune-ghosts or prune --ghosts deletes it"
@@ -222,8 +224,14 @@ func (res *Result) addGhosts(labelled []*unstructured.Unstructured, m *diff.Mask
 			res.Objects = append(res.Objects, o)
 			continue
 		}
-		var err error
-		if o.Diff, err = diff.Unified(u, nil, diff.Options{FromFile: "live", ToFile: "ghost", Masker: m}); err != nil {
+		whole, err := discover.Fetch(ctx, cl, u)
+		if err != nil {
+			return fmt.Errorf("reading ghost %s: %w", discover.IDOf(u), err)
+		}
+		if whole == nil {
+			continue
+		}
+		if o.Diff, err = diff.Unified(whole, nil, diff.Options{FromFile: "live", ToFile: "ghost", Masker: m}); err != nil {
 			return err
 		}
 		res.Objects = append(res.Objects, o)
@@ -269,7 +277,7 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		res.Objects = append(res.Objects, manifest.Change{Ref: e.Ref(), Action: manifest.Unchanged})
 	}
 	if opts.Ghosts {
-		labelled, stats, err := discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers})
+		labelled, stats, err := discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers, MetadataOnly: true})
 		if err != nil {
 			return nil, false, fmt.Errorf("looking for ghosts of release %s: %w", rel.Name, err)
 		}
@@ -281,7 +289,7 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		if c.HoldsSecrets() {
 			m = nil // nothing says which of a ghost's fields a secret reached
 		}
-		if err := res.addGhosts(labelled, m, ids(entries)); err != nil {
+		if err := res.addGhosts(ctx, cl, labelled, m, ids(entries)); err != nil {
 			return nil, false, err
 		}
 	}
