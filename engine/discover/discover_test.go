@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
@@ -364,4 +368,42 @@ func TestGhostsAreLabelledObjectsNobodyKnows(t *testing.T) {
 func TestEntryOfTakesTheComponentLabel(t *testing.T) {
 	u := deployment("ns", "web", map[string]any{manifest.LabelComponentName: "frontend"})
 	assert.DeepEqual(t, EntryOf(u), inventory.Entry{ID: manifest.ID{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "web"}, V: "v1", Component: "frontend"})
+}
+
+// A ghost is read with the right the scan already needs: an identity that
+// may list ConfigMaps but get none (as opm rbac grants a guarded kind:
+// list, and get by name only for what the release manages) still reads a
+// ghost whole, where a GET of it is refused.
+func TestFetchNeedsOnlyList(t *testing.T) {
+	cl := cluster(t)
+	ns := env.Namespace(t)
+	ghost := create(t, cl, configMap(ns, "ghost", labelsFor(release, releaseID)))
+	user := "lister-" + ns
+	_, err := cl.Clientset.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "lister"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list"}}}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	_, err = cl.Clientset.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "lister"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "lister"},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	as, err := kube.FromConfig(cfg, kubetest.ContextName, kube.Options{})
+	assert.NilError(t, err)
+	// The authorizer learns of new bindings through a watch.
+	kubetest.WaitFor(t, 10*time.Second, func() error {
+		_, err := as.Clientset.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+		return err
+	})
+	_, err = as.Clientset.CoreV1().ConfigMaps(ns).Get(t.Context(), "ghost", metav1.GetOptions{})
+	assert.Assert(t, apierrors.IsForbidden(err), "the identity may not get: %v", err)
+
+	meta, _, err := ByLabels(t.Context(), as, Query{Namespace: ns, ReleaseName: release, ReleaseID: releaseID}, Options{MetadataOnly: true})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, names(meta), []string{"ConfigMap/ghost"})
+	got, err := Fetch(t.Context(), as, meta[0])
+	assert.NilError(t, err)
+	assert.Equal(t, got.GetUID(), ghost.GetUID())
+	data, _, _ := unstructured.NestedStringMap(got.Object, "data")
+	assert.DeepEqual(t, data, map[string]string{"k": "v"})
 }

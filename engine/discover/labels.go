@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -288,25 +289,30 @@ func pages(selector string, page func(metav1.ListOptions) ([]unstructured.Unstru
 }
 
 // Fetch reads the whole of an object a metadata-only scan found, at the
-// version it was listed at; nil when it is gone since.
+// version it was listed at; nil when it is gone since. It is a LIST of
+// the object's type narrowed to its name (a field selector), never a GET,
+// so it needs no right the scan did not: an identity that may list a kind
+// but get only the objects it manages (what opm rbac grants for Secrets)
+// still reads a ghost.
 func Fetch(ctx context.Context, cl *kube.Cluster, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	gvk := u.GroupVersionKind()
 	m, err := cl.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return nil, fmt.Errorf("get %s: %w", IDOf(u), err)
+		return nil, fmt.Errorf("list %s: %w", IDOf(u), err)
 	}
 	ri := cl.Dynamic.Resource(m.Resource)
-	var obj *unstructured.Unstructured
+	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", u.GetName()).String()}
+	var l *unstructured.UnstructuredList
 	if u.GetNamespace() != "" {
-		obj, err = ri.Namespace(u.GetNamespace()).Get(ctx, u.GetName(), metav1.GetOptions{})
+		l, err = ri.Namespace(u.GetNamespace()).List(ctx, opts)
 	} else {
-		obj, err = ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+		l, err = ri.List(ctx, opts)
 	}
 	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("get %s (%s): %w", IDOf(u), m.Resource, err)
+		return nil, fmt.Errorf("list %s (%s): %w", IDOf(u), m.Resource, err)
+	case len(l.Items) == 0:
+		return nil, nil
 	}
-	return obj, nil
+	return &l.Items[0], nil
 }
