@@ -224,7 +224,6 @@ type SmokeTest struct {
 // smokeRun carries one release's test.
 type smokeRun struct {
 	test   SmokeTest
-	cl     *kube.Cluster
 	ops    SmokeOps
 	sr     *SmokeRelease
 	secret []string // Secret values to mask in free text
@@ -245,7 +244,7 @@ func (t SmokeTest) Run(ctx context.Context, rel *render.Release) (SmokeRelease, 
 	for _, s := range smokeSteps {
 		sr.Steps = append(sr.Steps, SmokeStep{Name: s, State: StepSkipped})
 	}
-	run := &smokeRun{test: t, cl: t.Cluster, sr: &sr, secret: secretValues(rel), derived: rel.Secrets}
+	run := &smokeRun{test: t, sr: &sr, secret: secretValues(rel), derived: rel.Secrets}
 	ns, err := createSmokeNamespace(ctx, t.Cluster, t.Prefix, rel.Name)
 	if err != nil {
 		sr.FailedStep = SmokeApply
@@ -365,7 +364,7 @@ func (r *smokeRun) delete(ctx context.Context) (string, error) {
 // clean checks that delete left nothing: no inventory Secret, and no object
 // with the release's labels.
 func (r *smokeRun) clean(ctx context.Context) (string, error) {
-	inv, err := inventory.Find(ctx, r.cl.Clientset, r.sr.Namespace, r.sr.Name, r.sr.ReleaseID)
+	inv, err := inventory.Find(ctx, r.test.Cluster.Clientset, r.sr.Namespace, r.sr.Name, r.sr.ReleaseID)
 	if err != nil {
 		return "", fmt.Errorf("looking for the inventory after delete: %w", err)
 	}
@@ -373,7 +372,7 @@ func (r *smokeRun) clean(ctx context.Context) (string, error) {
 	if inv != nil {
 		left = append(left, "the inventory Secret")
 	}
-	objs, stats, err := discover.ByLabels(ctx, r.cl, discover.Query{Namespace: r.sr.Namespace, ReleaseName: r.sr.Name, ReleaseID: r.sr.ReleaseID}, discover.Options{})
+	objs, stats, err := discover.ByLabels(ctx, r.test.Cluster, discover.Query{Namespace: r.sr.Namespace, ReleaseName: r.sr.Name, ReleaseID: r.sr.ReleaseID}, discover.Options{})
 	if err != nil {
 		return "", fmt.Errorf("scanning for the release's objects after delete: %w", err)
 	}
@@ -411,7 +410,7 @@ func (r *smokeRun) cleanup(ctx context.Context) {
 		}
 	}
 	bg := metav1.DeletePropagationBackground
-	err := r.cl.Clientset.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{PropagationPolicy: &bg})
+	err := r.test.Cluster.Clientset.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{PropagationPolicy: &bg})
 	switch {
 	case err == nil || apierrors.IsNotFound(err):
 		notes = append(notes, fmt.Sprintf("namespace %s deleted", ns))
@@ -424,11 +423,11 @@ func (r *smokeRun) cleanup(ctx context.Context) {
 // describe adds an unhealthy object's status conditions.
 func (r *smokeRun) describe(ctx context.Context, o SmokeHealth) SmokeObject {
 	so := SmokeObject{ObjectRef: o.ObjectRef, Health: o.Health, Reason: r.mask(o.Reason)}
-	m, err := r.cl.Mapper.RESTMapping(schema.GroupKind{Group: o.Group, Kind: o.Kind}, o.Version)
+	m, err := r.test.Cluster.Mapper.RESTMapping(schema.GroupKind{Group: o.Group, Kind: o.Kind}, o.Version)
 	if err != nil {
 		return so
 	}
-	ri := r.cl.Dynamic.Resource(m.Resource)
+	ri := r.test.Cluster.Dynamic.Resource(m.Resource)
 	var u *unstructured.Unstructured
 	if o.Namespace != "" {
 		u, err = ri.Namespace(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
@@ -456,7 +455,7 @@ func (r *smokeRun) events(ctx context.Context) []SmokeEvent {
 	if r.sr.Namespace == "" {
 		return nil
 	}
-	list, err := r.cl.Clientset.CoreV1().Events(r.sr.Namespace).List(ctx, metav1.ListOptions{})
+	list, err := r.test.Cluster.Clientset.CoreV1().Events(r.sr.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		r.sr.Warnings = append(r.sr.Warnings, "listing events failed: "+err.Error())
 		return nil
