@@ -502,7 +502,8 @@ func (r *run) ghosts(ctx context.Context, prev []inventory.Entry) ([]inventory.E
 	if !r.opts.PruneGhosts {
 		return nil, nil
 	}
-	objs, _, err := discover.ByLabels(ctx, r.cl, discover.Query{Namespace: r.rel.Namespace, ReleaseID: r.rel.ReleaseID}, discover.Options{})
+	// Identities are all a ghost's entry needs: its deletion reads it again.
+	objs, _, err := discover.ByLabels(ctx, r.cl, discover.Query{Namespace: r.rel.Namespace, ReleaseID: r.rel.ReleaseID}, discover.Options{MetadataOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("looking for ghosts: %w", err)
 	}

@@ -372,7 +372,7 @@ func (r *smokeRun) clean(ctx context.Context) (string, error) {
 	if inv != nil {
 		left = append(left, "the inventory Secret")
 	}
-	objs, stats, err := discover.ByLabels(ctx, r.test.Cluster, discover.Query{Namespace: r.sr.Namespace, ReleaseName: r.sr.Name, ReleaseID: r.sr.ReleaseID}, discover.Options{})
+	objs, stats, err := discover.ByLabels(ctx, r.test.Cluster, discover.Query{Namespace: r.sr.Namespace, ReleaseName: r.sr.Name, ReleaseID: r.sr.ReleaseID}, discover.Options{MetadataOnly: true})
 	if err != nil {
 		return "", fmt.Errorf("scanning for the release's objects after delete: %w", err)
 	}
