@@ -117,8 +117,8 @@ func diffEnvironment(ctx context.Context, opts DiffOptions) (*ChangeSet, error) 
 
 // diffUnmoved diffs without a render every release whose inputs are its
 // recorded change's, with nothing on the cluster moved (preview.Unmoved),
-// and starts reading the cluster state of the others, which the render
-// then overlaps (preview.StartPrefetch). order is every selected key (nil
+// from one read of each release's cluster state (preview.StartPrefetch),
+// which the render of the others then overlaps. order is every selected key (nil
 // when the identities could not be evaluated: the render then reports
 // why).
 func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Masker) (unmoved map[string]ReleaseChanges, order []string, prefetched map[string]*preview.Prefetch, err error) {
@@ -139,15 +139,17 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 		if err != nil {
 			continue
 		}
+		// What the cluster holds is read once, for the skip and, when it
+		// does not hold, for the full diff while that renders.
+		pf := preview.StartPrefetch(ctx, cluster, id, preview.Options{Ghosts: !opts.NoGhosts})
 		var pv *preview.Result
 		ok := false
 		if !opts.NoSkip {
-			pv, ok, err = preview.Unmoved(ctx, cluster, id, preview.Options{Ghosts: !opts.NoGhosts, Masker: maskerOf(m, id)})
+			pv, ok, err = preview.Unmoved(ctx, cluster, id, preview.Options{Ghosts: !opts.NoGhosts, Masker: maskerOf(m, id), Prefetched: pf})
 		}
 		if err != nil || !ok {
-			// The full diff decides, and reports what went wrong; what
-			// it reads from the cluster is read while it renders.
-			prefetched[id.Key] = preview.StartPrefetch(ctx, cluster, id, preview.Options{Ghosts: !opts.NoGhosts})
+			// The full diff decides, and reports what went wrong.
+			prefetched[id.Key] = pf
 			continue
 		}
 		latest, c, _ := pv.Inventory.Latest()

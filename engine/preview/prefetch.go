@@ -2,6 +2,7 @@ package preview
 
 import (
 	"context"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -23,7 +24,12 @@ type Prefetch struct {
 	name, namespace, releaseID string
 	ghosts                     bool // the label scan ran
 
-	done     *pool.Group // a panic of the prefetch is raised where it is waited for
+	done *pool.Group // a panic of the prefetch is raised where it is waited for
+	// invRead is closed once the inventory is read (invErr: how that
+	// failed), before the objects it records are: whether they are worth
+	// reading for a skip is decided on it alone.
+	invRead  chan struct{}
+	invErr   error
 	inv      *inventory.Inventory
 	recorded map[manifest.ID]*unstructured.Unstructured // nil value: absent
 	labelled []*unstructured.Unstructured
@@ -34,7 +40,7 @@ type Prefetch struct {
 // StartPrefetch starts reading for id, a release's identity (render's
 // IdentityOnly, or a cached one).
 func StartPrefetch(ctx context.Context, cl *kube.Cluster, id *render.Release, opts Options) *Prefetch {
-	p := &Prefetch{name: id.Name, namespace: id.Namespace, releaseID: id.ReleaseID, ghosts: opts.Ghosts, done: &pool.Group{}}
+	p := &Prefetch{name: id.Name, namespace: id.Namespace, releaseID: id.ReleaseID, ghosts: opts.Ghosts, done: &pool.Group{}, invRead: make(chan struct{})}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = 8
@@ -49,11 +55,14 @@ func StartPrefetch(ctx context.Context, cl *kube.Cluster, id *render.Release, op
 			})
 		}
 		g.Go(func() error {
+			read := sync.OnceFunc(func() { close(p.invRead) })
+			defer read() // also when the read panics
 			inv, err := inventory.Read(gctx, cl.Clientset, inventory.Release{Name: id.Name, Namespace: id.Namespace, ReleaseID: id.ReleaseID, Environment: id.Environment})
+			p.inv, p.invErr = inv, err
+			read()
 			if err != nil {
 				return err
 			}
-			p.inv = inv
 			var entries []inventory.Entry
 			if inv != nil { // nil: never applied
 				entries, _ = inv.LatestWithin(id.Reach.Recorded())
@@ -76,12 +85,26 @@ func StartPrefetch(ctx context.Context, cl *kube.Cluster, id *render.Release, op
 // forRelease waits for the prefetch and returns it when it read rel's
 // cluster state without error; nil means Release reads everything itself.
 func (p *Prefetch) forRelease(rel *render.Release, ghosts bool) *Prefetch {
-	if p == nil || p.name != rel.Name || p.namespace != rel.Namespace || p.releaseID != rel.ReleaseID {
-		return nil
-	}
-	p.done.Wait()
-	if p.err != nil || (ghosts && !p.ghosts) {
+	if p == nil || !p.of(rel) || p.wait() != nil || (ghosts && !p.ghosts) {
 		return nil
 	}
 	return p
+}
+
+// of reports whether p was started for rel's identity.
+func (p *Prefetch) of(rel *render.Release) bool {
+	return p.name == rel.Name && p.namespace == rel.Namespace && p.releaseID == rel.ReleaseID
+}
+
+// inventory waits for the inventory's read only and returns it (nil:
+// never applied).
+func (p *Prefetch) inventory() (*inventory.Inventory, error) {
+	<-p.invRead
+	return p.inv, p.invErr
+}
+
+// wait waits for the prefetch and returns what failed it.
+func (p *Prefetch) wait() error {
+	p.done.Wait()
+	return p.err
 }

@@ -239,24 +239,31 @@ func (res *Result) addGhosts(ctx context.Context, cl *kube.Cluster, labelled []*
 	return nil
 }
 
-// Unmoved previews a release that was not rendered: rel carries its
-// identity and Fingerprint only. When the inventory's latest change was
-// rendered from the same inputs and every object it records is
-// Untouched since (inventory.SameInputs), applying would change nothing:
-// every recorded object is unchanged (and ghosts are still looked for).
-// Otherwise ok is false and the caller renders.
+// Unmoved previews a release that was not rendered (rel carries its
+// identity and Fingerprint only), without a dry run, when its inputs are those of the inventory's latest change and every object that
+// change records is Untouched since: each is then unchanged, and only the
+// ghost scan is left to do. ok is false when either does not hold; the
+// full preview decides then. It reads what a Prefetch reads — the one given
+// in opts (started for rel with the same Ghosts), else one of its own — so
+// the recorded objects and the ghost scan are read side by side, and the
+// full preview that follows a moved release reads nothing again.
 func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Options) (res *Result, ok bool, err error) {
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = 8
+	pf := opts.Prefetched
+	if pf == nil || !pf.of(rel) || pf.ghosts != opts.Ghosts {
+		pf = StartPrefetch(ctx, cl, rel, opts)
 	}
-	inv, err := inventory.Read(ctx, cl.Clientset, inventory.Release{Name: rel.Name, Namespace: rel.Namespace, ReleaseID: rel.ReleaseID, Environment: rel.Environment})
+	inv, err := pf.inventory()
 	if err != nil {
 		return nil, false, err
 	}
+	// Decided on the inventory alone, so a release whose inputs moved is
+	// rendered while the rest is still being read.
 	_, c, ok := inv.SameInputs(rel.Fingerprint)
 	if !ok {
 		return nil, false, nil
+	}
+	if err := pf.wait(); err != nil {
+		return nil, false, err
 	}
 	entries := c.Inventory.Entries
 	if !rel.Reach.AllowsAll(entries) {
@@ -265,23 +272,16 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		// says so.
 		return nil, false, nil
 	}
-	live, _, err := discover.FromInventory(ctx, cl, entries, discover.Options{Workers: workers, ReleaseID: rel.ReleaseID})
-	if err != nil {
-		return nil, false, fmt.Errorf("reading the live objects of release %s: %w", rel.Name, err)
-	}
 	res = &Result{Inventory: inv}
-	for i, e := range entries {
-		if !inventory.Untouched(e, live[i].Object) {
+	for _, e := range entries {
+		live, read := pf.recorded[e.ID]
+		if !read || !inventory.Untouched(e, live) {
 			return nil, false, nil
 		}
 		res.Objects = append(res.Objects, manifest.Change{Ref: e.Ref(), Action: manifest.Unchanged})
 	}
 	if opts.Ghosts {
-		labelled, stats, err := discover.ByLabels(ctx, cl, discover.Query{Namespace: rel.Namespace, ReleaseName: rel.Name, ReleaseID: rel.ReleaseID}, discover.Options{Workers: workers, MetadataOnly: true})
-		if err != nil {
-			return nil, false, fmt.Errorf("looking for ghosts of release %s: %w", rel.Name, err)
-		}
-		res.Discovery = stats
+		res.Discovery = pf.stats
 		m := opts.Masker
 		if m == nil {
 			m = diff.NewMasker()
@@ -289,7 +289,7 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		if c.HoldsSecrets() {
 			m = nil // nothing says which of a ghost's fields a secret reached
 		}
-		if err := res.addGhosts(ctx, cl, labelled, m, ids(entries)); err != nil {
+		if err := res.addGhosts(ctx, cl, pf.labelled, m, ids(entries)); err != nil {
 			return nil, false, err
 		}
 	}
