@@ -55,6 +55,10 @@ const (
 	// Transform holds what one component of a release transformed into
 	// (engine/render), so a render transforms only what changed.
 	Transform Kind = "transform"
+	// Component holds what one component of a release rendered to, keyed
+	// from its syntax and the values it reads; sealed (sealed.go), as it
+	// may hold a Secret's data (engine/render).
+	Component Kind = "component"
 )
 
 // Format of the first line: magic, kind, the seal's algorithm, its hex.
@@ -89,6 +93,8 @@ type Cache struct {
 	dir string
 	max int64
 	key []byte
+	// sealKey is the unkeyed cache's key for sealed entries (sealed.go).
+	sealKey []byte
 }
 
 // Open returns the cache in dir, bounded to max bytes (DefaultMaxBytes when

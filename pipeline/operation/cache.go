@@ -42,5 +42,21 @@ func OpenCache(dir string, key []byte) *cache.Cache {
 		key = []byte(os.Getenv(EnvCacheKey))
 	}
 	max, _ := strconv.ParseInt(os.Getenv(EnvCacheMaxBytes), 10, 64)
-	return cache.Open(dir, max, key)
+	c := cache.Open(dir, max, key)
+	if len(key) == 0 {
+		// Sealed entries (what may carry Secret data) need a key that is
+		// not in the cache directory: the user's own, beside their other
+		// configuration. None to be had: no sealed entries.
+		if d, err := os.UserConfigDir(); err == nil {
+			if sk, err := cache.SealKeyFile(filepath.Join(d, "opm", SealKeyFile)); err == nil {
+				c = c.WithSealKey(sk)
+			}
+		}
+	}
+	return c
 }
+
+// SealKeyFile is the name of the user's seal key for the cache's sealed
+// entries, in opm's directory under the user configuration directory
+// (engine/cache.SealKeyFile).
+const SealKeyFile = "cache-seal.key"
