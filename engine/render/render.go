@@ -143,8 +143,9 @@ func Render(ctx context.Context, opts Options) ([]*Release, error) {
 	d, err := opts.Loads.LoadWith(ctx, opts.Dir, lo)
 	if cut.done {
 		if err == nil {
-			if rels, err := renderCut(ctx, d, opts, cut, cores, least); err == nil {
-				return rels, nil
+			rels, err := renderCut(ctx, d, opts, cut, cores, least)
+			if err == nil || errors.Is(err, errCacheDiffers) {
+				return rels, err
 			}
 		}
 		// Whatever went wrong, the deployment as written says it.
@@ -609,6 +610,8 @@ func renderRelease(ctx context.Context, d *load.Deployment, key string, rel cue.
 			rc.transforms.stats.count(sharedCount)
 		} else if ctx.Err() != nil {
 			return nil, ctx.Err()
+		} else if errors.Is(err, errCacheDiffers) {
+			return nil, err // a wrong answer is never healed quietly
 		} else {
 			// Rendered again on this goroutine alone, whose message it gives.
 			run = nil

@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -108,16 +109,27 @@ func (s sharing) plan(d *load.Deployment, key string, set *values.Set, rel cue.V
 		return nil
 	}
 	shares := cut(names, n)
-	return &shared{job: job, names: names, shares: shares, built: make([]*built, len(shares))}
+	syntactic := s.names != nil // the cut load named them from the syntax
+	if !syntactic {
+		syn, ok := componentNames(job.module.Files)
+		syntactic = ok && slices.Equal(syn, names)
+	}
+	return &shared{job: job, names: names, syntactic: syntactic, shares: shares, built: make([]*built, len(shares))}
 }
 
 // shared is how a release's components are shared out: the real render
 // (render) and its stand-in renders (variant) give each goroutine the
 // same share.
 type shared struct {
-	job    shareJob
-	names  []string
-	shares [][]string
+	job   shareJob
+	names []string
+	// syntactic: the module's syntax names exactly these components
+	// (componentNames: literal structs of plainly labelled fields), the
+	// one shape the component cache keys from; cc is that cache, set by
+	// render for its stand-in renders (nil: none).
+	syntactic bool
+	cc        *componentCache
+	shares    [][]string
 	// built are the goroutines' builds for the real render, by share:
 	// what a stand-in render of the share is compared with. Each is used
 	// by one goroutine at a time.
@@ -130,22 +142,28 @@ type shared struct {
 // component's spec as the reference checks read it. want are the
 // caller's transformers.
 func (s *shared) render(ctx context.Context, d *load.Deployment, want []transformer, limit *Reach, where string) ([]manifest.Resource, map[string]componentSpec, error) {
+	var cc *componentCache
+	if s.syntactic {
+		cc = newComponentCache(s.job.rc.transforms, s.job, s.names, want)
+	}
+	s.cc = cc
 	specs := make([]map[string]componentSpec, len(s.shares))
 	out, err := s.each(ctx, func(i int) ([]manifest.Resource, error) {
-		b, err := s.job.build(ctx, d, s.shares[i], s.job.values, want)
-		if err != nil {
-			return nil, err
+		if cc == nil {
+			b, err := s.built1(ctx, d, i, s.shares[i], want)
+			if err != nil {
+				return nil, err
+			}
+			objs, err := renderComponentsChecked(b.cctx, b.comps, b.rc, b.transformers, b.catalog, limit, where, true, nil, s.shares[i])
+			if err != nil {
+				return nil, err
+			}
+			specs[i] = specsOf(b.comps, s.shares[i])
+			return objs, nil
 		}
-		if err := b.sameNames(s.names, s.shares[i]); err != nil {
-			return nil, err
-		}
-		s.built[i] = b
-		objs, err := renderComponentsChecked(b.cctx, b.comps, b.rc, b.transformers, b.catalog, limit, where, true, nil, s.shares[i])
-		if err != nil {
-			return nil, err
-		}
-		specs[i] = specsOf(b.comps, s.shares[i])
-		return objs, nil
+		objs, sp, err := s.renderCached(ctx, d, i, cc, want, limit, where)
+		specs[i] = sp
+		return objs, err
 	})
 	if err != nil {
 		return nil, nil, err
@@ -155,6 +173,100 @@ func (s *shared) render(ctx context.Context, d *load.Deployment, want []transfor
 		maps.Copy(all, m)
 	}
 	return out, all, nil
+}
+
+// built1 builds share of share i with the release's values and keeps the
+// build for the share's stand-in renders.
+func (s *shared) built1(ctx context.Context, d *load.Deployment, i int, share []string, want []transformer) (*built, error) {
+	b, err := s.job.build(ctx, d, share, s.job.values, want)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.sameNames(s.names, share); err != nil {
+		return nil, err
+	}
+	s.built[i] = b
+	s.job.rc.transforms.stats.builtComponents(len(share))
+	return b, nil
+}
+
+// renderCached renders share i taking what it can from the component
+// cache: only the components it misses are built (all of them, when hits
+// are verified), and what they render is stored. Objects keep component
+// order; every spec is read back from its entry's JSON, so a hit and the
+// render that stored it check references alike.
+func (s *shared) renderCached(ctx context.Context, d *load.Deployment, i int, cc *componentCache, want []transformer, limit *Reach, where string) ([]manifest.Resource, map[string]componentSpec, error) {
+	share := s.shares[i]
+	keys := make(map[string]string, len(share))
+	entries := make(map[string]componentEntry, len(share))
+	var missed []string
+	for _, n := range share {
+		key := cc.key(n, cc.values, cc.whole, true)
+		e, ok := cc.getKey(key)
+		keys[n] = key
+		if ok {
+			entries[n] = e
+		}
+		if !ok || cc.verify {
+			missed = append(missed, n)
+		}
+	}
+	fresh := map[string][]manifest.Resource{}
+	if len(missed) > 0 {
+		b, err := s.built1(ctx, d, i, missed, want)
+		if err != nil {
+			return nil, nil, err
+		}
+		objs, err := renderComponentsChecked(b.cctx, b.comps, b.rc, b.transformers, b.catalog, limit, where, true, nil, missed)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, o := range objs {
+			fresh[o.Component] = append(fresh[o.Component], o)
+		}
+		specs := specsOf(b.comps, missed)
+		for _, n := range missed {
+			e, err := entryOf(fresh[n], specs[n])
+			if err != nil {
+				return nil, nil, err
+			}
+			hit, ok := entries[n]
+			switch {
+			case ok && !hit.same(e):
+				return nil, nil, fmt.Errorf("%s, component %q: %w (verified because OPM_VERIFY_SKIPS is set): this is a bug in opm; OPM_CACHE_DIR=off renders without the cache", where, n, errCacheDiffers)
+			case !ok:
+				cc.put(keys[n], e)
+			}
+			entries[n] = e
+		}
+	}
+	var out []manifest.Resource
+	specs := make(map[string]componentSpec, len(share))
+	for _, n := range share {
+		e := entries[n]
+		var spec componentSpec
+		if err := json.Unmarshal(e.Spec, &spec); err != nil {
+			return nil, nil, err
+		}
+		specs[n] = spec
+		if objs, ok := fresh[n]; ok || slices.Contains(missed, n) {
+			out = append(out, objs...)
+			continue
+		}
+		objs, err := e.resources(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, o := range objs {
+			// Checked when it was rendered, but against the reach the
+			// environment has now.
+			if why := limit.Check(o, s.job.rc.release.namespace); why != "" {
+				return nil, nil, fmt.Errorf("%s, component %q: %s", where, n, why)
+			}
+		}
+		out = append(out, objs...)
+	}
+	return out, specs, nil
 }
 
 // each runs fn for every share, the first on the caller's goroutine, and
@@ -199,14 +311,24 @@ func (s *shared) each(ctx context.Context, fn func(i int) ([]manifest.Resource, 
 // stand-ins do not reach. resources are the real render's objects.
 func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, moved []string, known bool, want []transformer, limit *Reach, where string, resources []manifest.Resource) ([]manifest.Resource, error) {
 	s.job.rc.transforms.stats.count(standInCount)
+	var standIn map[string]json.RawMessage // the stand-in values, for the component cache
+	if s.cc != nil && json.Unmarshal(data, &standIn) != nil {
+		standIn = nil
+	}
 	byComponent := map[string][]manifest.Resource{}
 	for _, r := range resources {
 		byComponent[r.Component] = append(byComponent[r.Component], r)
 	}
 	return s.each(ctx, func(i int) ([]manifest.Resource, error) {
-		real := s.built[i]
-		if real.same == nil {
-			real.same = reusable(func() (cue.Value, error) { return real.comps, nil }, resources, real.transformers)
+		// The share's real build, when it built any component (the
+		// component cache may have spared it): what it did not build is
+		// rendered with the stand-ins.
+		var realSame reuse
+		if real := s.built[i]; real != nil {
+			if real.same == nil {
+				real.same = reusable(func() (cue.Value, error) { return real.comps, nil }, resources, real.transformers)
+			}
+			realSame = real.same
 		}
 		reached := s.shares[i]
 		if known {
@@ -215,31 +337,82 @@ func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, m
 				return ok && !r.reads(moved)
 			})
 		}
-		if len(reached) == 0 {
+		// What the component cache holds of the stand-in render (the
+		// stand-ins are the same whatever the values they replace, so a
+		// release that moved keeps these) is taken from it; with verify,
+		// rendered anyway and compared.
+		hits, keys, missed := map[string][]manifest.Resource{}, map[string]string{}, reached
+		if s.cc != nil && standIn != nil {
+			missed = nil
+			for _, n := range reached {
+				key := s.cc.key(n, standIn, data, false)
+				keys[n] = key
+				if e, ok := s.cc.getKey(key); ok {
+					if objs, err := e.resources(n); err == nil {
+						hits[n] = objs
+						if !s.cc.verify {
+							continue
+						}
+					}
+				}
+				missed = append(missed, n)
+			}
+		}
+		if len(missed) == 0 {
 			var out []manifest.Resource
 			for _, n := range s.shares[i] {
-				out = append(out, byComponent[n]...)
+				if objs, ok := hits[n]; ok {
+					out = append(out, objs...)
+				} else {
+					out = append(out, byComponent[n]...)
+				}
 			}
 			return out, nil
 		}
-		b, err := s.job.build(ctx, d, reached, data, want)
+		b, err := s.job.build(ctx, d, missed, data, want)
 		if err != nil {
 			return nil, err
 		}
-		if err := b.sameNames(s.names, reached); err != nil {
+		if err := b.sameNames(s.names, missed); err != nil {
 			return nil, err
 		}
 		b.rc.transforms.stats = nil
-		same := real.same
-		if len(reached) < len(s.shares[i]) {
-			same = func(name string, cv cue.Value) ([]manifest.Resource, bool) {
-				if !slices.Contains(reached, name) {
-					return byComponent[name], true
-				}
-				return real.same(name, cv)
+		same := func(name string, cv cue.Value) ([]manifest.Resource, bool) {
+			if !slices.Contains(reached, name) {
+				return byComponent[name], true
 			}
+			if objs, ok := hits[name]; ok && !slices.Contains(missed, name) {
+				return objs, true
+			}
+			if realSame == nil {
+				return nil, false
+			}
+			return realSame(name, cv)
 		}
-		return renderComponentsChecked(b.cctx, b.comps, b.rc, b.transformers, b.catalog, limit, where, false, same, s.shares[i])
+		objs, err := renderComponentsChecked(b.cctx, b.comps, b.rc, b.transformers, b.catalog, limit, where, false, same, s.shares[i])
+		if err != nil || s.cc == nil || standIn == nil {
+			return objs, err
+		}
+		rendered := map[string][]manifest.Resource{}
+		for _, o := range objs {
+			rendered[o.Component] = append(rendered[o.Component], o)
+		}
+		specs := specsOf(b.comps, missed)
+		for _, n := range missed {
+			e, err := entryOf(rendered[n], specs[n])
+			if err != nil {
+				return nil, err
+			}
+			if hit, ok := hits[n]; ok {
+				h, err := entryOf(hit, specs[n])
+				if err != nil || !h.sameObjects(e) {
+					return nil, fmt.Errorf("%s, component %q, a stand-in render: %w (verified because OPM_VERIFY_SKIPS is set): this is a bug in opm; OPM_CACHE_DIR=off renders without the cache", where, n, errCacheDiffers)
+				}
+				continue
+			}
+			s.cc.put(keys[n], e)
+		}
+		return objs, nil
 	})
 }
 

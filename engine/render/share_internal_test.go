@@ -15,6 +15,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/load"
 	"github.com/opmodel/pipeline/engine/manifest"
 	"github.com/opmodel/pipeline/engine/values"
@@ -26,8 +27,13 @@ import (
 // test on any difference between the two: every object's YAML and JSON
 // bytes and component, digest, change ID, identity, values (JSON and
 // text), warnings, secrets and secret fields, reach — or, for a render
-// that fails, the error's text. It returns what the shared render counted.
-func renderTwice(t *testing.T, opts Options) *transformStats {
+// that fails, the error's text. Then it renders shared three times more
+// with a sealed component cache — storing, reading, reading and verifying
+// against a build — each compared the same way. It returns what the
+// shared render counted and what the second cached one did. A fourth
+// renders from a load the identities' evaluation made (not cut), as a diff
+// does, and must read the same entries.
+func renderTwice(t *testing.T, opts Options) (stats, warm *transformStats) {
 	t.Helper()
 	ctx := context.Background()
 	one := opts
@@ -39,14 +45,48 @@ func renderTwice(t *testing.T, opts Options) *transformStats {
 	if wantErr != nil {
 		assert.Assert(t, err != nil, "the render without sharing fails (%v), the shared one does not", wantErr)
 		assert.Equal(t, err.Error(), wantErr.Error())
-		return shared.stats
+		return shared.stats, nil
 	}
 	assert.NilError(t, err)
 	assert.Equal(t, len(got), len(want))
 	for i := range want {
 		sameRelease(t, got[i], want[i])
 	}
-	return shared.stats
+	// The component cache, sealed: stored on the first render, read on
+	// the second, read and verified against a build on the third, read
+	// from the identities' load on the fourth — each what one goroutine
+	// renders.
+	cached := shared
+	cached.Cache = cache.Open(t.TempDir(), 0, nil).WithSealKey([]byte("a seal key of the test, 32 bytes"))
+	for run, verify := range []bool{false, false, true, false} {
+		cached.VerifyCache, cached.stats, cached.Loads = verify, &transformStats{}, nil
+		if run == 3 {
+			// As a diff renders after evaluating the identities: from the
+			// command's load, whose components were evaluated (not cut).
+			cached.Loads = load.NewMemo()
+			identity := cached
+			identity.IdentityOnly = true
+			_, err := Render(ctx, identity)
+			assert.NilError(t, err)
+		}
+		got, err := Render(ctx, cached)
+		assert.NilError(t, err)
+		assert.Equal(t, len(got), len(want))
+		for i := range want {
+			sameRelease(t, got[i], want[i])
+		}
+		switch run {
+		case 1:
+			warm = cached.stats
+		case 3:
+			assert.Equal(t, cached.stats.cut.Load(), int64(0), "the held load was cut")
+			if warm.built.Load() == 0 && warm.cut.Load() == 1 {
+				assert.Equal(t, cached.stats.shared.Load(), int64(1), "from the command's load, not shared")
+				assert.Equal(t, cached.stats.built.Load(), int64(0), "from the command's load, a component was built again with nothing moved")
+			}
+		}
+	}
+	return shared.stats, warm
 }
 
 func sameRelease(t *testing.T, got, want *Release) {
@@ -116,7 +156,7 @@ func TestSharedRenderEqualsOneGoroutineOnFixtures(t *testing.T) {
 			shared := int64(0)
 			for _, key := range keys {
 				for _, env := range envs {
-					stats := renderTwice(t, Options{Dir: c.dir, Environment: env, Releases: []string{key}})
+					stats, _ := renderTwice(t, Options{Dir: c.dir, Environment: env, Releases: []string{key}})
 					shared += stats.shared.Load()
 				}
 			}
@@ -142,7 +182,7 @@ func TestSharedRenderEqualsOneGoroutineOnGeneratedModules(t *testing.T) {
 		g := generate(rand.New(rand.NewPCG(uint64(seed), 62)))
 		t.Run(fmt.Sprintf("seed-%d-%s", seed, g.shape()), func(t *testing.T) {
 			dir := deploytest.Write(t, g.files())
-			stats := renderTwice(t, g.options(dir))
+			stats, warm := renderTwice(t, g.options(dir))
 			switch {
 			case g.broken && !g.unshareable() && !g.dup && !g.bad:
 				// Shared, then refused by the reference check, which reads
@@ -165,6 +205,9 @@ func TestSharedRenderEqualsOneGoroutineOnGeneratedModules(t *testing.T) {
 				assert.Equal(t, stats.shared.Load(), int64(1), "a module that can be cut was not shared")
 				if !g.cond { // a comprehension in #components: named from the evaluation
 					assert.Equal(t, stats.cut.Load(), int64(1), "the module's components were evaluated on the caller's goroutine")
+					if !g.secret { // never a release with secret values
+						assert.Equal(t, warm.built.Load(), int64(0), "a component was built again with nothing moved")
+					}
 				}
 				// A secret input, or a value of the repository a Secret
 				// holds, is traced with stand-ins, shared out too.
@@ -386,7 +429,7 @@ func TestSharedRenderLeavesModulesTheRootReachesInto(t *testing.T) {
 				all[k] = v
 			}
 			dir := deploytest.Write(t, all)
-			stats := renderTwice(t, g.options(dir))
+			stats, _ := renderTwice(t, g.options(dir))
 			assert.Equal(t, stats.shared.Load()+stats.whole.Load(), int64(0), "shared out")
 			rels, err := Render(context.Background(), Options{Dir: dir, Releases: []string{"gen"}})
 			assert.NilError(t, err)
@@ -398,7 +441,7 @@ func TestSharedRenderLeavesModulesTheRootReachesInto(t *testing.T) {
 		})
 	}
 	// And the plain module is shared (the cases above differ only there).
-	stats := renderTwice(t, g.options(deploytest.Write(t, g.files())))
+	stats, _ := renderTwice(t, g.options(deploytest.Write(t, g.files())))
 	assert.Equal(t, stats.shared.Load(), int64(1))
 }
 
@@ -423,7 +466,7 @@ func TestCutLoadLeavesModulesOthersRead(t *testing.T) {
 			all := g.files()
 			maps.Copy(all, files)
 			dir := deploytest.Write(t, all)
-			stats := renderTwice(t, g.options(dir))
+			stats, _ := renderTwice(t, g.options(dir))
 			assert.Equal(t, stats.cut.Load()+stats.uncut.Load(), int64(0), "cut")
 			assert.Equal(t, stats.shared.Load(), int64(1), "not shared: the case tests nothing")
 			rels, err := Render(context.Background(), Options{Dir: dir, Releases: []string{"gen"}})

@@ -140,8 +140,11 @@ type transformStats struct {
 	// the deployment as written; what a render that needed them counted
 	// is not kept.
 	cut, uncut atomic.Int64
-	mu         sync.Mutex
-	written    []string
+	// built counts the components the real render's shares built (the
+	// component cache spares the others).
+	built   atomic.Int64
+	mu      sync.Mutex
+	written []string
 }
 
 // add adds what from counted to s, when s is not nil.
@@ -152,6 +155,7 @@ func (s *transformStats) add(from *transformStats) {
 	for _, c := range []func(*transformStats) *atomic.Int64{
 		func(s *transformStats) *atomic.Int64 { return &s.transformed }, sharedCount, wholeCount, standInCount,
 		func(s *transformStats) *atomic.Int64 { return &s.cut }, func(s *transformStats) *atomic.Int64 { return &s.uncut },
+		func(s *transformStats) *atomic.Int64 { return &s.built },
 	} {
 		c(s).Add(c(from).Load())
 	}
@@ -170,6 +174,12 @@ func (s *transformStats) count(c func(*transformStats) *atomic.Int64) {
 func sharedCount(s *transformStats) *atomic.Int64  { return &s.shared }
 func wholeCount(s *transformStats) *atomic.Int64   { return &s.whole }
 func standInCount(s *transformStats) *atomic.Int64 { return &s.standIns }
+
+func (s *transformStats) builtComponents(n int) {
+	if s != nil {
+		s.built.Add(int64(n))
+	}
+}
 
 func (s *transformStats) transform() {
 	if s != nil {
