@@ -46,6 +46,8 @@ func TestBenchPeers(t *testing.T) {
 	// the steps as a CI job's is between its runs; the render is timed
 	// without it (below).
 	t.Setenv("OPM_CACHE_DIR", filepath.Join(work, "opm-cache"))
+	// The seal key of the component cache: the bench's own, not the user's.
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(work, "config"))
 	opm := buildOpm(t, work)
 	ssaBin := filepath.Join(work, "ssa")
 	build := exec.Command("go", "build", "-o", ssaBin, ".")
@@ -152,6 +154,21 @@ func benchPeers(t *testing.T, env *kubetest.Env, cs *kubernetes.Clientset, work,
 		}
 		return d
 	})
+	// The goal's diff is of a change never diffed before: each run moves
+	// the value to one no cache has seen.
+	fresh := 0
+	opmDiffFresh := median(func() time.Duration {
+		fresh++
+		p := filepath.Join(work, fmt.Sprintf("rev-fresh-%d-%d.cue", objects, fresh))
+		if err := os.WriteFile(p, fmt.Appendf(nil, "rev: \"fresh-%d\"\n", fresh), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d, out, _ := measured(t, 0, opm, "diff", dirs["opm"], "-f", p, "--kubeconfig", kc)
+		if want := fmt.Sprintf("%d modified, %d unchanged, 0 stale, 0 ghost", changed, objects-changed); !strings.Contains(string(out), want) {
+			t.Fatalf("opm diff did not report %q:\n%s", want, lastLine(out))
+		}
+		return d
+	})
 	ssaDiff := median(func() time.Duration {
 		return ssa("diff", ssaChanged, fmt.Sprintf("%d drifted, %d unchanged", changed, objects-changed))
 	})
@@ -176,9 +193,10 @@ func benchPeers(t *testing.T, env *kubetest.Env, cs *kubernetes.Clientset, work,
 	reportSSA(fmt.Sprintf("diff-%d", objects), opmDiff, ssaDiff, opmRender)
 	fmt.Printf("bench render-%d opm=%.2fs%s\n", objects, opmRender.Seconds(), verdict(fmt.Sprintf("render-%d", objects), opmRender.Seconds()))
 	// Work follows the change: a diff where a tenth of the objects moved
-	// against the render of them all (issue 62's goal: 0.4).
+	// to values never seen before, against the render of them all (issue
+	// 62's goal: 0.4); the same diff run again is printed beside it.
 	name := fmt.Sprintf("diff-%d-tenth-changed", objects)
-	fmt.Printf("bench %s opm-diff=%.2fs opm-render=%.2fs ratio=%.2f%s\n", name, opmDiff.Seconds(), opmRender.Seconds(), opmDiff.Seconds()/opmRender.Seconds(), verdict(name, opmDiff.Seconds()/opmRender.Seconds()))
+	fmt.Printf("bench %s opm-diff=%.2fs opm-render=%.2fs ratio=%.2f again=%.2fs%s\n", name, opmDiffFresh.Seconds(), opmRender.Seconds(), opmDiffFresh.Seconds()/opmRender.Seconds(), opmDiff.Seconds(), verdict(name, opmDiffFresh.Seconds()/opmRender.Seconds()))
 	if objects == 1000 {
 		fmt.Printf("bench rss apply-%d opm=%dMiB\n", objects, rss/1024)
 	}
