@@ -93,8 +93,9 @@ type Cache struct {
 	dir string
 	max int64
 	key []byte
-	// sealKey is the unkeyed cache's key for sealed entries (sealed.go).
-	sealKey []byte
+	// sealKey gives the unkeyed cache's key for sealed entries
+	// (sealed.go); nil: none.
+	sealKey func() []byte
 }
 
 // Open returns the cache in dir, bounded to max bytes (DefaultMaxBytes when

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 )
 
 // Sealed entries hold what may carry secret data (a component's objects,
@@ -33,11 +34,30 @@ const sealKeySize = 32
 // every run that holds it reads what the others wrote). Nil or an empty
 // key: no sealed entries.
 func (c *Cache) WithSealKey(key []byte) *Cache {
+	key = slices.Clone(key)
+	return c.withSealKey(func() []byte { return key })
+}
+
+// WithSealKeyFile is WithSealKey with the key kept in path (SealKeyFile),
+// read — or made — only when a sealed entry is first used, so a command
+// that seals nothing leaves no key behind. A key file that cannot be read
+// or made: no sealed entries.
+func (c *Cache) WithSealKeyFile(path string) *Cache {
+	return c.withSealKey(sync.OnceValue(func() []byte {
+		key, err := SealKeyFile(path)
+		if err != nil {
+			return nil
+		}
+		return key
+	}))
+}
+
+func (c *Cache) withSealKey(key func() []byte) *Cache {
 	if c == nil {
 		return nil
 	}
 	out := *c
-	out.sealKey = slices.Clone(key)
+	out.sealKey = key
 	return &out
 }
 
@@ -51,10 +71,13 @@ func (c *Cache) sealing() []byte {
 		m.Write([]byte("opm-cache-sealed-entries-v1"))
 		return m.Sum(nil)
 	}
-	if len(c.sealKey) == 0 {
+	if c.sealKey == nil {
 		return nil
 	}
-	return c.sealKey
+	if k := c.sealKey(); len(k) > 0 {
+		return k
+	}
+	return nil
 }
 
 // Sealing reports whether sealed entries can be read and written.

@@ -78,7 +78,7 @@ var errCacheDiffers = errors.New("a component cache entry differs from the rende
 // cannot be used (no sealing cache, a module that imports a package of its
 // own, anything that does not format).
 func newComponentCache(use cacheUse, j shareJob, names []string, ts []transformer) *componentCache {
-	if use.cache == nil || !use.cache.Sealing() || !embeddedImports(j.module, map[*build.Instance]bool{}) {
+	if use.cache == nil || !embeddedImports(j.module, map[*build.Instance]bool{}) || !use.cache.Sealing() {
 		return nil
 	}
 	id, err := buildinfo.BuildID()

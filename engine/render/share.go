@@ -138,9 +138,10 @@ type shared struct {
 
 // render transforms every share on a goroutine of its own, the first on
 // the caller's, each building the module cut to its share with the
-// merged values; it returns the objects in component order and each
-// component's spec as the reference checks read it. want are the
-// caller's transformers.
+// merged values (only the components the component cache misses, where
+// it can be used: renderCached); it returns the objects in component
+// order and each component's spec as the reference checks read it. want
+// are the caller's transformers.
 func (s *shared) render(ctx context.Context, d *load.Deployment, want []transformer, limit *Reach, where string) ([]manifest.Resource, map[string]componentSpec, error) {
 	var cc *componentCache
 	if s.syntactic {
@@ -150,7 +151,7 @@ func (s *shared) render(ctx context.Context, d *load.Deployment, want []transfor
 	specs := make([]map[string]componentSpec, len(s.shares))
 	out, err := s.each(ctx, func(i int) ([]manifest.Resource, error) {
 		if cc == nil {
-			b, err := s.built1(ctx, d, i, s.shares[i], want)
+			b, err := s.buildShare(ctx, d, i, s.shares[i], want)
 			if err != nil {
 				return nil, err
 			}
@@ -175,9 +176,9 @@ func (s *shared) render(ctx context.Context, d *load.Deployment, want []transfor
 	return out, all, nil
 }
 
-// built1 builds share of share i with the release's values and keeps the
-// build for the share's stand-in renders.
-func (s *shared) built1(ctx context.Context, d *load.Deployment, i int, share []string, want []transformer) (*built, error) {
+// buildShare builds the components share of share i with the release's
+// values and keeps the build for the share's stand-in renders.
+func (s *shared) buildShare(ctx context.Context, d *load.Deployment, i int, share []string, want []transformer) (*built, error) {
 	b, err := s.job.build(ctx, d, share, s.job.values, want)
 	if err != nil {
 		return nil, err
@@ -213,7 +214,7 @@ func (s *shared) renderCached(ctx context.Context, d *load.Deployment, i int, cc
 	}
 	fresh := map[string][]manifest.Resource{}
 	if len(missed) > 0 {
-		b, err := s.built1(ctx, d, i, missed, want)
+		b, err := s.buildShare(ctx, d, i, missed, want)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -48,9 +48,7 @@ func OpenCache(dir string, key []byte) *cache.Cache {
 		// not in the cache directory: the user's own, beside their other
 		// configuration. None to be had: no sealed entries.
 		if d, err := os.UserConfigDir(); err == nil {
-			if sk, err := cache.SealKeyFile(filepath.Join(d, "opm", SealKeyFile)); err == nil {
-				c = c.WithSealKey(sk)
-			}
+			c = c.WithSealKeyFile(filepath.Join(d, "opm", SealKeyFile))
 		}
 	}
 	return c

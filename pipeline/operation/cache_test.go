@@ -12,9 +12,10 @@ import (
 )
 
 // The one cache seals what may hold Secret data under a key that is not in
-// its directory: the user's own, made once under the user configuration
-// directory and the same on every command after, or, with OPM_CACHE_KEY,
-// one derived from it (no key file is made). No cache: nothing is made.
+// its directory: the user's own, made under the user configuration
+// directory when a command first seals something and the same on every
+// command after, or, with OPM_CACHE_KEY, one derived from it (no key file
+// is made). No cache: nothing is made.
 func TestOpenCacheSealsWithAKeyOutsideTheCache(t *testing.T) {
 	config := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", config)
@@ -23,6 +24,8 @@ func TestOpenCacheSealsWithAKeyOutsideTheCache(t *testing.T) {
 
 	dir := t.TempDir()
 	c := operation.OpenCache(dir, nil)
+	_, err := os.Stat(keyFile)
+	assert.Assert(t, os.IsNotExist(err), "a key made before anything was sealed")
 	assert.Assert(t, c.Sealing())
 	st, err := os.Stat(keyFile)
 	assert.NilError(t, err)
