@@ -7,11 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 )
@@ -22,12 +18,9 @@ import (
 // (AES-256-GCM) and their file named by an HMAC of their key, both under a
 // seal key that never sits in the cache directory: derived from the
 // cache's key when it has one (OPM_CACHE_KEY, a secret trusted runs hold),
-// else the user's own (SealKeyFile). Whoever has the directory without
+// else from the user's own (WithSealKeyFrom). Whoever has the directory without
 // that key can neither read an entry nor confirm a guess of what it was
 // computed from; a run with another key misses.
-
-// sealKeySize is the size of a seal key file's key.
-const sealKeySize = 32
 
 // WithSealKey returns a copy of c whose sealed entries use key when c has
 // no key of its own (a keyed cache derives its seal key from that key, so
@@ -38,18 +31,11 @@ func (c *Cache) WithSealKey(key []byte) *Cache {
 	return c.withSealKey(func() []byte { return key })
 }
 
-// WithSealKeyFile is WithSealKey with the key kept in path (SealKeyFile),
-// read — or made — only when a sealed entry is first used, so a command
-// that seals nothing leaves no key behind. A key file that cannot be read
-// or made: no sealed entries.
-func (c *Cache) WithSealKeyFile(path string) *Cache {
-	return c.withSealKey(sync.OnceValue(func() []byte {
-		key, err := SealKeyFile(path)
-		if err != nil {
-			return nil
-		}
-		return key
-	}))
+// WithSealKeyFrom is WithSealKey with a key read only when a sealed entry
+// is first used (read is called at most once), so a command that seals
+// nothing reads, or makes, no key. Nil from read: no sealed entries.
+func (c *Cache) WithSealKeyFrom(read func() []byte) *Cache {
+	return c.withSealKey(sync.OnceValue(read))
 }
 
 func (c *Cache) withSealKey(key func() []byte) *Cache {
@@ -66,18 +52,18 @@ func (c *Cache) sealing() []byte {
 	if c == nil {
 		return nil
 	}
-	if len(c.key) > 0 {
-		m := hmac.New(sha256.New, c.key)
-		m.Write([]byte("opm-cache-sealed-entries-v1"))
-		return m.Sum(nil)
+	base := c.key
+	if len(base) == 0 && c.sealKey != nil {
+		base = c.sealKey()
 	}
-	if c.sealKey == nil {
+	if len(base) == 0 {
 		return nil
 	}
-	if k := c.sealKey(); len(k) > 0 {
-		return k
-	}
-	return nil
+	// Derived, never the key itself: the user's key also seals what opm
+	// prints, and the cache's key authenticates every entry.
+	m := hmac.New(sha256.New, base)
+	m.Write([]byte("opm-cache-sealed-entries-v1"))
+	return m.Sum(nil)
 }
 
 // Sealing reports whether sealed entries can be read and written.
@@ -143,57 +129,4 @@ func (c *Cache) PutSealed(kind Kind, key string, body []byte) error {
 		return fmt.Errorf("sealing a cache entry: %w", err)
 	}
 	return c.Put(kind, sealedName(sk, kind, key), aead.Seal(nonce, nonce, body, []byte(string(kind)+"\x00"+key)))
-}
-
-// SealKeyFile returns the seal key kept in path, creating it (mode 0600,
-// its directory 0700) with a random key when there is none: the user's
-// own key for sealed entries, kept with their other keys rather than in
-// the cache directory. A file of another size, or one readable by others,
-// is an error: it is never replaced.
-func SealKeyFile(path string) ([]byte, error) {
-	for range 2 {
-		b, err := os.ReadFile(path)
-		if err == nil {
-			st, err := os.Stat(path)
-			if err != nil {
-				return nil, err
-			}
-			if st.Mode().Perm()&0o077 != 0 {
-				return nil, fmt.Errorf("the cache's seal key %s may be read by others (mode %v): chmod 600 it", path, st.Mode().Perm())
-			}
-			if len(b) != sealKeySize {
-				return nil, fmt.Errorf("the cache's seal key %s holds %d bytes, not %d: remove it and opm makes another", path, len(b), sealKeySize)
-			}
-			return b, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, err
-		}
-		key := make([]byte, sealKeySize)
-		if _, err := rand.Read(key); err != nil {
-			return nil, err
-		}
-		// Written whole beside it and linked into place: a concurrent
-		// opm either makes the key or reads the other's, never half of one.
-		tmp, err := os.CreateTemp(filepath.Dir(path), ".seal-key-*")
-		if err != nil {
-			return nil, err
-		}
-		_, werr := tmp.Write(key)
-		cerr := tmp.Close()
-		if err := errors.Join(werr, cerr); err != nil {
-			_ = os.Remove(tmp.Name())
-			return nil, err
-		}
-		lerr := os.Link(tmp.Name(), path)
-		_ = os.Remove(tmp.Name())
-		if lerr != nil && !errors.Is(lerr, fs.ErrExist) {
-			return nil, lerr
-		}
-		// Linked, or another run's key is there: read what is.
-	}
-	return nil, fmt.Errorf("the cache's seal key %s could not be read or made", path)
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -68,7 +67,7 @@ func TestSealedEntriesOpenOnlyUnderTheirKey(t *testing.T) {
 	// unkeyed cache's writer can do): it does not open, and goes.
 	_, ct, _ := bytes.Cut(b, []byte("\n"))
 	ct[len(ct)-1] ^= 1
-	k := sealedName(sealKey, Component, "k")
+	k := sealedName(c.sealing(), Component, "k")
 	assert.Equal(t, files[0], filepath.Join(dir, name(Component, k)))
 	assert.NilError(t, os.WriteFile(files[0], append(append(c.seal(Component, k, ct), '\n'), ct...), 0o600))
 	_, ok = c.GetSealed(Component, "k")
@@ -91,46 +90,4 @@ func TestKeyedCachesSealWithTheirKey(t *testing.T) {
 	_, ok = Open(dir, 0, []byte("another key")).GetSealed(Component, "k")
 	assert.Assert(t, !ok)
 	assert.Assert(t, !bytes.Equal(a.sealing(), []byte("the cache key")), "the seal key is not the cache key itself")
-}
-
-// The user's seal key is made once, mode 0600 in a 0700 directory, and
-// read back after; runs that make it at once all get the one key; a key
-// file others may read, or of another size, is refused and left alone.
-func TestSealKeyFile(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "opm", "cache-seal.key")
-	keys := make([][]byte, 8)
-	errs := make([]error, 8)
-	var wg sync.WaitGroup
-	for i := range keys {
-		wg.Go(func() { keys[i], errs[i] = SealKeyFile(p) })
-	}
-	wg.Wait()
-	for i := range keys {
-		assert.NilError(t, errs[i])
-		assert.Equal(t, len(keys[i]), sealKeySize)
-		assert.Assert(t, bytes.Equal(keys[i], keys[0]), "two runs made two keys")
-	}
-	st, err := os.Stat(p)
-	assert.NilError(t, err)
-	assert.Equal(t, st.Mode().Perm(), fs.FileMode(0o600))
-	st, err = os.Stat(filepath.Dir(p))
-	assert.NilError(t, err)
-	assert.Equal(t, st.Mode().Perm(), fs.FileMode(0o700))
-	again, err := SealKeyFile(p)
-	assert.NilError(t, err)
-	assert.Assert(t, bytes.Equal(again, keys[0]))
-	left, err := filepath.Glob(filepath.Join(filepath.Dir(p), ".seal-key-*"))
-	assert.NilError(t, err)
-	assert.Equal(t, len(left), 0, "temporary files left: %v", left)
-
-	assert.NilError(t, os.Chmod(p, 0o644))
-	_, err = SealKeyFile(p)
-	assert.ErrorContains(t, err, "may be read by others")
-	assert.NilError(t, os.WriteFile(p, []byte("short"), 0o600))
-	assert.NilError(t, os.Chmod(p, 0o600))
-	_, err = SealKeyFile(p)
-	assert.ErrorContains(t, err, "holds 5 bytes")
-	b, err := os.ReadFile(p)
-	assert.NilError(t, err)
-	assert.Equal(t, string(b), "short", "a bad key file is never replaced")
 }

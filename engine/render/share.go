@@ -339,8 +339,8 @@ func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, m
 			})
 		}
 		// What the component cache holds of the stand-in render (the
-		// stand-ins are the same whatever the values they replace, so a
-		// release that moved keeps these) is taken from it; with verify,
+		// stand-ins are a function of the values they replace: the same
+		// values give the same entries) is taken from it; with verify,
 		// rendered anyway and compared.
 		hits, keys, missed := map[string][]manifest.Resource{}, map[string]string{}, reached
 		if s.cc != nil && standIn != nil {

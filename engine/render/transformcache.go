@@ -204,13 +204,9 @@ func same(hit, fresh []transformed) bool {
 
 // cachedResources are the objects of an entry, as a render returns them.
 func cachedResources(objs []transformed, component string) ([]manifest.Resource, error) {
-	out := make([]manifest.Resource, 0, len(objs))
-	for _, o := range objs {
-		u, err := objectOf(o.Object)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, manifest.Resource{Object: u, Component: component})
+	raws := make([]json.RawMessage, len(objs))
+	for i, o := range objs {
+		raws[i] = o.Object
 	}
-	return out, nil
+	return componentEntry{Objects: raws}.resources(component)
 }

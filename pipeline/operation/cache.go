@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/opmodel/pipeline/engine/cache"
+	"github.com/opmodel/pipeline/internal/userkey"
 )
 
 // The one cache (engine/cache) every command reads and writes: renders,
@@ -47,14 +48,15 @@ func OpenCache(dir string, key []byte) *cache.Cache {
 		// Sealed entries (what may carry Secret data) need a key that is
 		// not in the cache directory: the user's own, beside their other
 		// configuration. None to be had: no sealed entries.
-		if d, err := os.UserConfigDir(); err == nil {
-			c = c.WithSealKeyFile(filepath.Join(d, "opm", SealKeyFile))
+		if p := userkey.Path(); p != "" {
+			c = c.WithSealKeyFrom(func() []byte {
+				k, err := userkey.Read(p)
+				if err != nil {
+					return nil
+				}
+				return []byte(k)
+			})
 		}
 	}
 	return c
 }
-
-// SealKeyFile is the name of the user's seal key for the cache's sealed
-// entries, in opm's directory under the user configuration directory
-// (engine/cache.SealKeyFile).
-const SealKeyFile = "cache-seal.key"

@@ -20,7 +20,7 @@ func TestOpenCacheSealsWithAKeyOutsideTheCache(t *testing.T) {
 	config := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", config)
 	t.Setenv(operation.EnvCacheKey, "")
-	keyFile := filepath.Join(config, "opm", operation.SealKeyFile)
+	keyFile := filepath.Join(config, "opm", "seal.key")
 
 	dir := t.TempDir()
 	c := operation.OpenCache(dir, nil)
