@@ -1,6 +1,6 @@
 package main
 
-import "github.com/opmodel/pipeline/internal/userkey"
+import "github.com/opmodel/pipeline/engine/userkey"
 
 // sealKey is the key that seals the identifiers of releases holding secret
 // data (and names that carry a secret) in everything opm prints:

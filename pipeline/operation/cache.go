@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/opmodel/pipeline/engine/cache"
-	"github.com/opmodel/pipeline/internal/userkey"
+	"github.com/opmodel/pipeline/engine/userkey"
 )
 
 // The one cache (engine/cache) every command reads and writes: renders,
