@@ -122,7 +122,7 @@ RACE_TESTS := ^(TestScanAheadIsTheScan|TestReviewOfAGroup|TestReviewParallelEqua
 # release's components on two goroutines of one context gave 113 race
 # reports in the first three tests, docs/performance.md): they guard
 # whoever tries again. The shared renders' differential tests run here too.
-RENDER_RACE_TESTS := ^(TestParallelRenderEqualsSequential|TestEmbeddedBlueprint|TestReferencesAreChecked|TestSharedRender.*|TestCutLoad.*|TestComponentCache.*)$$
+RENDER_RACE_TESTS := ^(TestParallelRenderEqualsSequential|TestEmbeddedBlueprint|TestReferencesAreChecked|TestSharedRender.*|TestCutLoad.*|TestComponentCache.*|TestMovedComponents.*)$$
 race: kube-bin
 	KUBEBUILDER_ASSETS="$(BIN)" go test -race -count=1 -run '$(RACE_TESTS)' ./pipeline
 	go test -race -count=1 ./engine/cache ./engine/rendercache ./engine/fingerprint ./engine/workers

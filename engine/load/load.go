@@ -335,6 +335,25 @@ func (d *Deployment) BuildPackage(inst *build.Instance, edit func([]*ast.File) (
 	return Built{Context: cctx, Package: vals[0], Catalog: vals[1]}, nil
 }
 
+// BuildPackageIn builds inst as BuildPackage does, but in the context of
+// an earlier build (b), whose catalog it then shares: a goroutine that
+// evaluates the package a second time (with other values) builds the
+// catalog once.
+func (d *Deployment) BuildPackageIn(b Built, inst *build.Instance, edit func([]*ast.File) ([]*ast.File, error)) (Built, error) {
+	if d.parsed == nil {
+		return Built{}, errors.New("the deployment was not loaded from a directory")
+	}
+	pkg, err := d.parsed.reparsed(inst, edit)
+	if err != nil {
+		return Built{}, err
+	}
+	vals, err := b.Context.BuildInstances([]*build.Instance{pkg})
+	if err != nil {
+		return Built{}, fmt.Errorf("building %s: %w", inst.ImportPath, err)
+	}
+	return Built{Context: b.Context, Package: vals[0], Catalog: b.Catalog}, nil
+}
+
 func modulePath(inst *build.Instance) string { return inst.Module }
 
 // reparsed is inst with its files parsed again from the bytes the load

@@ -189,3 +189,47 @@ func TestCanaryInFindsEveryEncoding(t *testing.T) {
 	assert.Equal(t, files, len(plants)+1)
 	assert.Equal(t, len(found), len(plants), "found %v", found)
 }
+
+// What the values moved is built on every goroutine, however the
+// components that read them are laid out: eight components next to each
+// other read the value that moves (their Secrets too, so the stand-in
+// renders that trace it run on the same shares), eight after them do
+// not. Two goroutines build four each — not one eight while the other
+// waits — and the release is the one a single goroutine without a cache
+// renders.
+func TestMovedComponentsAreBuiltOnEveryGoroutine(t *testing.T) {
+	var comps strings.Builder
+	for i := range 8 {
+		fmt.Fprintf(&comps, "\tmoved%d: {core.#Configs, core.#Secrets, spec: {configs: \"m%d\": data: v: #config.a, secrets: \"m%d\": data: v: #config.a}}\n", i, i, i)
+	}
+	for i := range 8 {
+		fmt.Fprintf(&comps, "\tstill%d: {core.#Configs, spec: configs: \"s%d\": data: v: \"still\"}\n", i, i)
+	}
+	module := "package cm\n\nimport core \"github.com/opmodel/pipeline/catalog@v0\"\n\ncore.#Module\n\n" +
+		"metadata: {apiVersion: \"test.example/deploy/cm@v0\", name: \"cm\", version: \"0.1.0\"}\n\n" +
+		"#config: a: *\"a0\" | string\n\n#components: {\n" + comps.String() + "}\n"
+	deploy := "package deploy\n\nimport (\n\tcore \"github.com/opmodel/pipeline/catalog@v0\"\n\tcmmod \"test.example/deploy/cm\"\n)\n\n" +
+		"releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}\n" +
+		"releases: cm: {#module: cmmod, metadata: namespace: \"ns\"}\n"
+	dir := deploytest.Write(t, map[string]string{"cm/cm.cue": module, "deploy.cue": deploy})
+	values := filepath.Join(t.TempDir(), "values.cue")
+	assert.NilError(t, os.WriteFile(values, []byte("a: \"a1\"\n"), 0o600))
+	opts := Options{Dir: dir, Releases: []string{"cm"}, Parallelism: 2, shareLeast: 1,
+		Cache: cache.Open(t.TempDir(), 0, nil).WithSealKey([]byte("a seal key of the test, 32 bytes"))}
+	for i, step := range []struct {
+		files  []string
+		builds []int
+	}{{nil, []int{8, 8}}, {[]string{values}, []int{4, 4}}} {
+		opts.ValuesFiles, opts.stats = step.files, &transformStats{}
+		got, err := Render(context.Background(), opts)
+		assert.NilError(t, err)
+		assert.Equal(t, opts.stats.cut.Load(), int64(1), "step %d: not a cut render", i)
+		assert.DeepEqual(t, opts.stats.builds, step.builds)
+		plain := opts
+		plain.Cache, plain.Parallelism, plain.stats = nil, 1, nil
+		want, err := Render(context.Background(), plain)
+		assert.NilError(t, err)
+		sameRelease(t, got[0], want[0])
+		assert.Assert(t, len(got[0].SecretFields) > 0, "the value reaches the Secrets: the stand-in renders ran")
+	}
+}

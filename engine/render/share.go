@@ -24,7 +24,7 @@ import (
 // share and the release's merged values written into #config as data —
 // the module is evaluated once, with its values, and only for the share —
 // then transforms the share and reads its specs for the reference checks;
-// the shares are concatenated in component order. The caller's own context
+// the shares' objects are put back in component order. The caller's own context
 // never evaluates the module with the values (filling them in evaluated
 // every component, a tenth of a render, before anything could be shared),
 // unless a broken reference must say where it is written; and when the
@@ -108,13 +108,13 @@ func (s sharing) plan(d *load.Deployment, key string, set *values.Set, rel cue.V
 	if !ok {
 		return nil
 	}
-	shares := cut(names, n)
+	shares := deal(names, n)
 	syntactic := s.names != nil // the cut load named them from the syntax
 	if !syntactic {
 		syn, ok := componentNames(job.module.Files)
 		syntactic = ok && slices.Equal(syn, names)
 	}
-	return &shared{job: job, names: names, syntactic: syntactic, shares: shares, built: make([]*built, len(shares))}
+	return &shared{job: job, names: names, syntactic: syntactic, least: s.least, shares: shares, built: make([]*built, len(shares))}
 }
 
 // shared is how a release's components are shared out: the real render
@@ -129,7 +129,9 @@ type shared struct {
 	// render for its stand-in renders (nil: none).
 	syntactic bool
 	cc        *componentCache
-	shares    [][]string
+	// least is the fewest components a goroutine builds (sharing's).
+	least  int
+	shares [][]string
 	// built are the goroutines' builds for the real render, by share:
 	// what a stand-in render of the share is compared with. Each is used
 	// by one goroutine at a time.
@@ -139,15 +141,22 @@ type shared struct {
 // render transforms every share on a goroutine of its own, the first on
 // the caller's, each building the module cut to its share with the
 // merged values (only the components the component cache misses, where
-// it can be used: renderCached); it returns the objects in component
-// order and each component's spec as the reference checks read it. want
-// are the caller's transformers.
+// it can be used: lookup, renderCached); it returns the objects in
+// component order and each component's spec as the reference checks read
+// it. want are the caller's transformers.
 func (s *shared) render(ctx context.Context, d *load.Deployment, want []transformer, limit *Reach, where string) ([]manifest.Resource, map[string]componentSpec, error) {
 	var cc *componentCache
 	if s.syntactic {
 		cc = newComponentCache(s.job.rc.transforms, s.job, s.names, want)
 	}
 	s.cc = cc
+	var found map[string]cachedComponent
+	if cc != nil {
+		var err error
+		if found, err = s.lookup(ctx, cc); err != nil {
+			return nil, nil, err
+		}
+	}
 	specs := make([]map[string]componentSpec, len(s.shares))
 	out, err := s.each(ctx, func(i int) ([]manifest.Resource, error) {
 		if cc == nil {
@@ -162,13 +171,14 @@ func (s *shared) render(ctx context.Context, d *load.Deployment, want []transfor
 			specs[i] = specsOf(b.comps, s.shares[i])
 			return objs, nil
 		}
-		objs, sp, err := s.renderCached(ctx, d, i, cc, want, limit, where)
+		objs, sp, err := s.renderCached(ctx, d, i, cc, found, want, limit, where)
 		specs[i] = sp
 		return objs, err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
+	inComponentOrder(out, s.names)
 	all := map[string]componentSpec{}
 	for _, m := range specs {
 		maps.Copy(all, m)
@@ -176,10 +186,77 @@ func (s *shared) render(ctx context.Context, d *load.Deployment, want []transfor
 	return out, all, nil
 }
 
+// cachedComponent is what the component cache said of a component: its
+// key, and its entry when it has one.
+type cachedComponent struct {
+	key   string
+	entry componentEntry
+	hit   bool
+}
+
+// lookup looks every component up in the component cache (each share on
+// a goroutine: entries are opened and decoded), then shares the
+// components out again so that the ones to build — the misses, or all
+// with verify — are spread over the goroutines: the values that moved
+// for a tenth of the components may have moved them all in one share,
+// which one goroutine would then build while the others wait. No more
+// goroutines build than the misses fill (least each); the hits, which
+// cost a decode, are spread over all of them. Objects are sorted after
+// the render, so which share renders a component changes nothing.
+func (s *shared) lookup(ctx context.Context, cc *componentCache) (map[string]cachedComponent, error) {
+	looked := make([]map[string]cachedComponent, len(s.shares))
+	if _, err := s.each(ctx, func(i int) ([]manifest.Resource, error) {
+		m := make(map[string]cachedComponent, len(s.shares[i]))
+		for _, n := range s.shares[i] {
+			c := cachedComponent{key: cc.key(n, cc.values, cc.whole, true)}
+			c.entry, c.hit = cc.getKey(c.key)
+			m[n] = c
+		}
+		looked[i] = m
+		return nil, nil
+	}); err != nil {
+		return nil, err
+	}
+	found := make(map[string]cachedComponent, len(s.names))
+	for _, m := range looked {
+		maps.Copy(found, m)
+	}
+	var build, hits []string
+	for _, n := range s.names {
+		if found[n].hit && !cc.verify {
+			hits = append(hits, n)
+		} else {
+			build = append(build, n)
+		}
+	}
+	builders := max(1, min(len(s.shares), len(build)/max(1, s.least)))
+	byBuild, byHit := deal(build, builders), deal(hits, len(s.shares))
+	for i := range s.shares {
+		var share []string
+		if i < len(byBuild) {
+			share = append(share, byBuild[i]...)
+		}
+		if i < len(byHit) {
+			share = append(share, byHit[i]...)
+		}
+		s.shares[i] = share
+	}
+	return found, nil
+}
+
 // buildShare builds the components share of share i with the release's
 // values and keeps the build for the share's stand-in renders.
 func (s *shared) buildShare(ctx context.Context, d *load.Deployment, i int, share []string, want []transformer) (*built, error) {
-	b, err := s.job.build(ctx, d, share, s.job.values, want)
+	var in *built
+	if i == 0 {
+		// The first share is the caller's goroutine, whose context has
+		// the catalog built already.
+		in = &built{cctx: d.Context, catalog: d.Catalog, transformers: want, rc: s.job.rc}
+		if s.job.env != nil {
+			in.rc.env = d.Context.CompileBytes(s.job.env)
+		}
+	}
+	b, err := s.job.build(ctx, d, in, share, s.job.values, want)
 	if err != nil {
 		return nil, err
 	}
@@ -191,24 +268,21 @@ func (s *shared) buildShare(ctx context.Context, d *load.Deployment, i int, shar
 	return b, nil
 }
 
-// renderCached renders share i taking what it can from the component
-// cache: only the components it misses are built (all of them, when hits
-// are verified), and what they render is stored. Objects keep component
-// order; every spec is read back from its entry's JSON, so a hit and the
-// render that stored it check references alike.
-func (s *shared) renderCached(ctx context.Context, d *load.Deployment, i int, cc *componentCache, want []transformer, limit *Reach, where string) ([]manifest.Resource, map[string]componentSpec, error) {
+// renderCached renders share i from what the component cache holds
+// (found, by lookup): only the components it misses are built (all of
+// them, when hits are verified), and what they render is stored. Every
+// spec is read back from its entry's JSON, so a hit and the render that
+// stored it check references alike.
+func (s *shared) renderCached(ctx context.Context, d *load.Deployment, i int, cc *componentCache, found map[string]cachedComponent, want []transformer, limit *Reach, where string) ([]manifest.Resource, map[string]componentSpec, error) {
 	share := s.shares[i]
-	keys := make(map[string]string, len(share))
 	entries := make(map[string]componentEntry, len(share))
 	var missed []string
 	for _, n := range share {
-		key := cc.key(n, cc.values, cc.whole, true)
-		e, ok := cc.getKey(key)
-		keys[n] = key
-		if ok {
-			entries[n] = e
+		c := found[n]
+		if c.hit {
+			entries[n] = c.entry
 		}
-		if !ok || cc.verify {
+		if !c.hit || cc.verify {
 			missed = append(missed, n)
 		}
 	}
@@ -236,7 +310,7 @@ func (s *shared) renderCached(ctx context.Context, d *load.Deployment, i int, cc
 			case ok && !hit.same(e):
 				return nil, nil, fmt.Errorf("%s, component %q: %w (verified because OPM_VERIFY_SKIPS is set): this is a bug in opm; OPM_CACHE_DIR=off renders without the cache", where, n, errCacheDiffers)
 			case !ok:
-				cc.put(keys[n], e)
+				cc.put(found[n].key, e)
 			}
 			entries[n] = e
 		}
@@ -320,7 +394,7 @@ func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, m
 	for _, r := range resources {
 		byComponent[r.Component] = append(byComponent[r.Component], r)
 	}
-	return s.each(ctx, func(i int) ([]manifest.Resource, error) {
+	all, err := s.each(ctx, func(i int) ([]manifest.Resource, error) {
 		// The share's real build, when it built any component (the
 		// component cache may have spared it): what it did not build is
 		// rendered with the stand-ins.
@@ -370,7 +444,7 @@ func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, m
 			}
 			return out, nil
 		}
-		b, err := s.job.build(ctx, d, missed, data, want)
+		b, err := s.job.build(ctx, d, s.built[i], missed, data, want)
 		if err != nil {
 			return nil, err
 		}
@@ -415,6 +489,11 @@ func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, m
 		}
 		return objs, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	inComponentOrder(all, s.names)
+	return all, nil
 }
 
 // shareJob is what every goroutine but the caller's builds its share
@@ -463,11 +542,24 @@ type built struct {
 }
 
 // build builds the module with only the components share and the values
-// data (their JSON) in a CUE context of its own; want are the caller's
-// transformers, which the catalog built again must give.
-func (j shareJob) build(ctx context.Context, d *load.Deployment, share []string, data []byte, want []transformer) (*built, error) {
+// data (their JSON) in a CUE context of its own — or in the context of in,
+// an earlier build on the same share (nil: none), sharing its catalog and
+// transformers; want are the caller's transformers, which the catalog
+// built again must give.
+func (j shareJob) build(ctx context.Context, d *load.Deployment, in *built, share []string, data []byte, want []transformer) (*built, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if in != nil {
+		b, err := d.BuildPackageIn(load.Built{Context: in.cctx, Catalog: in.catalog}, j.module, cutter(j.module.PkgName, share, data))
+		if err != nil {
+			return nil, err
+		}
+		comps := b.Package.LookupPath(pathComponents)
+		if err := comps.Err(); err != nil {
+			return nil, err
+		}
+		return &built{cctx: in.cctx, comps: comps, catalog: in.catalog, transformers: in.transformers, rc: in.rc}, nil
 	}
 	b, err := d.BuildPackage(j.module, cutter(j.module.PkgName, share, data))
 	if err != nil {
@@ -512,13 +604,27 @@ func (b *built) sameNames(names, share []string) error {
 	return nil
 }
 
-// cut splits names into n runs of consecutive names, as even as they can
-// be (fewer when there are fewer names).
-func cut(names []string, n int) [][]string {
+// deal shares names out to n goroutines as cards are dealt, name i to
+// share i mod n (fewer shares when there are fewer names): components
+// next to each other tend to read the same values, so a change to one
+// value is built by every goroutine rather than by the one whose run of
+// components reads it.
+func deal(names []string, n int) [][]string {
 	n = max(1, min(n, len(names)))
-	out := make([][]string, 0, n)
-	for i := range n {
-		out = append(out, names[i*len(names)/n:(i+1)*len(names)/n])
+	out := make([][]string, n)
+	for i, name := range names {
+		out[i%n] = append(out[i%n], name)
 	}
 	return out
+}
+
+// inComponentOrder sorts the objects of the shares into the order of the
+// components that rendered them (names), each component's in the order
+// it rendered them, as one goroutine rendering them all gives.
+func inComponentOrder(objs []manifest.Resource, names []string) {
+	at := make(map[string]int, len(names))
+	for i, n := range names {
+		at[n] = i
+	}
+	slices.SortStableFunc(objs, func(a, b manifest.Resource) int { return at[a.Component] - at[b.Component] })
 }

@@ -142,8 +142,11 @@ type transformStats struct {
 	cut, uncut atomic.Int64
 	// built counts the components the real render's shares built (the
 	// component cache spares the others).
-	built   atomic.Int64
-	mu      sync.Mutex
+	built atomic.Int64
+	mu    sync.Mutex
+	// builds are how many components each build of the real render's
+	// shares built.
+	builds  []int
 	written []string
 }
 
@@ -161,6 +164,7 @@ func (s *transformStats) add(from *transformStats) {
 	}
 	s.mu.Lock()
 	s.written = append(s.written, from.written...)
+	s.builds = append(s.builds, from.builds...)
 	s.mu.Unlock()
 }
 
@@ -178,6 +182,9 @@ func standInCount(s *transformStats) *atomic.Int64 { return &s.standIns }
 func (s *transformStats) builtComponents(n int) {
 	if s != nil {
 		s.built.Add(int64(n))
+		s.mu.Lock()
+		s.builds = append(s.builds, n)
+		s.mu.Unlock()
 	}
 }
 
