@@ -123,6 +123,10 @@ func TestByLabelsUnionsSelectorsAndExcludesWhatIsNotTheRelease(t *testing.T) {
 
 	both := create(t, cl, configMap(ns, "both", labelsFor(release, releaseID)))
 	create(t, cl, configMap(ns, "old", labelsFor(release, "")))
+	// A release-id label with no value is no identity: the name finds it.
+	emptyID := labelsFor(release, "")
+	emptyID[manifest.LabelReleaseUUID] = ""
+	create(t, cl, configMap(ns, "emptyid", emptyID))
 	create(t, cl, configMap(ns, "idonly", labelsFor("", releaseID)))
 	create(t, cl, deployment(ns, "web", labelsFor(release, releaseID)))
 	create(t, cl, obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", crName, labelsFor(release, releaseID), nil))
@@ -149,7 +153,7 @@ func TestByLabelsUnionsSelectorsAndExcludesWhatIsNotTheRelease(t *testing.T) {
 	t.Run("both selectors", func(t *testing.T) {
 		got, stats, err := ByLabels(t.Context(), cl, Query{Namespace: ns, ReleaseName: release, ReleaseID: releaseID}, Options{})
 		assert.NilError(t, err)
-		assert.DeepEqual(t, names(got), []string{"ClusterRole/" + crName, "ConfigMap/both", "ConfigMap/idonly", "ConfigMap/old", "Deployment/web"})
+		assert.DeepEqual(t, names(got), []string{"ClusterRole/" + crName, "ConfigMap/both", "ConfigMap/emptyid", "ConfigMap/idonly", "ConfigMap/old", "Deployment/web"})
 		uids := map[string]bool{}
 		for _, u := range got {
 			assert.Check(t, !uids[string(u.GetUID())], "%s listed twice", u.GetName())
@@ -170,7 +174,7 @@ func TestByLabelsUnionsSelectorsAndExcludesWhatIsNotTheRelease(t *testing.T) {
 		assert.NilError(t, err)
 		// Without a release id the same-named release elsewhere cannot be
 		// told apart for cluster-scoped kinds: no label names the namespace.
-		assert.DeepEqual(t, names(got), []string{"ClusterRole/" + crName, "ClusterRole/" + crName + "-elsewhere", "ConfigMap/both", "ConfigMap/old", "Deployment/web"})
+		assert.DeepEqual(t, names(got), []string{"ClusterRole/" + crName, "ClusterRole/" + crName + "-elsewhere", "ConfigMap/both", "ConfigMap/emptyid", "ConfigMap/old", "Deployment/web"})
 	})
 	t.Run("release id only", func(t *testing.T) {
 		got, stats, err := ByLabels(t.Context(), cl, Query{Namespace: ns, ReleaseID: releaseID}, Options{Workers: 2})

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,7 +49,8 @@ type listTarget struct {
 // ByLabels finds a release's objects without an inventory: it lists every
 // listable resource type the server serves (its preferred version of each
 // group; subresources, Endpoints and EndpointSlices skipped) with the
-// release-id selector and, separately, the name selector, namespaced types
+// release-id selector and, separately, the name selector (of what does not
+// carry this release's id: the first selector finds that), namespaced types
 // in q.Namespace and cluster-scoped types cluster-wide, Options.Workers
 // lists at a time. The results are unioned and deduplicated by metadata.uid
 // and returned in apply order.
@@ -179,7 +179,19 @@ func (q Query) selectors() ([]labelSelector, error) {
 		if err != nil {
 			return nil, fault.Validationf("release name %q is not a valid label value: %v", q.ReleaseName, err)
 		}
-		out = append(out, labelSelector{selector: sel.Add(*notInventory).String(), byName: true})
+		sel = sel.Add(*notInventory)
+		if q.ReleaseID != "" {
+			// What carries the id is the first selector's: the server
+			// leaves it out here rather than sending it twice (a
+			// release's workloads make as many objects again, all
+			// labelled).
+			notID, err := labels.NewRequirement(manifest.LabelReleaseUUID, selection.NotIn, []string{q.ReleaseID})
+			if err != nil {
+				return nil, fmt.Errorf("build release id exclusion selector: %w", err)
+			}
+			sel = sel.Add(*notID)
+		}
+		out = append(out, labelSelector{selector: sel.String(), byName: true})
 	}
 	return out, nil
 }
@@ -260,7 +272,7 @@ func listMetadata(ctx context.Context, cl *kube.Cluster, t listTarget, namespace
 		}
 		items := make([]unstructured.Unstructured, 0, len(l.Items))
 		for i := range l.Items {
-			md, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&l.Items[i].ObjectMeta)
+			md, err := metadataOf(&l.Items[i].ObjectMeta)
 			if err != nil {
 				return nil, "", fmt.Errorf("converting the metadata of %s %s: %w", t.kind, l.Items[i].Name, err)
 			}
