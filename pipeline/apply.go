@@ -340,12 +340,12 @@ func eachRelease(ctx context.Context, sel Selection, fps map[string]string, co C
 		return nil, err
 	}
 	cls := newClusters(ctx, co)
-	cache := newIdentityCache()
+	cache, keys := newIdentityCache(), identityKeys(ctx, sel, fps)
 	defer func() { _ = cache.c.Trim() }() // at most hourly: one policy for every kind
 	res := &ApplyResult{Releases: make([]AppliedRelease, 0, len(rels))}
 	for _, rel := range rels {
 		rel.Fingerprint = fps[rel.Key]
-		cache.put(rel)
+		cache.put(keys[rel.Key], rel)
 		// The cluster may re-scope objects, and with them the digest: the
 		// result reports the release as it is applied.
 		cl, scoped, err := cls.forRelease(ctx, rel)

@@ -128,8 +128,11 @@ func diffUnmoved(ctx context.Context, cl *clusters, opts DiffOptions, m *diff.Ma
 	}
 	sel := opts.Selection
 	ids, err := identities(ctx, sel, fps)
+	if errors.Is(err, errWrongIdentity) {
+		return nil, nil, nil, err
+	}
 	if err != nil {
-		return nil, nil, nil, nil
+		return nil, nil, nil, nil // the render says what is wrong
 	}
 	unmoved, prefetched = map[string]ReleaseChanges{}, map[string]*preview.Prefetch{}
 	for _, id := range ids {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -40,32 +41,47 @@ type cachedIdentity struct {
 	Module      render.Module `json:"module"`
 }
 
-// get returns the identity of the render with fingerprint fp, without
-// its policy.
-func (c identityCache) get(fp string) (*render.Release, bool) {
-	b, ok := c.c.Get(cache.Identity, fp)
+// get returns the identity stored under key (identityKeys), without its
+// policy.
+func (c identityCache) get(key string) (*render.Release, bool) {
+	b, ok := c.c.Get(cache.Identity, key)
 	if !ok {
 		return nil, false
 	}
 	var e cachedIdentity
 	if json.Unmarshal(b, &e) != nil || e.ReleaseID == "" {
-		c.c.Forget(cache.Identity, fp)
+		c.c.Forget(cache.Identity, key)
 		return nil, false
 	}
 	return &render.Release{Key: e.Key, Name: e.Name, Namespace: e.Namespace, Environment: e.Environment,
-		ReleaseID: e.ReleaseID, Module: e.Module, Fingerprint: fp}, true
+		ReleaseID: e.ReleaseID, Module: e.Module}, true
 }
 
-// put records r's identity under its fingerprint.
-func (c identityCache) put(r *render.Release) {
-	if c.c == nil || r.Fingerprint == "" {
+// put records r's identity under key (identityKeys).
+func (c identityCache) put(key string, r *render.Release) {
+	if c.c == nil || key == "" {
 		return
 	}
 	b, err := json.Marshal(cachedOf(r))
 	if err != nil {
 		return
 	}
-	_ = c.c.Put(cache.Identity, r.Fingerprint, b) // no cache is a slower run, not a failure
+	_ = c.c.Put(cache.Identity, key, b) // no cache is a slower run, not a failure
+}
+
+// identityKeys are what the identity cache keys the selected releases'
+// identities by: their input fingerprints (fps) without the values files
+// the command adds (-f, standard input, in-memory ones). Those are merged
+// into the values after the deployment is evaluated, never into what
+// names, places or bounds a release, so a diff of a values file never seen
+// before still finds its release's identity: evaluating it was a third of
+// such a diff. nil when the fingerprints cannot be taken.
+func identityKeys(ctx context.Context, sel Selection, fps map[string]string) map[string]string {
+	if fps == nil || len(sel.ValuesFiles)+len(sel.InlineValues)+len(sel.SecretValues) == 0 {
+		return fps
+	}
+	sel.ValuesFiles, sel.InlineValues, sel.SecretValues = nil, nil, nil
+	return fingerprints(ctx, sel)
 }
 
 // cachedOf is what the cache keeps of r.
@@ -84,9 +100,14 @@ type served struct {
 
 func servedOf(r *render.Release) served { return served{cachedOf(r), r.Cluster, r.Reach} }
 
+// errWrongIdentity is what verifyIdentities finds when the cache served an
+// identity the render does not give: a fast path fails on it rather than
+// falling back to the full one, which would hide it.
+var errWrongIdentity = errors.New("the identity cache served an identity the render does not give")
+
 // verifyIdentities, with OPM_VERIFY_SKIPS set, renders the identities the
-// cache served and fails loudly when one differs: the cache would have
-// given a wrong answer. Without it, nothing.
+// cache served and fails loudly when one differs (errWrongIdentity): the
+// cache would have given a wrong answer. Without it, nothing.
 func verifyIdentities(ctx context.Context, sel Selection, cached []*render.Release) error {
 	if os.Getenv(EnvVerifySkips) == "" {
 		return nil
@@ -98,35 +119,39 @@ func verifyIdentities(ctx context.Context, sel Selection, cached []*render.Relea
 		return fmt.Errorf("%s: verifying the cached identities: %w", EnvVerifySkips, err)
 	}
 	if len(rels) != len(cached) {
-		return fmt.Errorf("%s: the cache served %d identities, the render has %d", EnvVerifySkips, len(cached), len(rels))
+		return fmt.Errorf("%s: the cache served %d identities, the render has %d: %w", EnvVerifySkips, len(cached), len(rels), errWrongIdentity)
 	}
 	for i, r := range rels {
 		if got, want := servedOf(cached[i]), servedOf(r); !reflect.DeepEqual(got, want) {
-			return fmt.Errorf("%s: the cached identity of release %s is %+v, the render's %+v", EnvVerifySkips, r.Key, got, want)
+			return fmt.Errorf("%s: the cached identity of release %s is %+v, the render's %+v: %w", EnvVerifySkips, r.Key, got, want, errWrongIdentity)
 		}
 	}
 	return nil
 }
 
-// all returns the identities of every fingerprint (by release key),
-// sorted by key, when the cache has each one and the environment's policy,
-// evaluated from dir now, holds for each; hit is false otherwise. Each
-// identity's cluster and reach are that policy's.
-func (c identityCache) all(ctx context.Context, dir, env string, fps map[string]string) (out []*render.Release, hit bool) {
+// all returns the identities of every selected release (the keys of fps,
+// their input fingerprints), sorted by key, when the cache has each one
+// and the environment's policy, evaluated from the directory now, holds
+// for each; hit is false otherwise. Each identity's cluster and reach are
+// that policy's, its Fingerprint fps'.
+func (c identityCache) all(ctx context.Context, sel Selection, fps map[string]string) (out []*render.Release, hit bool) {
 	if c.c == nil || len(fps) == 0 {
 		return nil, false
 	}
+	keys := identityKeys(ctx, sel, fps)
+	env := sel.Environment
 	for _, k := range slices.Sorted(maps.Keys(fps)) {
-		r, ok := c.get(fps[k])
+		r, ok := c.get(keys[k])
 		if !ok || r.Key != k || r.Environment != env {
 			return nil, false
 		}
+		r.Fingerprint = fps[k]
 		out = append(out, r)
 	}
 	if env == "" {
 		return out, true // no environment: no policy, as a render gives
 	}
-	p, ok, err := render.PolicyOf(ctx, dir, env)
+	p, ok, err := render.PolicyOf(ctx, sel.Dir, env)
 	if err != nil || !ok {
 		return nil, false // the render decides, and says what is wrong
 	}
@@ -144,8 +169,8 @@ func (c identityCache) all(ctx context.Context, dir, env string, fps map[string]
 // (render's IdentityOnly), which fills the cache.
 func identities(ctx context.Context, sel Selection, fps map[string]string) ([]*render.Release, error) {
 	cache := newIdentityCache()
-	if out, hit := cache.all(ctx, sel.Dir, sel.Environment, fps); hit {
-		return out, nil
+	if out, hit := cache.all(ctx, sel, fps); hit {
+		return out, verifyIdentities(ctx, sel, out)
 	}
 	io := sel.RenderOptions(ctx)
 	io.IdentityOnly = true
@@ -153,9 +178,10 @@ func identities(ctx context.Context, sel Selection, fps map[string]string) ([]*r
 	if err != nil {
 		return nil, err
 	}
+	keys := identityKeys(ctx, sel, fps)
 	for _, id := range ids {
 		id.Fingerprint = fps[id.Key]
-		cache.put(id)
+		cache.put(keys[id.Key], id)
 	}
 	_ = cache.c.Trim() // at most hourly: one policy for every kind
 	return ids, nil

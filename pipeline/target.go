@@ -91,7 +91,7 @@ func resolveCached(ctx context.Context, t Target, opts ClusterOptions, ghosts bo
 	if fps == nil {
 		return resolve(ctx, t, opts, ghosts)
 	}
-	ids, hit := newIdentityCache().all(ctx, sel.Dir, sel.Environment, fps)
+	ids, hit := newIdentityCache().all(ctx, sel, fps)
 	if !hit {
 		// identities renders them and fills the cache for the next reader.
 		var err error

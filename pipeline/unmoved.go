@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -46,6 +47,9 @@ func fingerprints(ctx context.Context, sel Selection) map[string]string {
 // does.
 func applyUnmoved(ctx context.Context, opts ApplyOptions, sel Selection, fps map[string]string, ro reconcile.Options) (done []AppliedRelease, rest []string, err error) {
 	ids, err := identities(ctx, sel, fps)
+	if errors.Is(err, errWrongIdentity) {
+		return nil, nil, err
+	}
 	if err != nil {
 		return nil, sel.Releases, nil // the full path reports it
 	}
