@@ -16,6 +16,7 @@ import (
 
 	"github.com/opmodel/pipeline/engine/cache"
 	"github.com/opmodel/pipeline/engine/redact"
+	"github.com/opmodel/pipeline/engine/taint"
 	"github.com/opmodel/pipeline/internal/deploytest"
 )
 
@@ -196,7 +197,9 @@ func TestCanaryInFindsEveryEncoding(t *testing.T) {
 // renders that trace it run on the same shares), eight after them do
 // not. Two goroutines build four each — not one eight while the other
 // waits — and the release is the one a single goroutine without a cache
-// renders.
+// renders. Moved to b12, then to another value of its shape, the stand-in
+// renders that trace it the second time are all the cache's
+// (taint.ShapeVariant): only the eight real ones are built.
 func TestMovedComponentsAreBuiltOnEveryGoroutine(t *testing.T) {
 	var comps strings.Builder
 	for i := range 8 {
@@ -212,19 +215,33 @@ func TestMovedComponentsAreBuiltOnEveryGoroutine(t *testing.T) {
 		"releases: [Name=string]: core.#ModuleRelease & {metadata: name: *Name | _}\n" +
 		"releases: cm: {#module: cmmod, metadata: namespace: \"ns\"}\n"
 	dir := deploytest.Write(t, map[string]string{"cm/cm.cue": module, "deploy.cue": deploy})
-	values := filepath.Join(t.TempDir(), "values.cue")
-	assert.NilError(t, os.WriteFile(values, []byte("a: \"a1\"\n"), 0o600))
+	values := func(a string) []string {
+		p := filepath.Join(t.TempDir(), "values.cue")
+		assert.NilError(t, os.WriteFile(p, fmt.Appendf(nil, "a: %q\n", a), 0o600))
+		return []string{p}
+	}
+	// A value of b12's shape whose stand-in is b12's.
+	again := ""
+	for d := range 100 {
+		if v := fmt.Sprintf("c%02d", d); taint.ShapeVariant(0)(v) == taint.ShapeVariant(0)("b12") {
+			again = v
+			break
+		}
+	}
+	assert.Assert(t, again != "")
 	opts := Options{Dir: dir, Releases: []string{"cm"}, Parallelism: 2, shareLeast: 1,
 		Cache: cache.Open(t.TempDir(), 0, nil).WithSealKey([]byte("a seal key of the test, 32 bytes"))}
 	for i, step := range []struct {
-		files  []string
-		builds []int
-	}{{nil, []int{8, 8}}, {[]string{values}, []int{4, 4}}} {
+		files    []string
+		builds   []int
+		standIns int64
+	}{{nil, []int{8, 8}, 8}, {values("b12"), []int{4, 4}, 8}, {values(again), []int{4, 4}, 0}} {
 		opts.ValuesFiles, opts.stats = step.files, &transformStats{}
 		got, err := Render(context.Background(), opts)
 		assert.NilError(t, err)
 		assert.Equal(t, opts.stats.cut.Load(), int64(1), "step %d: not a cut render", i)
 		assert.DeepEqual(t, opts.stats.builds, step.builds)
+		assert.Equal(t, opts.stats.standInsBuilt.Load(), step.standIns, "step %d: stand-in components built", i)
 		plain := opts
 		plain.Cache, plain.Parallelism, plain.stats = nil, 1, nil
 		want, err := Render(context.Background(), plain)

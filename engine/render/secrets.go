@@ -130,7 +130,11 @@ func variantOf(ctx context.Context, d *load.Deployment, rel cue.Value, rc releas
 const standInVariants = 3
 
 // standIns renders the release with the values at some paths replaced by
-// stand-ins (taint.Variant), once per set of paths and variant: when the trace needs
+// stand-ins, once per set of paths and variant: taint.Variant's when any
+// value is from a secret source, else taint.ShapeVariant's (every value
+// replaced is the repository's, which its module's author can read; a
+// value moved to another of its shape then has the stand-in it had, and
+// the component cache the stand-in render). When the trace needs
 // exactly the paths one probe replaced (a value from the repository that
 // reaches a Secret, no SOPS), the probe's render is the trace's, which
 // halves what such a release pays for its secrets. The results are read,
@@ -139,6 +143,8 @@ type standIns struct {
 	set    *values.Set
 	render variant
 	done   map[string]standInRender
+	// of is the stand-in variant n replaces a value with.
+	of func(n int) func(any) any
 }
 
 type standInRender struct {
@@ -148,7 +154,11 @@ type standInRender struct {
 }
 
 func newStandIns(set *values.Set, render variant) *standIns {
-	return &standIns{set: set, render: render, done: map[string]standInRender{}}
+	of := taint.ShapeVariant
+	if set.HasSecrets() {
+		of = taint.Variant
+	}
+	return &standIns{set: set, render: render, done: map[string]standInRender{}, of: of}
 }
 
 // with renders with the values at paths replaced by stand-in variant n.
@@ -165,7 +175,7 @@ func (s *standIns) with(paths [][]string, n int) (any, []map[string]any, error) 
 	key := fmt.Sprintf("%d:%s", n, strings.Join(slices.Compact(keys), ","))
 	r, ok := s.done[key]
 	if !ok {
-		r.doc, r.objs, r.err = s.render(s.set.Replaced(paths, taint.Variant(n)))
+		r.doc, r.objs, r.err = s.render(s.set.Replaced(paths, s.of(n)))
 		s.done[key] = r
 	}
 	return r.doc, r.objs, r.err

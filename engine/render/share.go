@@ -413,9 +413,10 @@ func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, m
 			})
 		}
 		// What the component cache holds of the stand-in render (the
-		// stand-ins are a function of the values they replace: the same
-		// values give the same entries) is taken from it; with verify,
-		// rendered anyway and compared.
+		// stand-ins are a function of the values they replace — of their
+		// shape only, for values the repository wrote: the same give the
+		// same entries) is taken from it; with verify, rendered anyway
+		// and compared.
 		hits, keys, missed := map[string][]manifest.Resource{}, map[string]string{}, reached
 		if s.cc != nil && standIn != nil {
 			missed = nil
@@ -447,6 +448,9 @@ func (s *shared) variant(ctx context.Context, d *load.Deployment, data []byte, m
 		b, err := s.job.build(ctx, d, s.built[i], missed, data, want)
 		if err != nil {
 			return nil, err
+		}
+		if st := s.job.rc.transforms.stats; st != nil {
+			st.standInsBuilt.Add(int64(len(missed)))
 		}
 		if err := b.sameNames(s.names, missed); err != nil {
 			return nil, err

@@ -141,9 +141,10 @@ type transformStats struct {
 	// is not kept.
 	cut, uncut atomic.Int64
 	// built counts the components the real render's shares built (the
-	// component cache spares the others).
-	built atomic.Int64
-	mu    sync.Mutex
+	// component cache spares the others), standInsBuilt those the
+	// stand-in renders built.
+	built, standInsBuilt atomic.Int64
+	mu                   sync.Mutex
 	// builds are how many components each build of the real render's
 	// shares built.
 	builds  []int
@@ -158,7 +159,7 @@ func (s *transformStats) add(from *transformStats) {
 	for _, c := range []func(*transformStats) *atomic.Int64{
 		func(s *transformStats) *atomic.Int64 { return &s.transformed }, sharedCount, wholeCount, standInCount,
 		func(s *transformStats) *atomic.Int64 { return &s.cut }, func(s *transformStats) *atomic.Int64 { return &s.uncut },
-		func(s *transformStats) *atomic.Int64 { return &s.built },
+		func(s *transformStats) *atomic.Int64 { return &s.built }, func(s *transformStats) *atomic.Int64 { return &s.standInsBuilt },
 	} {
 		c(s).Add(c(from).Load())
 	}

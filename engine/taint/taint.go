@@ -27,7 +27,7 @@ import (
 // a number its sign, digit count and integrality, a bool flips, and lists
 // and structs are replaced element by element. It is stand-in number 0
 // of Variant.
-func Sentinel(v any) any { return sentinel(v, 0) }
+func Sentinel(v any) any { return Variant(0)(v) }
 
 // Variant returns stand-in number n: each n moves the characters of a
 // value by steps of its own, independent of every other n's. A function
@@ -36,35 +36,132 @@ func Sentinel(v any) any { return sentinel(v, 0) }
 // caught by another: a field is secret-derived when any stand-in changes
 // it.
 func Variant(n int) func(any) any {
-	return func(v any) any { return sentinel(v, n) }
+	return func(v any) any {
+		return sentinel(v, func(s string) string { return shift(s, n) }, func(f float64) float64 { return shiftNumber(f, n) })
+	}
 }
 
-func sentinel(v any, n int) any {
+// ShapeVariant returns stand-in number n for a value written in the
+// repository, which its module's author can read: like Variant's, every
+// digit and letter moves within its class and a number keeps its sign,
+// digit count and integrality, but where each character goes is drawn
+// from the value's shape — its length, and each character's class or, for
+// any other character, the character — not from the value. Two values of
+// one shape get one stand-in (a character the draw would leave in place
+// takes the class's first instead), so what a stand-in render made for one
+// is the stand-in render of the other: the component cache then has the
+// trace of a value moved to another of its shape. Never for a value from a
+// secret source: a module that can predict the stand-in can make a
+// function of a secret come out alike for both (Variant draws its steps
+// from the secret for that).
+func ShapeVariant(n int) func(any) any {
+	return func(v any) any {
+		return sentinel(v, func(s string) string { return draw(s, n) }, func(f float64) float64 { return drawNumber(f, n) })
+	}
+}
+
+func sentinel(v any, str func(string) string, num func(float64) float64) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = sentinel(e, n)
+			out[k] = sentinel(e, str, num)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = sentinel(e, n)
+			out[i] = sentinel(e, str, num)
 		}
 		return out
 	case string:
-		return shift(x, n)
+		return str(x)
 	case bool:
 		return !x
 	case float64:
-		return shiftNumber(x, n)
+		return num(x)
 	case int64:
-		return int64(shiftNumber(float64(x), n))
+		return int64(num(float64(x)))
 	case int:
-		return int(shiftNumber(float64(x), n))
+		return int(num(float64(x)))
 	}
 	return v
+}
+
+// shape is what ShapeVariant draws from: each digit and letter as its
+// class, every other character as itself.
+func shape(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			b[i] = '0'
+		case c >= 'a' && c <= 'z':
+			b[i] = 'a'
+		case c >= 'A' && c <= 'Z':
+			b[i] = 'A'
+		}
+	}
+	return string(b)
+}
+
+// draw puts a character of its class, drawn from s's shape, in place of
+// every digit and letter of s; one the draw would leave in place becomes
+// its class's first ('0', 'a', 'A'), which the draw never gives. A string
+// with neither gets one character more, so it still differs.
+func draw(s string, variant int) string {
+	b := []byte(s)
+	st := newSteps("shape\x00"+shape(s), variant)
+	changed := false
+	for i, c := range b {
+		var base byte
+		size := 26
+		switch {
+		case c >= '0' && c <= '9':
+			base, size = '0', 10
+		case c >= 'a' && c <= 'z':
+			base = 'a'
+		case c >= 'A' && c <= 'Z':
+			base = 'A'
+		default:
+			continue
+		}
+		b[i] = base + byte(st.next(size))
+		if b[i] == c {
+			b[i] = base
+		}
+		changed = true
+	}
+	if !changed {
+		return s + "~"
+	}
+	return string(b)
+}
+
+// drawNumber draws the digits of a number's decimal form as draw draws a
+// string's; a leading digit that would become 0 becomes 1 (2 when it was
+// 1), so the digit count holds.
+func drawNumber(f float64, variant int) float64 {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return f
+	}
+	abs := math.Abs(f)
+	orig := strconv.FormatFloat(abs, 'f', -1, 64)
+	b := []byte(draw(orig, variant))
+	if b[0] == '0' && orig[0] != '0' {
+		b[0] = '1'
+		if orig[0] == '1' {
+			b[0] = '2'
+		}
+	}
+	out, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || out == abs {
+		out = abs + 1
+	}
+	if f < 0 {
+		return -out
+	}
+	return out
 }
 
 // steps is the stream of pseudo-random steps a stand-in moves the

@@ -29,6 +29,63 @@ func FuzzSentinelDiffersAndKeepsShape(f *testing.F) {
 	})
 }
 
+// A shape stand-in differs from the value in every digit and letter,
+// keeps its length and each character's class, and is the same for every
+// value of the shape but where a character would have stayed.
+func FuzzShapeStandInDiffersAndKeepsShape(f *testing.F) {
+	for _, s := range []string{"4711", "fresh-1", "", "!!", "Zz9", "a", "0"} {
+		f.Add(s, "")
+	}
+	f.Fuzz(func(t *testing.T, s, other string) {
+		got := ShapeVariant(0)(s).(string)
+		assert.Assert(t, got != s, "stand-in of %q is itself", s)
+		if strings.ContainsAny(strings.ToLower(s), "0123456789abcdefghijklmnopqrstuvwxyz") {
+			assert.Equal(t, len(got), len(s))
+			assert.Equal(t, shape(got), shape(s))
+			for i := range s {
+				if shape(s[i:i+1]) != s[i:i+1] {
+					assert.Assert(t, got[i] != s[i], "character %d of %q stayed in %q", i, s, got)
+				}
+			}
+		}
+		assert.Equal(t, ShapeVariant(0)(s), got, "not stable")
+		if len(other) == len(s) && shape(other) == shape(s) {
+			theirs := ShapeVariant(0)(other).(string)
+			for i := range got {
+				// Where neither value had the drawn character, the
+				// stand-ins agree.
+				if got[i] != theirs[i] {
+					assert.Assert(t, strings.ContainsRune("0aA", rune(got[i])) || strings.ContainsRune("0aA", rune(theirs[i])), "%q and %q, one shape, differ at %d: %q, %q", s, other, i, got, theirs)
+				}
+			}
+		}
+	})
+}
+
+// The point of a shape stand-in: a value moved to another of its shape has
+// the stand-in it had, so its trace is a cache hit. Of the ten values
+// fresh-0 … fresh-9, only the one whose digit the draw gave gets another.
+func TestShapeStandInsOfOneShapeAreOne(t *testing.T) {
+	seen := map[string]int{}
+	for d := range 10 {
+		seen[ShapeVariant(0)(fmt.Sprintf("fresh-%d", d)).(string)]++
+	}
+	assert.Equal(t, len(seen), 2, "%v", seen)
+	for standIn, n := range seen {
+		assert.Assert(t, n == 9 || n == 1, "%q for %d values", standIn, n)
+	}
+	assert.Assert(t, ShapeVariant(0)("fresh-1") != ShapeVariant(1)("fresh-1"), "variants draw alike")
+	for _, in := range []float64{4711, 9, 90, -7, 0, 1.5, 999, -12.25, 100000, 1, 10} {
+		got := ShapeVariant(0)(in).(float64)
+		assert.Assert(t, got != in, "stand-in of %v is itself", in)
+		assert.Equal(t, got < 0, in < 0, "stand-in of %v is %v: another sign", in, got)
+		assert.Equal(t, got == math.Trunc(got), in == math.Trunc(in), "stand-in of %v is %v: integrality", in, got)
+		digits := func(f float64) int { return len(strconv.FormatFloat(math.Abs(f), 'f', -1, 64)) }
+		assert.Equal(t, digits(got), digits(in), "stand-in of %v is %v", in, got)
+	}
+	assert.Equal(t, ShapeVariant(0)(true), false)
+}
+
 func TestSentinelNumbersKeepDigitCountAndSign(t *testing.T) {
 	for _, in := range []float64{4711, 9, 90, -7, 0, 1.5, 999, -12.25, 100000} {
 		got := Sentinel(in).(float64)
