@@ -88,82 +88,6 @@ func sentinel(v any, str func(string) string, num func(float64) float64) any {
 	return v
 }
 
-// shape is what ShapeVariant draws from: each digit and letter as its
-// class, every other character as itself.
-func shape(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		switch {
-		case c >= '0' && c <= '9':
-			b[i] = '0'
-		case c >= 'a' && c <= 'z':
-			b[i] = 'a'
-		case c >= 'A' && c <= 'Z':
-			b[i] = 'A'
-		}
-	}
-	return string(b)
-}
-
-// draw puts a character of its class, drawn from s's shape, in place of
-// every digit and letter of s; one the draw would leave in place becomes
-// its class's first ('0', 'a', 'A'), which the draw never gives. A string
-// with neither gets one character more, so it still differs.
-func draw(s string, variant int) string {
-	b := []byte(s)
-	st := newSteps("shape\x00"+shape(s), variant)
-	changed := false
-	for i, c := range b {
-		var base byte
-		size := 26
-		switch {
-		case c >= '0' && c <= '9':
-			base, size = '0', 10
-		case c >= 'a' && c <= 'z':
-			base = 'a'
-		case c >= 'A' && c <= 'Z':
-			base = 'A'
-		default:
-			continue
-		}
-		b[i] = base + byte(st.next(size))
-		if b[i] == c {
-			b[i] = base
-		}
-		changed = true
-	}
-	if !changed {
-		return s + "~"
-	}
-	return string(b)
-}
-
-// drawNumber draws the digits of a number's decimal form as draw draws a
-// string's; a leading digit that would become 0 becomes 1 (2 when it was
-// 1), so the digit count holds.
-func drawNumber(f float64, variant int) float64 {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return f
-	}
-	abs := math.Abs(f)
-	orig := strconv.FormatFloat(abs, 'f', -1, 64)
-	b := []byte(draw(orig, variant))
-	if b[0] == '0' && orig[0] != '0' {
-		b[0] = '1'
-		if orig[0] == '1' {
-			b[0] = '2'
-		}
-	}
-	out, err := strconv.ParseFloat(string(b), 64)
-	if err != nil || out == abs {
-		out = abs + 1
-	}
-	if f < 0 {
-		return -out
-	}
-	return out
-}
-
 // steps is the stream of pseudo-random steps a stand-in moves the
 // characters of s by: SHA-256 of s in counter mode. Moving every character
 // one step, as a fixed rule would, let a module compute fields that come
@@ -202,23 +126,32 @@ func (st *steps) next(size int) int {
 	return 1 + int(b)%(size-1)
 }
 
-// shift moves every digit and letter within its class by a step of
-// steps; a string with none gets one character more, so it still differs.
-func shift(s string, variant int) string {
+// classOf is the class a stand-in keeps of a character: its first member
+// and size; size 0 for a character that is kept as it is.
+func classOf(c byte) (base byte, size int) {
+	switch {
+	case c >= '0' && c <= '9':
+		return '0', 10
+	case c >= 'a' && c <= 'z':
+		return 'a', 26
+	case c >= 'A' && c <= 'Z':
+		return 'A', 26
+	}
+	return 0, 0
+}
+
+// moveChars replaces every digit and letter c of s by to(c, its class,
+// a step of st in [1, size-1]); a string with neither gets one character
+// more, so it still differs.
+func moveChars(s string, st *steps, to func(c, base byte, size, step int) byte) string {
 	b := []byte(s)
-	st := newSteps(s, variant)
 	changed := false
 	for i, c := range b {
-		switch {
-		case c >= '0' && c <= '9':
-			b[i] = '0' + byte((int(c-'0')+st.next(10))%10)
-		case c >= 'a' && c <= 'z':
-			b[i] = 'a' + byte((int(c-'a')+st.next(26))%26)
-		case c >= 'A' && c <= 'Z':
-			b[i] = 'A' + byte((int(c-'A')+st.next(26))%26)
-		default:
+		base, size := classOf(c)
+		if size == 0 {
 			continue
 		}
+		b[i] = to(c, base, size, st.next(size))
 		changed = true
 	}
 	if !changed {
@@ -227,24 +160,69 @@ func shift(s string, variant int) string {
 	return string(b)
 }
 
+// shift moves every digit and letter within its class by a step of
+// steps.
+func shift(s string, variant int) string {
+	return moveChars(s, newSteps(s, variant), func(c, base byte, size, step int) byte {
+		return base + byte((int(c-base)+step)%size)
+	})
+}
+
+// shape is what ShapeVariant draws from: each digit and letter as its
+// class, every other character as itself.
+func shape(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if base, size := classOf(c); size > 0 {
+			b[i] = base
+		}
+	}
+	return string(b)
+}
+
+// draw puts a character of its class, drawn from s's shape, in place of
+// every digit and letter of s; one the draw would leave in place becomes
+// its class's first ('0', 'a', 'A'), which the draw never gives.
+func draw(s string, variant int) string {
+	return moveChars(s, newSteps("shape\x00"+shape(s), variant), func(c, base byte, _, step int) byte {
+		if d := base + byte(step); d != c {
+			return d
+		}
+		return base
+	})
+}
+
 // shiftNumber moves the digits of a number's decimal form as shift moves
 // a string's; a leading digit that would become 0 becomes 1, so the digit
 // count holds.
 func shiftNumber(f float64, variant int) float64 {
+	return moveNumber(f, func(s string) string { return shift(s, variant) }, func(byte) byte { return '1' })
+}
+
+// drawNumber draws the digits of a number's decimal form as draw draws a
+// string's; a leading digit that would become 0 becomes 1 (2 when it was
+// 1), so the digit count holds.
+func drawNumber(f float64, variant int) float64 {
+	return moveNumber(f, func(s string) string { return draw(s, variant) }, func(was byte) byte {
+		if was == '1' {
+			return '2'
+		}
+		return '1'
+	})
+}
+
+// moveNumber is f with the digits of its decimal form moved by move; a
+// leading digit move turned into 0 becomes lead(the digit it was), and a
+// number that moved nowhere is one more.
+func moveNumber(f float64, move func(string) string, lead func(was byte) byte) float64 {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return f
 	}
 	abs := math.Abs(f)
 	orig := strconv.FormatFloat(abs, 'f', -1, 64)
-	b := []byte(orig)
-	st := newSteps(orig, variant)
-	for i, c := range b {
-		if c >= '0' && c <= '9' {
-			b[i] = '0' + byte((int(c-'0')+st.next(10))%10)
-		}
-	}
+	b := []byte(move(orig))
 	if b[0] == '0' && orig[0] != '0' {
-		b[0] = '1'
+		b[0] = lead(orig[0])
 	}
 	out, err := strconv.ParseFloat(string(b), 64)
 	if err != nil || out == abs {
