@@ -317,10 +317,7 @@ func (d *Deployment) RootPackage() *build.Instance {
 // place, and return them with files of its own added: the parse's nodes
 // are shared with d and stay as they are.
 func (d *Deployment) BuildPackage(inst *build.Instance, edit func([]*ast.File) ([]*ast.File, error)) (Built, error) {
-	if d.parsed == nil {
-		return Built{}, errors.New("the deployment was not loaded from a directory")
-	}
-	pkg, err := d.parsed.reparsed(inst, edit)
+	pkg, err := d.reparsed(inst, edit)
 	if err != nil {
 		return Built{}, err
 	}
@@ -340,10 +337,7 @@ func (d *Deployment) BuildPackage(inst *build.Instance, edit func([]*ast.File) (
 // evaluates the package a second time (with other values) builds the
 // catalog once.
 func (d *Deployment) BuildPackageIn(b Built, inst *build.Instance, edit func([]*ast.File) ([]*ast.File, error)) (Built, error) {
-	if d.parsed == nil {
-		return Built{}, errors.New("the deployment was not loaded from a directory")
-	}
-	pkg, err := d.parsed.reparsed(inst, edit)
+	pkg, err := d.reparsed(inst, edit)
 	if err != nil {
 		return Built{}, err
 	}
@@ -352,6 +346,15 @@ func (d *Deployment) BuildPackageIn(b Built, inst *build.Instance, edit func([]*
 		return Built{}, fmt.Errorf("building %s: %w", inst.ImportPath, err)
 	}
 	return Built{Context: b.Context, Package: vals[0], Catalog: b.Catalog}, nil
+}
+
+// reparsed is inst as d's load parsed it, parsed again and edited
+// (Parsed.reparsed).
+func (d *Deployment) reparsed(inst *build.Instance, edit func([]*ast.File) ([]*ast.File, error)) (*build.Instance, error) {
+	if d.parsed == nil {
+		return nil, errors.New("the deployment was not loaded from a directory")
+	}
+	return d.parsed.reparsed(inst, edit)
 }
 
 func modulePath(inst *build.Instance) string { return inst.Module }

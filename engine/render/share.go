@@ -554,24 +554,22 @@ func (j shareJob) build(ctx context.Context, d *load.Deployment, in *built, shar
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var b load.Built
+	var err error
 	if in != nil {
-		b, err := d.BuildPackageIn(load.Built{Context: in.cctx, Catalog: in.catalog}, j.module, cutter(j.module.PkgName, share, data))
-		if err != nil {
-			return nil, err
-		}
-		comps := b.Package.LookupPath(pathComponents)
-		if err := comps.Err(); err != nil {
-			return nil, err
-		}
-		return &built{cctx: in.cctx, comps: comps, catalog: in.catalog, transformers: in.transformers, rc: in.rc}, nil
+		b, err = d.BuildPackageIn(load.Built{Context: in.cctx, Catalog: in.catalog}, j.module, cutter(j.module.PkgName, share, data))
+	} else {
+		b, err = d.BuildPackage(j.module, cutter(j.module.PkgName, share, data))
 	}
-	b, err := d.BuildPackage(j.module, cutter(j.module.PkgName, share, data))
 	if err != nil {
 		return nil, err
 	}
 	comps := b.Package.LookupPath(pathComponents)
 	if err := comps.Err(); err != nil {
 		return nil, err
+	}
+	if in != nil {
+		return &built{cctx: in.cctx, comps: comps, catalog: in.catalog, transformers: in.transformers, rc: in.rc}, nil
 	}
 	ts, err := loadTransformers([]provider{{name: "kubernetes", value: b.Catalog.LookupPath(pathProvider)}})
 	if err != nil {
