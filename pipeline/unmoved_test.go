@@ -37,6 +37,19 @@ func inventoryVersion(t *testing.T, r pipeline.AppliedRelease) string {
 	return s.ResourceVersion
 }
 
+// writeServiceStatus writes the status of HealthyModule's Service as a
+// controller would, which moves its resourceVersion.
+func writeServiceStatus(t *testing.T, ns string) {
+	t.Helper()
+	svcs := clientset(t).CoreV1().Services(ns)
+	svc, err := svcs.Get(t.Context(), "web", metav1.GetOptions{})
+	assert.NilError(t, err)
+	svc.Status.Conditions = append(svc.Status.Conditions, metav1.Condition{Type: fmt.Sprintf("Probed%d", len(svc.Status.Conditions)), Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.Now()})
+	moved, err := svcs.UpdateStatus(t.Context(), svc, metav1.UpdateOptions{FieldManager: "a-controller"})
+	assert.NilError(t, err)
+	assert.Assert(t, moved.ResourceVersion != svc.ResourceVersion)
+}
+
 // devRelease is HealthyModule released as app in environment dev, in a
 // namespace of its own.
 func devRelease(t *testing.T) (ns, dir string) {
@@ -74,6 +87,12 @@ func TestApplySkipsTheRenderWhenNothingMoved(t *testing.T) {
 	assert.Equal(t, again.ChangeID, first.ChangeID)
 	assert.Equal(t, again.ManifestDigest, first.ManifestDigest)
 	assert.Check(t, strings.Contains(report.AppliedLine(again), "unchanged (inputs identical)"), report.AppliedLine(again))
+	assert.Equal(t, inventoryVersion(t, again), written, "nothing was written")
+
+	// A controller's status write moves the Service's version, and the
+	// skip still holds: its content, read whole, is as applied.
+	writeServiceStatus(t, ns)
+	assert.Check(t, apply(opts).InputsIdentical, "a status write is no drift")
 	assert.Equal(t, inventoryVersion(t, again), written, "nothing was written")
 
 	// --no-skip renders.
@@ -165,6 +184,14 @@ func TestDiffSkipsTheRenderWhenNothingMoved(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Check(t, !full.Releases[0].InputsIdentical)
 	assert.Equal(t, full.Releases[0].Head, rc.Head, "the fast path reports what a render reports")
+
+	// A controller's status write moves the Service's resourceVersion: its
+	// metadata no longer tells, its content read whole does — untouched.
+	writeServiceStatus(t, ns)
+	cs, err = pipeline.Diff(t.Context(), pipeline.DiffOptions{Selection: sel, ClusterOptions: co})
+	assert.NilError(t, err)
+	assert.Check(t, cs.Releases[0].InputsIdentical, "a status write is no drift")
+	assert.Equal(t, cs.Releases[0].Counts.Unchanged, 3)
 
 	// A ghost: an object with the release's labels nobody recorded.
 	cm, err := clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), "web-config", metav1.GetOptions{})

@@ -50,11 +50,12 @@ type Options struct {
 	// ReleaseID, for FromInventory, lets many objects of one type be
 	// fetched with one LIST by the release-id label (see FromInventory).
 	ReleaseID string
-	// MetadataOnly, for ByLabels, lists metadata only
-	// (PartialObjectMetadata): each object comes back with its apiVersion,
-	// kind and metadata, no spec, data or status — what a ghost scan needs
-	// to tell a ghost, at a fraction of the transfer and decoding. A caller
-	// that shows a ghost fetches it whole (Fetch).
+	// MetadataOnly reads metadata only (PartialObjectMetadata, in
+	// protobuf): each object comes back with its apiVersion, kind and
+	// metadata (without managedFields), no spec, data or status — what a ghost scan needs to tell
+	// a ghost, or a diff to tell that a recorded object has not moved, at
+	// a fraction of the transfer and decoding. A caller that needs more
+	// reads it whole (Fetch after ByLabels, Whole after FromInventory).
 	MetadataOnly bool
 }
 

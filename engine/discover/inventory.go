@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/opmodel/pipeline/engine/fault"
 	"github.com/opmodel/pipeline/engine/inventory"
@@ -33,6 +33,9 @@ type Found struct {
 	// cluster no longer serves its kind at all (a removed CRD): either way
 	// there is nothing to show or delete.
 	Missing bool
+	// Partial is set when Object is the object's metadata only
+	// (Options.MetadataOnly); Whole reads the rest.
+	Partial bool
 }
 
 // FromInventory fetches the objects an inventory recorded, concurrently
@@ -75,27 +78,116 @@ func FromInventory(ctx context.Context, cl *kube.Cluster, entries []inventory.En
 		todo = append(todo, i)
 	}
 
-	var mu sync.Mutex
-	if opts.ReleaseID != "" {
-		var err error
-		if todo, err = listBatches(ctx, cl, entries, mappings, todo, found, opts, &stats, &mu); err != nil {
-			return nil, stats, err
+	selector := releaseSelector(opts.ReleaseID)
+	batched := func(_ groupKey, idx []int) string {
+		if opts.ReleaseID == "" || len(idx) < batchMin {
+			return ""
+		}
+		return selector
+	}
+	if err := read(ctx, cl, entries, todo, found, mappings, opts, &stats, batched); err != nil {
+		return nil, stats, err
+	}
+	return found, stats, nil
+}
+
+// Whole reads whole, in place, the objects of found at the indices at
+// (those a FromInventory with MetadataOnly read as their metadata, found
+// being all it returned). With Options.ReleaseID, batchMin or more wanted
+// objects of one type in one namespace are read with one LIST: by the
+// release id where they are at least half of found's objects there, else
+// by the release id and their components' names — a diff that changed 50
+// of a release's 500 ConfigMaps gets those 50 (and their components'
+// others) in one response, not 500 objects nor 50 GETs, each of which
+// costs the API server more than a listed object (it reads etcd). What a
+// LIST misses gets a GET; an object gone since is Missing.
+func Whole(ctx context.Context, cl *kube.Cluster, found []Found, at []int, opts Options) (Stats, error) {
+	stats := Stats{Strategy: StrategyInventory}
+	opts.MetadataOnly = false
+	entries := make([]inventory.Entry, len(found))
+	size := map[groupKey]int{}
+	for i, f := range found {
+		entries[i] = f.Entry
+		size[groupKey{f.Entry.ID.GroupKind(), f.Entry.Namespace}]++
+	}
+	wanted := make([]inventory.Entry, len(at))
+	for k, i := range at {
+		wanted[k] = entries[i]
+	}
+	mappings, err := resolveKinds(cl, wanted)
+	if err != nil {
+		return stats, err
+	}
+	var todo []int
+	for _, i := range at {
+		found[i].Object, found[i].Partial = nil, false
+		if mappings[entries[i].ID.GroupKind()] == nil {
+			found[i].Missing = true
+			continue
+		}
+		todo = append(todo, i)
+	}
+	byRelease := releaseSelector(opts.ReleaseID)
+	batched := func(k groupKey, idx []int) string {
+		switch {
+		case opts.ReleaseID == "" || len(idx) < batchMin:
+			return ""
+		case 2*len(idx) >= size[k]:
+			return byRelease
+		}
+		return componentsSelector(opts.ReleaseID, entries, idx)
+	}
+	return stats, read(ctx, cl, entries, todo, found, mappings, opts, &stats, batched)
+}
+
+// Untouched reports whether every object of found (FromInventory's
+// result, read whole or as metadata, each Entry carrying its apply's
+// record) is as the apply that recorded it left it (inventory.Untouched).
+// Metadata tells by the recorded resourceVersion; an object whose version
+// moved (a controller's status write moves it) is read whole, in place, and
+// its content tells. Anything else that cannot be untouched — gone, being
+// deleted, no record — is false before anything is read.
+func Untouched(ctx context.Context, cl *kube.Cluster, found []Found, opts Options) (bool, error) {
+	var moved []int
+	for i, f := range found {
+		switch {
+		case inventory.SameVersion(f.Entry, f.Object):
+		case f.Partial && f.Object.GetDeletionTimestamp() == nil && f.Entry.Applied != nil && f.Entry.Applied.Live != "":
+			moved = append(moved, i)
+		case !inventory.Untouched(f.Entry, f.Object):
+			return false, nil
 		}
 	}
+	if len(moved) == 0 {
+		return true, nil
+	}
+	if _, err := Whole(ctx, cl, found, moved, opts); err != nil {
+		return false, err
+	}
+	for _, i := range moved {
+		if !inventory.Untouched(found[i].Entry, found[i].Object) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
 
+// read fills found for the entries at todo: each group (one type, one
+// namespace) batched gives a label selector with one LIST by it, any
+// entry that LIST misses and the rest with a GET each.
+func read(ctx context.Context, cl *kube.Cluster, entries []inventory.Entry, todo []int, found []Found, mappings map[schema.GroupKind]*meta.RESTMapping,
+	opts Options, stats *Stats, batched func(groupKey, []int) string) error {
+	var mu sync.Mutex
+	todo, err := listBatches(ctx, cl, entries, mappings, todo, found, opts, stats, &mu, batched)
+	if err != nil {
+		return err
+	}
 	errs := make([]error, len(entries))
 	run(ctx, opts.workers(), len(todo), func(ctx context.Context, k int) bool {
 		i := todo[k]
 		e := entries[i]
 		m := mappings[e.ID.GroupKind()]
-		ri := cl.Dynamic.Resource(m.Resource)
-		var obj *unstructured.Unstructured
-		var err error
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			obj, err = ri.Namespace(e.Namespace).Get(ctx, e.Name, metav1.GetOptions{})
-		} else {
-			obj, err = ri.Get(ctx, e.Name, metav1.GetOptions{})
-		}
+		obj, err := get(ctx, cl, m, e.Namespace, e.Name, opts.MetadataOnly)
 		mu.Lock()
 		stats.Requests++
 		mu.Unlock()
@@ -106,14 +198,26 @@ func FromInventory(ctx context.Context, cl *kube.Cluster, entries []inventory.En
 			errs[i] = fmt.Errorf("get %s (%s): %w", e.ID, m.Resource, err)
 			return false
 		default:
-			found[i].Object = obj
+			found[i].Object, found[i].Partial = obj, opts.MetadataOnly
 		}
 		return true
 	})
-	if err := firstError(ctx, errs); err != nil {
-		return nil, stats, err
+	return firstError(ctx, errs)
+}
+
+// get reads one object, whole or (metadataOnly) its metadata.
+func get(ctx context.Context, cl *kube.Cluster, m *meta.RESTMapping, namespace, name string, metadataOnly bool) (*unstructured.Unstructured, error) {
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		namespace = ""
 	}
-	return found, stats, nil
+	if !metadataOnly {
+		return cl.Dynamic.Resource(m.Resource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	pom, err := cl.Metadata.Resource(m.Resource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return partial(m.GroupVersionKind, &pom.ObjectMeta)
 }
 
 // resolveKinds maps each distinct group/kind of the entries to its
@@ -209,25 +313,53 @@ func firstError(ctx context.Context, errs []error) error {
 // is fetched with a LIST instead of one GET each.
 const batchMin = 4
 
-type batch struct {
-	m   *meta.RESTMapping
-	ns  string
-	idx []int
+// groupKey is one type in one namespace: what one LIST reads.
+type groupKey struct {
+	gk schema.GroupKind
+	ns string
 }
 
-// listBatches fetches big groups of todo entries with one LIST each by the
-// release-id label, fills found, and returns the entries still to GET.
-func listBatches(ctx context.Context, cl *kube.Cluster, entries []inventory.Entry, mappings map[schema.GroupKind]*meta.RESTMapping,
-	todo []int, found []Found, opts Options, stats *Stats, mu *sync.Mutex) ([]int, error) {
-	type key struct {
-		gk schema.GroupKind
-		ns string
+type batch struct {
+	m        *meta.RESTMapping
+	ns       string
+	idx      []int
+	selector string
+}
+
+// releaseSelector selects a release's objects by its id.
+func releaseSelector(id string) string {
+	return labels.Set{manifest.LabelReleaseUUID: id}.String()
+}
+
+// componentsSelector selects the objects of a release's components that
+// the entries at idx belong to; the release's selector when a component
+// name is no label value (never from a render).
+func componentsSelector(id string, entries []inventory.Entry, idx []int) string {
+	var names []string
+	for _, i := range idx {
+		names = append(names, entries[i].Component)
 	}
-	groups := map[key]*batch{}
-	var order []key
+	slices.Sort(names)
+	in, err := labels.NewRequirement(manifest.LabelComponentName, selection.In, slices.Compact(names))
+	if err != nil {
+		return releaseSelector(id)
+	}
+	release, err := labels.NewRequirement(manifest.LabelReleaseUUID, selection.Equals, []string{id})
+	if err != nil {
+		return releaseSelector(id)
+	}
+	return labels.NewSelector().Add(*release, *in).String()
+}
+
+// listBatches fetches each group of todo entries batched gives a selector
+// with one LIST by it, fills found, and returns the entries still to GET.
+func listBatches(ctx context.Context, cl *kube.Cluster, entries []inventory.Entry, mappings map[schema.GroupKind]*meta.RESTMapping,
+	todo []int, found []Found, opts Options, stats *Stats, mu *sync.Mutex, batched func(groupKey, []int) string) ([]int, error) {
+	groups := map[groupKey]*batch{}
+	var order []groupKey
 	for _, i := range todo {
 		e := entries[i]
-		k := key{e.ID.GroupKind(), e.Namespace}
+		k := groupKey{e.ID.GroupKind(), e.Namespace}
 		if groups[k] == nil {
 			groups[k] = &batch{m: mappings[k.gk], ns: e.Namespace}
 			order = append(order, k)
@@ -237,42 +369,37 @@ func listBatches(ctx context.Context, cl *kube.Cluster, entries []inventory.Entr
 	var batches []*batch
 	var rest []int
 	for _, k := range order {
-		if b := groups[k]; len(b.idx) >= batchMin {
-			batches = append(batches, b)
-		} else {
+		b := groups[k]
+		if b.selector = batched(k, b.idx); b.selector == "" {
 			rest = append(rest, b.idx...)
+			continue
 		}
+		batches = append(batches, b)
 	}
-	selector := labels.Set{manifest.LabelReleaseUUID: opts.ReleaseID}.String()
 	errs := make([]error, len(batches))
 	retry := make([][]int, len(batches))
 	run(ctx, opts.workers(), len(batches), func(ctx context.Context, k int) bool {
 		b := batches[k]
-		ri := dynamic.ResourceInterface(cl.Dynamic.Resource(b.m.Resource))
-		if b.m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = cl.Dynamic.Resource(b.m.Resource).Namespace(b.ns)
+		t := listTarget{gvr: b.m.Resource, kind: b.m.GroupVersionKind.Kind, namespaced: b.m.Scope.Name() == meta.RESTScopeNameNamespace}
+		lister := list
+		if opts.MetadataOnly {
+			lister = listMetadata
 		}
-		byName := map[string]*unstructured.Unstructured{}
-		cont := ""
-		for {
-			list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 500, Continue: cont})
-			mu.Lock()
-			stats.Requests++
-			mu.Unlock()
-			if err != nil {
-				errs[k] = fmt.Errorf("list %s in %q with %s: %w", b.m.Resource, b.ns, selector, err)
-				return false
-			}
-			for j := range list.Items {
-				byName[list.Items[j].GetName()] = &list.Items[j]
-			}
-			if cont = list.GetContinue(); cont == "" {
-				break
-			}
+		items, requests, err := lister(ctx, cl, t, b.ns, b.selector)
+		mu.Lock()
+		stats.Requests += requests
+		mu.Unlock()
+		if err != nil {
+			errs[k] = fmt.Errorf("list %s in %q with %s: %w", b.m.Resource, b.ns, b.selector, err)
+			return false
+		}
+		byName := make(map[string]*unstructured.Unstructured, len(items))
+		for j := range items {
+			byName[items[j].GetName()] = &items[j]
 		}
 		for _, i := range b.idx {
 			if obj := byName[entries[i].Name]; obj != nil {
-				found[i].Object = obj
+				found[i].Object, found[i].Partial = obj, opts.MetadataOnly
 			} else {
 				retry[k] = append(retry[k], i)
 			}

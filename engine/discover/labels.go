@@ -258,7 +258,7 @@ func list(ctx context.Context, cl *kube.Cluster, t listTarget, namespace, select
 // listed type with its metadata and nothing else.
 func listMetadata(ctx context.Context, cl *kube.Cluster, t listTarget, namespace, selector string) ([]unstructured.Unstructured, int, error) {
 	ri := cl.Metadata.Resource(t.gvr)
-	apiVersion := t.gvr.GroupVersion().String()
+	gvk := t.gvr.GroupVersion().WithKind(t.kind)
 	return pages(selector, func(opts metav1.ListOptions) ([]unstructured.Unstructured, string, error) {
 		var l *metav1.PartialObjectMetadataList
 		var err error
@@ -272,11 +272,11 @@ func listMetadata(ctx context.Context, cl *kube.Cluster, t listTarget, namespace
 		}
 		items := make([]unstructured.Unstructured, 0, len(l.Items))
 		for i := range l.Items {
-			md, err := metadataOf(&l.Items[i].ObjectMeta)
+			u, err := partial(gvk, &l.Items[i].ObjectMeta)
 			if err != nil {
-				return nil, "", fmt.Errorf("converting the metadata of %s %s: %w", t.kind, l.Items[i].Name, err)
+				return nil, "", err
 			}
-			items = append(items, unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": t.kind, "metadata": md}})
+			items = append(items, *u)
 		}
 		return items, l.Continue, nil
 	})

@@ -1,11 +1,30 @@
 package discover
 
 import (
+	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
+
+// partial is an object of kind gvk that holds m and nothing else: what a
+// metadata-only read (PartialObjectMetadata) gives, as unstructured
+// content, without managedFields. No reader of metadata alone needs them
+// (an ownership check or a live hash reads the object whole), and turning
+// their field sets into maps was half the conversion's CPU.
+func partial(gvk schema.GroupVersionKind, m *metav1.ObjectMeta) (*unstructured.Unstructured, error) {
+	bare := *m
+	bare.ManagedFields = nil
+	md, err := metadataOf(&bare)
+	if err != nil {
+		return nil, fmt.Errorf("converting the metadata of %s %s: %w", gvk.Kind, m.Name, err)
+	}
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": md}}, nil
+}
 
 // metadataOf is m as unstructured content: what
 // runtime.DefaultUnstructuredConverter.ToUnstructured gives, written out

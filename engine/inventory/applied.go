@@ -110,13 +110,7 @@ func keepsStatus(r manifest.Resource) bool {
 // is false, and the caller takes the dry-run path, which judges what
 // actually differs.
 func UnchangedSinceApplied(recorded *Entry, r manifest.Resource, live *unstructured.Unstructured) bool {
-	if recorded == nil || recorded.Applied == nil || live == nil || recorded.Applied.RV == "" {
-		return false
-	}
-	if live.GetDeletionTimestamp() != nil {
-		return false
-	}
-	if h, err := DesiredHash(r.Object); err != nil || h != recorded.Applied.Hash {
+	if !sameDesired(recorded, r, live) {
 		return false
 	}
 	if live.GetResourceVersion() == recorded.Applied.RV {
@@ -127,6 +121,27 @@ func UnchangedSinceApplied(recorded *Entry, r manifest.Resource, live *unstructu
 	}
 	lh, err := LiveHash(live, keepsStatus(r))
 	return err == nil && lh == recorded.Applied.Live
+}
+
+// UnchangedByVersion is UnchangedSinceApplied told from live's metadata
+// alone (all a metadata-only read holds): true only while the recorded
+// resourceVersion stands. When it is false the whole object may still be
+// unchanged by its LiveHash; UnchangedSinceApplied on it decides.
+func UnchangedByVersion(recorded *Entry, r manifest.Resource, live *unstructured.Unstructured) bool {
+	return sameDesired(recorded, r, live) && live.GetResourceVersion() == recorded.Applied.RV
+}
+
+// sameDesired reports a record of the last apply whose desired hash is
+// r's, and a live object not being deleted.
+func sameDesired(recorded *Entry, r manifest.Resource, live *unstructured.Unstructured) bool {
+	if recorded == nil || recorded.Applied == nil || live == nil || recorded.Applied.RV == "" {
+		return false
+	}
+	if live.GetDeletionTimestamp() != nil {
+		return false
+	}
+	h, err := DesiredHash(r.Object)
+	return err == nil && h == recorded.Applied.Hash
 }
 
 // AppliedByID indexes the Applied records of entries (the newest
@@ -142,10 +157,14 @@ func AppliedByID(entries []Entry) map[manifest.ID]*Entry {
 }
 
 // LiveState is what the server returned for an object after an apply:
-// its resourceVersion and, when known, the object itself.
+// its resourceVersion and, when known, the object itself — or, for an
+// object told unchanged by its version alone (never read whole), the
+// LiveHash its record holds for that version: the object is the one
+// hashed then.
 type LiveState struct {
-	RV     string
-	Object *unstructured.Unstructured
+	RV       string
+	Object   *unstructured.Unstructured
+	LiveHash string
 }
 
 // WithApplied returns the entries of rs with Applied filled from live
@@ -163,10 +182,13 @@ func WithApplied(rs []manifest.Resource, live map[manifest.ID]LiveState) ([]Entr
 			return nil, err
 		}
 		a := &Applied{RV: st.RV, Hash: h}
-		if st.Object != nil && st.Object.GetResourceVersion() == st.RV {
+		switch {
+		case st.Object != nil && st.Object.GetResourceVersion() == st.RV:
 			if a.Live, err = LiveHash(st.Object, keepsStatus(r)); err != nil {
 				return nil, err
 			}
+		case st.Object == nil:
+			a.Live = st.LiveHash
 		}
 		out[i].Applied = a
 	}
@@ -233,13 +255,10 @@ func (inv *Inventory) SameInputs(fp string) (id string, c *Change, ok bool) {
 // apply that recorded e left: not being deleted, with the recorded
 // resourceVersion or the recorded live hash.
 func Untouched(e Entry, live *unstructured.Unstructured) bool {
-	if e.Applied == nil || live == nil || live.GetDeletionTimestamp() != nil {
-		return false
-	}
-	if live.GetResourceVersion() == e.Applied.RV {
+	if SameVersion(e, live) {
 		return true
 	}
-	if e.Applied.Live == "" {
+	if e.Applied == nil || live == nil || live.GetDeletionTimestamp() != nil || e.Applied.Live == "" {
 		return false
 	}
 	// Which hash was recorded depends on whether the rendered object kept
@@ -250,4 +269,13 @@ func Untouched(e Entry, live *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// SameVersion is Untouched told from live's metadata alone (all a
+// metadata-only read holds): the resourceVersion recorded at the last
+// apply still stands and nothing deletes the object. When it is false the
+// whole object may still be untouched by its LiveHash; Untouched on it
+// decides.
+func SameVersion(e Entry, live *unstructured.Unstructured) bool {
+	return e.Applied != nil && live != nil && live.GetDeletionTimestamp() == nil && live.GetResourceVersion() == e.Applied.RV
 }

@@ -15,11 +15,15 @@ import (
 )
 
 // Prefetch reads, while the render still runs, what a preview reads from
-// the cluster whatever the render gives: the inventory, the live objects
-// its current change records and, with Options.Ghosts, the objects that
-// carry the release's labels. Only the release's identity is needed to
-// start it, so the cluster's latency overlaps CUE's CPU; Release then
-// reads only the rendered objects the inventory does not record.
+// the cluster whatever the render gives: the inventory, the metadata of
+// the objects its current change records and, with Options.Ghosts, that of
+// the objects that carry the release's labels. Only the release's identity
+// is needed to start it, so the cluster's latency overlaps CUE's CPU;
+// Release then reads whole only the recorded objects it must diff (their
+// render or their version moved) and the rendered ones the inventory does
+// not record. Metadata, because most of a release is unchanged and told
+// so by its resourceVersion: a diff of 1 000 objects of which 100 changed
+// reads 100 whole, not 1 000.
 type Prefetch struct {
 	name, namespace, releaseID string
 	ghosts                     bool // the label scan ran
@@ -28,10 +32,14 @@ type Prefetch struct {
 	// invRead is closed once the inventory is read (invErr: how that
 	// failed), before the objects it records are: whether they are worth
 	// reading for a skip is decided on it alone.
-	invRead  chan struct{}
-	invErr   error
-	inv      *inventory.Inventory
-	recorded map[manifest.ID]*unstructured.Unstructured // nil value: absent
+	invRead chan struct{}
+	invErr  error
+	inv     *inventory.Inventory
+	// recorded is what the cluster holds of each object the inventory's
+	// current change records: metadata only (Found.Partial) until a
+	// caller reads one whole (in place), at[id] its index.
+	recorded []discover.Found
+	at       map[manifest.ID]int
 	labelled []*unstructured.Unstructured
 	stats    discover.Stats
 	err      error
@@ -41,10 +49,7 @@ type Prefetch struct {
 // IdentityOnly, or a cached one).
 func StartPrefetch(ctx context.Context, cl *kube.Cluster, id *render.Release, opts Options) *Prefetch {
 	p := &Prefetch{name: id.Name, namespace: id.Namespace, releaseID: id.ReleaseID, ghosts: opts.Ghosts, done: &pool.Group{}, invRead: make(chan struct{})}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = 8
-	}
+	workers := opts.workers()
 	p.done.Go(func() {
 		g, gctx := pool.WithContext(ctx)
 		if opts.Ghosts {
@@ -67,13 +72,15 @@ func StartPrefetch(ctx context.Context, cl *kube.Cluster, id *render.Release, op
 			if inv != nil { // nil: never applied
 				entries, _ = inv.LatestWithin(id.Reach.Recorded())
 			}
-			found, _, err := discover.FromInventory(gctx, cl, entries, discover.Options{Workers: workers, ReleaseID: id.ReleaseID})
+			// Metadata first: most recorded objects are told unchanged by
+			// their resourceVersion, and only the others are read whole.
+			found, _, err := discover.FromInventory(gctx, cl, entries, discover.Options{Workers: workers, ReleaseID: id.ReleaseID, MetadataOnly: true})
 			if err != nil {
 				return err
 			}
-			p.recorded = make(map[manifest.ID]*unstructured.Unstructured, len(found))
-			for _, f := range found {
-				p.recorded[f.Entry.ID] = f.Object
+			p.recorded, p.at = found, make(map[manifest.ID]int, len(found))
+			for i, f := range found {
+				p.at[f.Entry.ID] = i
 			}
 			return nil
 		})

@@ -45,6 +45,14 @@ type Options struct {
 	Prefetched *Prefetch
 }
 
+// workers is Options.Workers, 8 when zero.
+func (o Options) workers() int {
+	if o.Workers <= 0 {
+		return 8
+	}
+	return o.Workers
+}
+
 // Object is one object's preview: the engine's one per-object outcome,
 // whose Action is what the comparison finds (added, modified, unchanged,
 // stale or ghost — a write's words never appear here), Diff a unified YAML
@@ -67,10 +75,7 @@ type Result struct {
 
 // Release previews applying rel to cl.
 func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Options) (*Result, error) {
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = 8
-	}
+	workers := opts.workers()
 	pf := opts.Prefetched.forRelease(rel, opts.Ghosts)
 	var inv *inventory.Inventory
 	if pf != nil {
@@ -129,9 +134,31 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	}
 	rendered := make([]Object, len(rel.Resources))
 	applied := recordedApplied(inv)
+	// What was read as metadata only is told unchanged by its version, or
+	// read whole: the dry run and the diff need the object.
+	told := make([]bool, len(rel.Resources))
+	var whole []int
+	for i, r := range rel.Resources {
+		if f := live[i]; f.Partial && f.Object != nil {
+			if inventory.UnchangedByVersion(applied[r.ID()], r, f.Object) {
+				rendered[i], told[i] = unchanged(r), true
+			} else {
+				whole = append(whole, i)
+			}
+		}
+	}
+	if len(whole) > 0 {
+		if _, err := discover.Whole(ctx, cl, live, whole, discover.Options{Workers: workers, ReleaseID: rel.ReleaseID}); err != nil {
+			scan.Wait()
+			return nil, fmt.Errorf("reading the live objects of release %s: %w", rel.Name, err)
+		}
+	}
 	g, gctx := pool.WithContext(ctx)
 	g.SetLimit(workers)
 	for i, r := range rel.Resources {
+		if told[i] {
+			continue
+		}
 		if o, ok := unchangedSinceApplied(applied, r, live[i].Object); ok {
 			rendered[i] = o
 			continue
@@ -183,7 +210,8 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 }
 
 // liveObjects reads the live object of each entry: what a prefetch read
-// already (the objects the inventory records), the rest in batches.
+// already (the objects the inventory records, as metadata until read
+// whole), the rest whole, in batches.
 func liveObjects(ctx context.Context, cl *kube.Cluster, current []inventory.Entry, pf *Prefetch, workers int, releaseID string) ([]discover.Found, error) {
 	if pf == nil {
 		found, _, err := discover.FromInventory(ctx, cl, current, discover.Options{Workers: workers, ReleaseID: releaseID})
@@ -193,12 +221,13 @@ func liveObjects(ctx context.Context, cl *kube.Cluster, current []inventory.Entr
 	var missing []inventory.Entry
 	var at []int
 	for i, e := range current {
-		obj, ok := pf.recorded[e.ID]
+		k, ok := pf.at[e.ID]
 		if !ok {
 			missing, at = append(missing, e), append(at, i)
 			continue
 		}
-		out[i] = discover.Found{Entry: e, Object: obj, Missing: obj == nil}
+		f := pf.recorded[k]
+		out[i] = discover.Found{Entry: e, Object: f.Object, Missing: f.Missing, Partial: f.Partial}
 	}
 	if len(missing) > 0 {
 		found, _, err := discover.FromInventory(ctx, cl, missing, discover.Options{Workers: workers, ReleaseID: releaseID})
@@ -273,12 +302,20 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		return nil, false, nil
 	}
 	res = &Result{Inventory: inv}
+	if len(entries) != len(pf.recorded) {
+		return nil, false, nil
+	}
 	for _, e := range entries {
-		live, read := pf.recorded[e.ID]
-		if !read || !inventory.Untouched(e, live) {
+		if _, read := pf.at[e.ID]; !read {
 			return nil, false, nil
 		}
 		res.Objects = append(res.Objects, manifest.Change{Ref: e.Ref(), Action: manifest.Unchanged})
+	}
+	// The recorded entries are the ones read (the same change, all within
+	// reach): told by their versions, or read whole where those moved.
+	untouched, err := discover.Untouched(ctx, cl, pf.recorded, discover.Options{Workers: opts.workers(), ReleaseID: rel.ReleaseID})
+	if err != nil || !untouched {
+		return nil, false, err
 	}
 	if opts.Ghosts {
 		res.Discovery = pf.stats

@@ -24,5 +24,10 @@ func unchangedSinceApplied(applied map[manifest.ID]*inventory.Entry, r manifest.
 	if !inventory.UnchangedSinceApplied(applied[r.ID()], r, live) {
 		return Object{}, false
 	}
-	return manifest.ChangeOf(r.ID(), r.GVK().Version, r.Component, manifest.Unchanged), true
+	return unchanged(r), true
+}
+
+// unchanged is r's preview when nothing changes it.
+func unchanged(r manifest.Resource) Object {
+	return manifest.ChangeOf(r.ID(), r.GVK().Version, r.Component, manifest.Unchanged)
 }

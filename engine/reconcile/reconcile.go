@@ -329,7 +329,7 @@ func Apply(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Opti
 	if inv == nil {
 		inv = inventory.New(r.invRelease())
 	}
-	rendered, err := appliedEntries(rel.Resources, results)
+	rendered, err := appliedEntries(rel.Resources, results, prevEntries)
 	if err != nil {
 		return r.res, errors.Join(err, pruneErr)
 	}

@@ -14,10 +14,13 @@ import (
 )
 
 // splitUnchanged reads every rendered object the previous change recorded
-// with batched LISTs (discover.FromInventory by release id) and sets apart
-// those provably unchanged since that apply (inventory.UnchangedSinceApplied):
-// they need no request at all. The rest are returned to be applied; what
-// was read for them goes into live so the apply skips its GET.
+// with batched LISTs (discover.FromInventory by release id), metadata
+// first, and sets apart those provably unchanged since that apply
+// (inventory.UnchangedSinceApplied): they need no request at all. An
+// object still at its recorded version is told by its metadata; the
+// others are read whole, to be told by their content or applied. The rest
+// are returned to be applied; what was read for them goes into live so
+// the apply skips its GET.
 func (r *run) splitUnchanged(ctx context.Context, prevEntries []inventory.Entry, live map[manifest.ID]*unstructured.Unstructured) (unchanged map[manifest.ID]objects.Result, apply []manifest.Resource, err error) {
 	applied := inventory.AppliedByID(prevEntries)
 	var recorded []manifest.Resource
@@ -29,13 +32,32 @@ func (r *run) splitUnchanged(ctx context.Context, prevEntries []inventory.Entry,
 	if len(recorded) == 0 {
 		return nil, r.rel.Resources, nil
 	}
-	found, _, err := discover.FromInventory(ctx, r.cl, inventory.Entries(recorded), discover.Options{Workers: r.client.Options().Concurrency, ReleaseID: r.rel.ReleaseID})
+	opts := discover.Options{Workers: r.client.Options().Concurrency, ReleaseID: r.rel.ReleaseID, MetadataOnly: true}
+	found, _, err := discover.FromInventory(ctx, r.cl, inventory.Entries(recorded), opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: reading the recorded objects: %w", r.where(), err)
 	}
 	unchanged = make(map[manifest.ID]objects.Result, len(recorded))
+	var whole []int
 	for i, res := range recorded {
-		obj := found[i].Object
+		f, id := found[i], res.ID()
+		if f.Partial && inventory.UnchangedByVersion(applied[id], res, f.Object) {
+			// Not read whole: its record's live hash is carried over
+			// (appliedEntries).
+			unchanged[id] = objects.Result{Change: manifest.ChangeOf(id, res.GVK().Version, res.Component, manifest.Unchanged), ResourceVersion: f.Object.GetResourceVersion()}
+			continue
+		}
+		if f.Object != nil {
+			whole = append(whole, i)
+		}
+	}
+	if len(whole) > 0 {
+		if _, err := discover.Whole(ctx, r.cl, found, whole, opts); err != nil {
+			return nil, nil, fmt.Errorf("%s: reading the recorded objects: %w", r.where(), err)
+		}
+	}
+	for _, i := range whole {
+		obj, res := found[i].Object, recorded[i]
 		id := res.ID()
 		if inventory.UnchangedSinceApplied(applied[id], res, obj) {
 			unchanged[id] = objects.Result{Change: manifest.ChangeOf(id, res.GVK().Version, res.Component, manifest.Unchanged), ResourceVersion: obj.GetResourceVersion(), Live: obj}
@@ -92,11 +114,18 @@ func (r *run) mergeUnchanged(results []objects.Result, unchanged map[manifest.ID
 }
 
 // appliedEntries is what the inventory records for the rendered objects:
-// their entries with the state each has after this apply.
-func appliedEntries(rs []manifest.Resource, results []objects.Result) ([]inventory.Entry, error) {
+// their entries with the state each has after this apply. An object
+// reported without its live content at the version prev records (told
+// unchanged by its metadata) keeps prev's live hash.
+func appliedEntries(rs []manifest.Resource, results []objects.Result, prev []inventory.Entry) ([]inventory.Entry, error) {
+	recorded := inventory.AppliedByID(prev)
 	live := make(map[manifest.ID]inventory.LiveState, len(results))
 	for _, res := range results {
-		live[res.ID()] = inventory.LiveState{RV: res.ResourceVersion, Object: res.Live}
+		st := inventory.LiveState{RV: res.ResourceVersion, Object: res.Live}
+		if e := recorded[res.ID()]; res.Live == nil && e != nil && res.ResourceVersion != "" && res.ResourceVersion == e.Applied.RV {
+			st.LiveHash = e.Applied.Live
+		}
+		live[res.ID()] = st
 	}
 	return inventory.WithApplied(rs, live)
 }

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -60,9 +61,12 @@ spec:
       containers: [{name: web, image: "nginx:1.27"}]
 `
 
-// classes previews rel and returns each rendered object's class by name,
-// and how many PATCH requests (dry runs) the preview sent.
-func classes(t *testing.T, rel *render.Release) (map[string]manifest.Action, int64) {
+// classes previews rel twice — reading every object whole, and from a
+// prefetch's metadata-first read as diff does — and holds both to the
+// same objects, diffs and dry runs. It returns each rendered object's
+// class by name, how many PATCH requests (dry runs) a preview sent, and
+// how many objects the prefetched preview read whole.
+func classes(t *testing.T, rel *render.Release) (map[string]manifest.Action, int64, int) {
 	t.Helper()
 	cl, n := countingCluster(t)
 	pv, err := preview.Release(t.Context(), cl, rel, preview.Options{})
@@ -71,7 +75,26 @@ func classes(t *testing.T, rel *render.Release) (map[string]manifest.Action, int
 	for _, o := range pv.Objects {
 		out[o.ID().Kind+"/"+o.ID().Name] = o.Action
 	}
-	return out, n.Load()
+	patches := n.Load()
+
+	cfg, sent := kubetest.RecordingConfig(env.Config)
+	pcl, err := kube.FromConfig(cfg, kubetest.ContextName, kube.Options{})
+	assert.NilError(t, err)
+	pf := preview.StartPrefetch(t.Context(), pcl, rel, preview.Options{})
+	ppv, err := preview.Release(t.Context(), pcl, rel, preview.Options{Prefetched: pf})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, ppv.Objects, pv.Objects)
+	whole := 0
+	for _, r := range sent.Take() {
+		switch {
+		case r.Method == http.MethodPatch:
+			patches--
+		case !r.Metadata && r.Method == http.MethodGet && strings.Contains(r.Path, "/namespaces/"+rel.Namespace+"/") && !strings.Contains(r.Path, "/secrets"):
+			whole++
+		}
+	}
+	assert.Equal(t, patches, int64(0), "the prefetched preview sent other dry runs")
+	return out, n.Load(), whole
 }
 
 func applyCounting(t *testing.T, rel *render.Release) (*Result, int64) {
@@ -110,8 +133,10 @@ func TestUnchangedSinceAppliedSkipsDryRunButSeesDrift(t *testing.T) {
 		assert.Equal(t, e.Applied.RV, u.GetResourceVersion(), "%s", e.ID)
 	}
 
-	// Nothing moved: no PATCH at all, neither for diff nor for apply.
-	got, patches := classes(t, rel)
+	// Nothing moved: no PATCH at all, neither for diff nor for apply, and
+	// the metadata told it: nothing read whole.
+	got, patches, whole := classes(t, rel)
+	assert.Equal(t, whole, 0)
 	assert.DeepEqual(t, got, map[string]manifest.Action{"Deployment/web": manifest.Unchanged, "ConfigMap/cfg": manifest.Unchanged})
 	assert.Equal(t, patches, int64(0))
 	res, patches := applyCounting(t, rel)
@@ -147,7 +172,7 @@ func TestUnchangedSinceAppliedSkipsDryRunButSeesDrift(t *testing.T) {
 		}},
 	} {
 		edit("kubectl-edit", tc.change)
-		got, _ := classes(t, rel)
+		got, _, _ := classes(t, rel)
 		assert.Equal(t, got["Deployment/web"], manifest.Modified, "diff after a %s edit", tc.name)
 		assert.Equal(t, got["ConfigMap/cfg"], manifest.Unchanged)
 		res, _ := applyCounting(t, rel)
@@ -175,9 +200,10 @@ func TestUnchangedSinceAppliedSkipsDryRunButSeesDrift(t *testing.T) {
 		st, err := ri.UpdateStatus(context.Background(), u, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
 		assert.NilError(t, err)
 		assert.Assert(t, st.GetResourceVersion() != u.GetResourceVersion())
-		got, patches = classes(t, rel)
+		got, patches, whole = classes(t, rel)
 		assert.Equal(t, got["Deployment/web"], manifest.Unchanged)
 		assert.Equal(t, patches, int64(0), "status update %d: nothing is dry-run", gen)
+		assert.Equal(t, whole, 1, "status update %d: the Deployment's version moved, so its content tells", gen)
 		res, patches = applyCounting(t, rel)
 		assert.DeepEqual(t, names(res.Applied), []string{"ConfigMap/cfg=unchanged", "Deployment/web=unchanged"})
 		assert.Equal(t, patches, int64(0), "status update %d: nothing is applied", gen)
@@ -188,16 +214,17 @@ func TestUnchangedSinceAppliedSkipsDryRunButSeesDrift(t *testing.T) {
 	edit("kubectl-edit", func(u *unstructured.Unstructured) {
 		assert.NilError(t, unstructured.SetNestedField(u.Object, int64(9), "spec", "replicas"))
 	})
-	got, _ = classes(t, rel)
+	got, _, _ = classes(t, rel)
 	assert.Equal(t, got["Deployment/web"], manifest.Modified, "diff after an edit that follows status updates")
 	res, _ = applyCounting(t, rel)
 	assert.DeepEqual(t, names(res.Applied), []string{"ConfigMap/cfg=unchanged", "Deployment/web=configured"})
 
 	// A different render is never skipped.
 	rel2 := direct(t, "skip", ns, skipDeploymentDoc, `{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg, namespace: NS}, data: {key: other}}`)
-	got, _ = classes(t, rel2)
+	got, _, whole = classes(t, rel2)
 	assert.Equal(t, got["ConfigMap/cfg"], manifest.Modified)
 	assert.Equal(t, got["Deployment/web"], manifest.Unchanged)
+	assert.Equal(t, whole, 1, "only the ConfigMap whose render moved is read whole")
 
 	// Older changes do not carry the record; the inventory stays readable
 	// by code that knows only the RFC's fields.

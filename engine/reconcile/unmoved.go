@@ -45,14 +45,18 @@ func Unmoved(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	if !rel.Reach.AllowsAll(entries) {
 		return nil, false, nil // the full path says what it leaves alone
 	}
-	found, _, err := discover.FromInventory(ctx, cl, entries, discover.Options{Workers: r.client.Options().Concurrency, ReleaseID: rel.ReleaseID})
+	// Metadata first: an object still at its recorded version is told
+	// untouched without its content.
+	dopts := discover.Options{Workers: r.client.Options().Concurrency, ReleaseID: rel.ReleaseID, MetadataOnly: true}
+	found, _, err := discover.FromInventory(ctx, cl, entries, dopts)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: reading the recorded objects: %w", r.where(), err)
 	}
-	for i, e := range entries {
-		if !inventory.Untouched(e, found[i].Object) {
-			return nil, false, nil
+	if untouched, err := discover.Untouched(ctx, cl, found, dopts); err != nil || !untouched {
+		if err != nil {
+			err = fmt.Errorf("%s: reading the recorded objects: %w", r.where(), err)
 		}
+		return nil, false, err
 	}
 	if !sameSource(c.Source, opts.Source) && !opts.DryRun {
 		if ok, err := r.recordSeen(ctx, id); !ok || err != nil {
