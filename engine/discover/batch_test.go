@@ -214,3 +214,31 @@ func TestWholeListsTheWantedComponents(t *testing.T) {
 		}
 	}
 }
+
+// The components' selector names each wanted component once and selects
+// nothing else of the release; past maxSelectedComponents names, or with
+// a name no label may hold, it falls back to the release's selector.
+func TestComponentsSelector(t *testing.T) {
+	const id = "9c1e2f1a-4b3d-5e6f-8a9b-1c2d3e4f5a6b"
+	entries := make([]inventory.Entry, 2*(maxSelectedComponents+1))
+	for i := range entries {
+		entries[i].Component = fmt.Sprintf("c%03d", i/2) // two objects each
+	}
+	sel, err := labels.Parse(componentsSelector(id, entries, []int{0, 1, 6, 9}))
+	assert.NilError(t, err)
+	// Entries 0 and 1 are c000's, 6 and 7 c003's, 8 and 9 c004's.
+	selected := map[int]bool{0: true, 1: true, 6: true, 7: true, 8: true, 9: true}
+	for i, e := range entries {
+		l := labels.Set{manifest.LabelReleaseUUID: id, manifest.LabelComponentName: e.Component}
+		assert.Equal(t, sel.Matches(l), selected[i], "entry %d (%s) by %s", i, e.Component, sel)
+	}
+	assert.Check(t, !sel.Matches(labels.Set{manifest.LabelReleaseUUID: "other", manifest.LabelComponentName: "c000"}))
+
+	all := make([]int, 0, len(entries))
+	for i := 0; i < len(entries); i += 2 {
+		all = append(all, i)
+	}
+	assert.Equal(t, componentsSelector(id, entries, all), releaseSelector(id), "%d components", len(all))
+	entries[0].Component = "not a label value!"
+	assert.Equal(t, componentsSelector(id, entries, []int{0, 2}), releaseSelector(id))
+}

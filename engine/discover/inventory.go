@@ -331,16 +331,24 @@ func releaseSelector(id string) string {
 	return labels.Set{manifest.LabelReleaseUUID: id}.String()
 }
 
+// maxSelectedComponents bounds the names one selector lists: a URL of a
+// few kilobytes passes every proxy in front of an API server.
+const maxSelectedComponents = 100
+
 // componentsSelector selects the objects of a release's components that
-// the entries at idx belong to; the release's selector when a component
-// name is no label value (never from a render).
+// the entries at idx belong to; the release's selector when they are more
+// than maxSelectedComponents or a component name is no label value (never
+// from a render).
 func componentsSelector(id string, entries []inventory.Entry, idx []int) string {
 	var names []string
 	for _, i := range idx {
 		names = append(names, entries[i].Component)
 	}
 	slices.Sort(names)
-	in, err := labels.NewRequirement(manifest.LabelComponentName, selection.In, slices.Compact(names))
+	if names = slices.Compact(names); len(names) > maxSelectedComponents {
+		return releaseSelector(id)
+	}
+	in, err := labels.NewRequirement(manifest.LabelComponentName, selection.In, names)
 	if err != nil {
 		return releaseSelector(id)
 	}
