@@ -3,6 +3,7 @@ package discover
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -241,4 +242,66 @@ func TestComponentsSelector(t *testing.T) {
 	assert.Equal(t, componentsSelector(id, entries, all), releaseSelector(id), "%d components", len(all))
 	entries[0].Component = "not a label value!"
 	assert.Equal(t, componentsSelector(id, entries, []int{0, 2}), releaseSelector(id))
+}
+
+// Metadata first and whole where wanted reads what one whole read does,
+// on generated releases: objects of two types spread over components,
+// some with their labels stripped or another component's, some deleted
+// between the reads, and random sets wanted whole.
+func TestMetadataFirstThenWholeIsTheWholeRead(t *testing.T) {
+	setup := cluster(t)
+	cms := setup.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"})
+	rng := rand.New(rand.NewPCG(62, 29))
+	for round := range 6 {
+		ns := env.Namespace(t)
+		id := fmt.Sprintf("6d1e2f1a-4b3d-5e6f-8a9b-1c2d3e4f5a%02d", round)
+		var entries []inventory.Entry
+		for i := range 10 + rng.IntN(30) {
+			comp := fmt.Sprintf("c%02d", rng.IntN(8))
+			l := labelsFor(release, id)
+			switch rng.IntN(6) {
+			case 0:
+				l = nil // stripped
+			case 1:
+				l[manifest.LabelComponentName] = "elsewhere"
+			default:
+				l[manifest.LabelComponentName] = comp
+			}
+			u := configMap(ns, fmt.Sprintf("cm-%d", i), l)
+			if rng.IntN(3) == 0 {
+				u = obj("v1", "Secret", ns, fmt.Sprintf("s-%d", i), l, map[string]any{"stringData": map[string]any{"k": "v"}})
+			}
+			u = create(t, setup, u)
+			entries = append(entries, inventory.EntryOf(manifest.Resource{Object: u, Component: comp}))
+		}
+		opts := Options{ReleaseID: id}
+		partial, _, err := FromInventory(t.Context(), setup, entries, Options{ReleaseID: id, MetadataOnly: true})
+		assert.NilError(t, err)
+		// Rounds want a third, half or all: the components' LIST, the
+		// release's and GETs all run.
+		var wanted []int
+		for i, f := range partial {
+			if f.Object == nil || rng.IntN(3-round%3) != 0 {
+				continue
+			}
+			wanted = append(wanted, i)
+			if f.Object.GetKind() == "ConfigMap" && rng.IntN(5) == 0 {
+				assert.NilError(t, cms.Namespace(ns).Delete(t.Context(), f.Entry.Name, metav1.DeleteOptions{}))
+			}
+		}
+		_, err = Whole(t.Context(), setup, partial, wanted, opts)
+		assert.NilError(t, err)
+		whole, _, err := FromInventory(t.Context(), setup, entries, opts)
+		assert.NilError(t, err)
+		for i, f := range partial {
+			w := whole[i]
+			if !slices.Contains(wanted, i) {
+				assert.Check(t, f.Partial, "round %d: %s was not wanted whole", round, f.Entry.Name)
+				continue
+			}
+			assert.Check(t, !f.Partial, "round %d: %s", round, f.Entry.Name)
+			assert.Equal(t, f.Missing, w.Missing, "round %d: %s", round, f.Entry.Name)
+			assert.DeepEqual(t, f.Object, w.Object)
+		}
+	}
 }
