@@ -143,7 +143,7 @@ func TestFromInventoryMetadataFirstThenWhole(t *testing.T) {
 	}
 
 	// Two of eight ConfigMaps: a GET each.
-	_, err = Whole(t.Context(), cl, partial, []int{3, 4}, opts)
+	err = Whole(t.Context(), cl, partial, []int{3, 4}, opts)
 	assert.NilError(t, err)
 	gets, lists, metadata = objectRequests()
 	assert.Equal(t, [3]int{gets, lists, metadata}, [3]int{2, 0, 0})
@@ -156,7 +156,7 @@ func TestFromInventoryMetadataFirstThenWhole(t *testing.T) {
 	// Most of them: one LIST, a GET for the one without labels and the one
 	// deleted since the metadata read.
 	assert.NilError(t, cms.Delete(t.Context(), "cm-5", metav1.DeleteOptions{}))
-	_, err = Whole(t.Context(), cl, partial, []int{0, 1, 5, 6, 7}, opts)
+	err = Whole(t.Context(), cl, partial, []int{0, 1, 5, 6, 7}, opts)
 	assert.NilError(t, err)
 	gets, lists, metadata = objectRequests()
 	assert.Equal(t, [3]int{gets, lists, metadata}, [3]int{2, 1, 0})
@@ -190,7 +190,7 @@ func TestWholeListsTheWantedComponents(t *testing.T) {
 	sent.Take()
 
 	wanted := []int{1, 4, 7, 10}
-	_, err = Whole(t.Context(), cl, found, wanted, opts)
+	err = Whole(t.Context(), cl, found, wanted, opts)
 	assert.NilError(t, err)
 	var lists []kubetest.Request
 	for _, r := range sent.Take() {
@@ -289,7 +289,7 @@ func TestMetadataFirstThenWholeIsTheWholeRead(t *testing.T) {
 				assert.NilError(t, cms.Namespace(ns).Delete(t.Context(), f.Entry.Name, metav1.DeleteOptions{}))
 			}
 		}
-		_, err = Whole(t.Context(), setup, partial, wanted, opts)
+		err = Whole(t.Context(), setup, partial, wanted, opts)
 		assert.NilError(t, err)
 		whole, _, err := FromInventory(t.Context(), setup, entries, opts)
 		assert.NilError(t, err)

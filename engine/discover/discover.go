@@ -52,10 +52,11 @@ type Options struct {
 	ReleaseID string
 	// MetadataOnly reads metadata only (PartialObjectMetadata, in
 	// protobuf): each object comes back with its apiVersion, kind and
-	// metadata (without managedFields), no spec, data or status — what a ghost scan needs to tell
-	// a ghost, or a diff to tell that a recorded object has not moved, at
-	// a fraction of the transfer and decoding. A caller that needs more
-	// reads it whole (Fetch after ByLabels, Whole after FromInventory).
+	// metadata (without managedFields), no spec, data or status — what a
+	// ghost scan needs to tell a ghost, or a diff to tell that a recorded
+	// object has not moved, at a fraction of the transfer and decoding. A
+	// caller that needs more reads it whole (Fetch after ByLabels, Whole
+	// after FromInventory).
 	MetadataOnly bool
 }
 

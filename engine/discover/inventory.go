@@ -50,6 +50,9 @@ type Found struct {
 // costs a handful of requests instead of 200, and precision is unchanged
 // because every entry is still matched by name.
 //
+// With Options.MetadataOnly each object found is its metadata only
+// (Found.Partial); Whole then reads chosen ones in full.
+//
 // Each kind is resolved through the RESTMapper without the recorded
 // version, so the server's preferred version is used even when the
 // recorded one is no longer served.
@@ -101,8 +104,7 @@ func FromInventory(ctx context.Context, cl *kube.Cluster, entries []inventory.En
 // others) in one response, not 500 objects nor 50 GETs, each of which
 // costs the API server more than a listed object (it reads etcd). What a
 // LIST misses gets a GET; an object gone since is Missing.
-func Whole(ctx context.Context, cl *kube.Cluster, found []Found, at []int, opts Options) (Stats, error) {
-	stats := Stats{Strategy: StrategyInventory}
+func Whole(ctx context.Context, cl *kube.Cluster, found []Found, at []int, opts Options) error {
 	opts.MetadataOnly = false
 	entries := make([]inventory.Entry, len(found))
 	size := map[groupKey]int{}
@@ -116,7 +118,7 @@ func Whole(ctx context.Context, cl *kube.Cluster, found []Found, at []int, opts 
 	}
 	mappings, err := resolveKinds(cl, wanted)
 	if err != nil {
-		return stats, err
+		return err
 	}
 	var todo []int
 	for _, i := range at {
@@ -137,7 +139,8 @@ func Whole(ctx context.Context, cl *kube.Cluster, found []Found, at []int, opts 
 		}
 		return componentsSelector(opts.ReleaseID, entries, idx)
 	}
-	return stats, read(ctx, cl, entries, todo, found, mappings, opts, &stats, batched)
+	var stats Stats
+	return read(ctx, cl, entries, todo, found, mappings, opts, &stats, batched)
 }
 
 // Untouched reports whether every object of found (FromInventory's
@@ -152,7 +155,7 @@ func Untouched(ctx context.Context, cl *kube.Cluster, found []Found, opts Option
 	for i, f := range found {
 		switch {
 		case inventory.SameVersion(f.Entry, f.Object):
-		case f.Partial && f.Object.GetDeletionTimestamp() == nil && f.Entry.Applied != nil && f.Entry.Applied.Live != "":
+		case f.Partial && inventory.HashMayTell(f.Entry, f.Object):
 			moved = append(moved, i)
 		case !inventory.Untouched(f.Entry, f.Object):
 			return false, nil
@@ -161,7 +164,7 @@ func Untouched(ctx context.Context, cl *kube.Cluster, found []Found, opts Option
 	if len(moved) == 0 {
 		return true, nil
 	}
-	if _, err := Whole(ctx, cl, found, moved, opts); err != nil {
+	if err := Whole(ctx, cl, found, moved, opts); err != nil {
 		return false, err
 	}
 	for _, i := range moved {

@@ -258,7 +258,7 @@ func Untouched(e Entry, live *unstructured.Unstructured) bool {
 	if SameVersion(e, live) {
 		return true
 	}
-	if e.Applied == nil || live == nil || live.GetDeletionTimestamp() != nil || e.Applied.Live == "" {
+	if !HashMayTell(e, live) {
 		return false
 	}
 	// Which hash was recorded depends on whether the rendered object kept
@@ -278,4 +278,11 @@ func Untouched(e Entry, live *unstructured.Unstructured) bool {
 // decides.
 func SameVersion(e Entry, live *unstructured.Unstructured) bool {
 	return e.Applied != nil && live != nil && live.GetDeletionTimestamp() == nil && live.GetResourceVersion() == e.Applied.RV
+}
+
+// HashMayTell reports whether live, when its version moved, can still be
+// untouched by its live hash: a record with one, and nothing deleting it.
+// Only then is an object read as metadata worth reading whole.
+func HashMayTell(e Entry, live *unstructured.Unstructured) bool {
+	return e.Applied != nil && e.Applied.Live != "" && live != nil && live.GetDeletionTimestamp() == nil
 }

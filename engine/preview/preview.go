@@ -139,7 +139,7 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 	told := make([]bool, len(rel.Resources))
 	var whole []int
 	for i, r := range rel.Resources {
-		if f := live[i]; f.Partial && f.Object != nil {
+		if f := live[i]; f.Partial {
 			if inventory.UnchangedByVersion(applied[r.ID()], r, f.Object) {
 				rendered[i], told[i] = unchanged(r), true
 			} else {
@@ -148,7 +148,7 @@ func Release(ctx context.Context, cl *kube.Cluster, rel *render.Release, opts Op
 		}
 	}
 	if len(whole) > 0 {
-		if _, err := discover.Whole(ctx, cl, live, whole, discover.Options{Workers: workers, ReleaseID: rel.ReleaseID}); err != nil {
+		if err := discover.Whole(ctx, cl, live, whole, discover.Options{Workers: workers, ReleaseID: rel.ReleaseID}); err != nil {
 			scan.Wait()
 			return nil, fmt.Errorf("reading the live objects of release %s: %w", rel.Name, err)
 		}

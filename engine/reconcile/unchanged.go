@@ -52,7 +52,7 @@ func (r *run) splitUnchanged(ctx context.Context, prevEntries []inventory.Entry,
 		}
 	}
 	if len(whole) > 0 {
-		if _, err := discover.Whole(ctx, r.cl, found, whole, opts); err != nil {
+		if err := discover.Whole(ctx, r.cl, found, whole, opts); err != nil {
 			return nil, nil, fmt.Errorf("%s: reading the recorded objects: %w", r.where(), err)
 		}
 	}
