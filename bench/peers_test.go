@@ -150,24 +150,21 @@ func benchPeers(t *testing.T, env *kubetest.Env, cs *kubernetes.Clientset, work,
 	ssaAgain := median(func() time.Duration {
 		return ssa("apply", ssaFile, fmt.Sprintf("0 created, 0 configured, %d unchanged", objects))
 	})
-	opmDiff := median(func() time.Duration {
-		d, out, _ := measured(t, 0, opm, "diff", dirs["opm"], "-f", rev, "--kubeconfig", kc)
-		if want := fmt.Sprintf("%d modified, %d unchanged, 0 stale, 0 ghost", changed, objects-changed); !strings.Contains(string(out), want) {
-			t.Fatalf("opm diff did not report %q:\n%s", want, lastLine(out))
+	// opmDiffWith diffs with the values file values, checking that moved
+	// objects were modified and nothing else.
+	opmDiffWith := func(values string, moved int, extra ...string) time.Duration {
+		d, out, _ := measured(t, 0, opm, append([]string{"diff", dirs["opm"], "-f", values, "--kubeconfig", kc}, extra...)...)
+		if want := fmt.Sprintf("%d modified, %d unchanged, 0 stale, 0 ghost", moved, objects-moved); !strings.Contains(string(out), want) {
+			t.Fatalf("opm diff %v did not report %q:\n%s", extra, want, lastLine(out))
 		}
 		return d
-	})
+	}
+	opmDiff := median(func() time.Duration { return opmDiffWith(rev, changed) })
 	// What the goal's diff cannot go below on this machine: the same
 	// diff again (every component cached) without the ghost scan — the
 	// recorded objects read, the changed ones dry-run and diffed, the
 	// deployment loaded and assembled, nothing transformed.
-	opmDiffFloor := median(func() time.Duration {
-		d, out, _ := measured(t, 0, opm, "diff", dirs["opm"], "-f", rev, "--no-ghosts", "--kubeconfig", kc)
-		if want := fmt.Sprintf("%d modified, %d unchanged, 0 stale, 0 ghost", changed, objects-changed); !strings.Contains(string(out), want) {
-			t.Fatalf("opm diff --no-ghosts did not report %q:\n%s", want, lastLine(out))
-		}
-		return d
-	})
+	opmDiffFloor := median(func() time.Duration { return opmDiffWith(rev, changed, "--no-ghosts") })
 	// The goal's diff is of a change never diffed before: each run moves
 	// a value to one no cache has seen (of one shape: "fresh-10" on, as
 	// the secret trace of a value's shape is cached). Beside it, the same
@@ -181,11 +178,7 @@ func benchPeers(t *testing.T, env *kubetest.Env, cs *kubernetes.Clientset, work,
 			if err := os.WriteFile(p, fmt.Appendf(nil, "%s: \"fresh-%d\"\n", field, fresh), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			d, out, _ := measured(t, 0, opm, append([]string{"diff", dirs["opm"], "-f", p, "--kubeconfig", kc}, extra...)...)
-			if want := fmt.Sprintf("%d modified, %d unchanged, 0 stale, 0 ghost", moved, objects-moved); !strings.Contains(string(out), want) {
-				t.Fatalf("opm diff %v did not report %q:\n%s", extra, want, lastLine(out))
-			}
-			return d
+			return opmDiffWith(p, moved, extra...)
 		}
 	}
 	freshDiff("rev", changed)() // the trace of the values' shape, once
